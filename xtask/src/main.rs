@@ -1,1 +1,40 @@
-fn main() {}
+//! Workspace automation, run as `cargo xtask <command>`.
+//!
+//! Each command is a module with one `run` function; this file only dispatches.
+
+mod local_model;
+mod pack;
+mod stranger;
+mod util;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  pack         package every publishable crate and check each package's file list
+  stranger     build a consumer outside the workspace against the packaged crates only
+  local-model  build (or reuse) and start the local OpenAI-compatible model server";
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let command = args.next();
+    let rest: Vec<String> = args.collect();
+    let result = match command.as_deref() {
+        Some("pack") => pack::run(&rest).map(|_| ()),
+        Some("stranger") => stranger::run(&rest),
+        Some("local-model") => local_model::run(&rest),
+        Some("-h" | "--help" | "help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command `{other}`\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! Not built yet.
+
+/// Not built yet.
+pub fn run(_args: &[String]) -> Result<(), String> {
+    Err("`local_model` is not built yet".to_owned())
+}
