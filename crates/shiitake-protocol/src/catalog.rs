@@ -1,0 +1,139 @@
+//! `whistle.catalog/v1`: the human command flows an extension offers.
+//!
+//! A catalog lists commands a person can type (`/goal ...`): each names the
+//! extension command it calls, its arguments, and the steps a client walks
+//! through to collect arguments the person did not type. A compatible client
+//! renders any catalog without knowing the extension. The format is described in
+//! `docs/wire.md`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bounded::ExtensionId;
+use crate::extension::ExtensionRunState;
+
+/// The format tag every catalog carries.
+pub const CATALOG_FORMAT: &str = "whistle.catalog/v1";
+
+/// The `format` field: only `whistle.catalog/v1` decodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CatalogFormat {
+    /// Version 1.
+    #[default]
+    #[serde(rename = "whistle.catalog/v1")]
+    V1,
+}
+
+/// One extension's human command flows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Catalog {
+    /// Always `whistle.catalog/v1`.
+    pub format: CatalogFormat,
+    /// The extension that handles the commands.
+    pub extension_id: ExtensionId,
+    /// The commands.
+    pub commands: Vec<CatalogCommand>,
+}
+
+/// Whether a catalog command acts on one Session or on the Agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatalogScope {
+    /// The Session the person is in.
+    Session,
+    /// The whole Agent.
+    Agent,
+}
+
+/// One command a person can type, such as `/goal`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogCommand {
+    /// What the person types after `/`.
+    pub name: String,
+    /// One line for menus.
+    pub summary: String,
+    /// Session or Agent.
+    pub scope: CatalogScope,
+    /// The extension command called with the collected arguments as a JSON object.
+    pub call: String,
+    /// Arguments, in the order they may be typed.
+    #[serde(default)]
+    pub arguments: Vec<CatalogArgument>,
+    /// Questions asked, in order, for arguments still missing.
+    #[serde(default)]
+    pub steps: Vec<CatalogStep>,
+}
+
+/// One argument of a command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogArgument {
+    /// The key in the call's input object.
+    pub name: String,
+    /// What it means.
+    pub description: String,
+    /// What values it takes.
+    pub kind: ArgumentKind,
+    /// The call fails without it.
+    pub required: bool,
+}
+
+/// The values an argument takes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ArgumentKind {
+    /// Free text, at most `maxBytes` of UTF-8.
+    #[serde(rename_all = "camelCase")]
+    Text {
+        /// Largest accepted text.
+        max_bytes: u32,
+    },
+    /// A whole number.
+    Integer,
+    /// Yes or no.
+    Boolean,
+    /// One (or several, comma-separated) of fixed choices.
+    Choice {
+        /// The choices.
+        choices: Vec<CatalogChoice>,
+        /// Several may be chosen.
+        multiple: bool,
+    },
+}
+
+/// One fixed choice.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogChoice {
+    /// What the person sees and may type.
+    pub label: String,
+    /// What the call receives.
+    pub value: String,
+}
+
+/// One question a client asks to fill an argument.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogStep {
+    /// The argument it fills.
+    pub argument: String,
+    /// The question.
+    pub prompt: String,
+}
+
+/// The catalogs available in one Session, with the state of each extension.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCatalogs {
+    /// One entry per extension that publishes a catalog.
+    pub catalogs: Vec<CatalogEntry>,
+}
+
+/// One extension's catalog and whether it can take commands now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogEntry {
+    /// The catalog.
+    pub catalog: Catalog,
+    /// Running or stopped.
+    pub state: ExtensionRunState,
+}
