@@ -35,7 +35,9 @@ pub struct SessionWatch {
 
 impl fmt::Debug for SessionWatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SessionWatch").field("snapshot", &self.snapshot).finish_non_exhaustive()
+        f.debug_struct("SessionWatch")
+            .field("snapshot", &self.snapshot)
+            .finish_non_exhaustive()
     }
 }
 
@@ -106,8 +108,7 @@ pub trait SessionApi: Send + Sync {
     async fn model_preference(&self) -> Result<Option<ModelPreference>, ShiitakeError>;
 
     /// Persists the model the next run uses.
-    async fn set_model_preference(&self, preference: ModelPreference)
-    -> Result<(), ShiitakeError>;
+    async fn set_model_preference(&self, preference: ModelPreference) -> Result<(), ShiitakeError>;
 
     /// Calls a Session-scope command of an extension.
     async fn call_extension(
@@ -153,7 +154,9 @@ pub trait SessionApi: Send + Sync {
 
     /// Selects a lineage leaf.
     async fn branch(&self, entry_id: EntryId) -> Result<(), ShiitakeError> {
-        self.command(SessionCommand::Branch { entry_id }).await.map(|_| ())
+        self.command(SessionCommand::Branch { entry_id })
+            .await
+            .map(|_| ())
     }
 
     /// Copies the lineage root→`entry_id` into a new Session.
@@ -171,7 +174,13 @@ pub trait SessionApi: Send + Sync {
         author: OperatorAuthor,
         text: PromptText,
     ) -> Result<(), ShiitakeError> {
-        self.command(SessionCommand::Operator { request_id, author, text }).await.map(|_| ())
+        self.command(SessionCommand::Operator {
+            request_id,
+            author,
+            text,
+        })
+        .await
+        .map(|_| ())
     }
 }
 

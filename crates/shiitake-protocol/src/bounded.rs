@@ -80,7 +80,11 @@ fn check_visible_ascii(what: &'static str, value: &str, max: usize) -> Result<()
         return Err(BoundError::Empty { what });
     }
     if value.len() > max {
-        return Err(BoundError::TooLong { what, len: value.len(), max });
+        return Err(BoundError::TooLong {
+            what,
+            len: value.len(),
+            max,
+        });
     }
     match value.char_indices().find(|(_, c)| !matches!(c, '!'..='~')) {
         Some((at, found)) => Err(BoundError::BadCharacter { what, found, at }),
@@ -225,7 +229,9 @@ impl PromptText {
     pub fn new(value: impl Into<String>) -> Result<Self, BoundError> {
         let value = value.into();
         if value.trim().is_empty() {
-            return Err(BoundError::Empty { what: "prompt text" });
+            return Err(BoundError::Empty {
+                what: "prompt text",
+            });
         }
         if value.len() > Self::MAX_BYTES {
             return Err(BoundError::TooLong {

@@ -33,7 +33,10 @@ impl From<DecodeError> for ShiitakeError {
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(what: &'static str, value: &str) -> Result<T, DecodeError> {
+fn parse<T: serde::de::DeserializeOwned>(
+    what: &'static str,
+    value: &str,
+) -> Result<T, DecodeError> {
     serde_json::from_str(value).map_err(|source| DecodeError { what, source })
 }
 

@@ -121,13 +121,17 @@ enum StatusWire {
 
 impl From<Accepted> for StatusWire {
     fn from(value: Accepted) -> Self {
-        StatusWire::Accepted { command_id: value.command_id }
+        StatusWire::Accepted {
+            command_id: value.command_id,
+        }
     }
 }
 
 impl From<TooLate> for StatusWire {
     fn from(value: TooLate) -> Self {
-        StatusWire::TooLate { command_id: value.command_id }
+        StatusWire::TooLate {
+            command_id: value.command_id,
+        }
     }
 }
 

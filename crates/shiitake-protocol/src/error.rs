@@ -63,7 +63,10 @@ pub struct ShiitakeError {
 impl ShiitakeError {
     /// A failure of the given kind.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 
     /// Something addressed does not exist.

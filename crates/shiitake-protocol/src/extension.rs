@@ -8,6 +8,56 @@
 //! [`BoundSessionExtension`] or [`BoundAgentExtension`]; the scope of each
 //! command is part of its type, so a Session-bound handle cannot call an
 //! Agent-scope command.
+//!
+//! ```
+//! use serde::Serialize;
+//! use shiitake_protocol::extension::*;
+//!
+//! struct Counter;
+//! impl ExtensionContract for Counter {
+//!     const EXTENSION_ID: &'static str = "example-counter";
+//!     type Projection = u32;
+//! }
+//!
+//! #[derive(Serialize)]
+//! struct Increment { by: u32 }
+//! impl ContractCommand for Increment {
+//!     type Contract = Counter;
+//!     type Scope = SessionScope;
+//!     type Output = u32;
+//!     const NAME: &'static str = "increment";
+//! }
+//!
+//! async fn bump<S: shiitake_protocol::SessionApi>(session: &S) -> Result<u32, shiitake_protocol::ShiitakeError> {
+//!     bind_session_extension::<_, Counter>(session).call(&Increment { by: 1 }).await
+//! }
+//! ```
+//!
+//! The same call with an Agent-scope command does not compile:
+//!
+//! ```compile_fail
+//! use serde::Serialize;
+//! use shiitake_protocol::extension::*;
+//!
+//! struct Counter;
+//! impl ExtensionContract for Counter {
+//!     const EXTENSION_ID: &'static str = "example-counter";
+//!     type Projection = u32;
+//! }
+//!
+//! #[derive(Serialize)]
+//! struct ResetAll;
+//! impl ContractCommand for ResetAll {
+//!     type Contract = Counter;
+//!     type Scope = AgentScope;
+//!     type Output = ();
+//!     const NAME: &'static str = "reset_all";
+//! }
+//!
+//! async fn reset<S: shiitake_protocol::SessionApi>(session: &S) -> Result<(), shiitake_protocol::ShiitakeError> {
+//!     bind_session_extension::<_, Counter>(session).call(&ResetAll).await
+//! }
+//! ```
 
 use std::marker::PhantomData;
 
@@ -148,9 +198,9 @@ pub fn view<C: ExtensionContract>(
     let found = slots.iter().find(|(id, _)| id.as_str() == C::EXTENSION_ID);
     match found.map(|(_, slot)| slot) {
         None => Ok(ExtensionViewV0::Unavailable),
-        Some(ExtensionSlotV0::Stopped { reason }) => {
-            Ok(ExtensionViewV0::Stopped { reason: reason.clone() })
-        }
+        Some(ExtensionSlotV0::Stopped { reason }) => Ok(ExtensionViewV0::Stopped {
+            reason: reason.clone(),
+        }),
         Some(ExtensionSlotV0::Running { value: Value::Null }) => {
             Ok(ExtensionViewV0::Running { value: None })
         }
@@ -170,7 +220,10 @@ fn contract_id<C: ExtensionContract>() -> Result<ExtensionId, ShiitakeError> {
 
 fn encode_input<K: ContractCommand>(input: &K) -> Result<Value, ShiitakeError> {
     serde_json::to_value(input).map_err(|error| {
-        ShiitakeError::invalid(format!("command {} input does not encode: {error}", K::NAME))
+        ShiitakeError::invalid(format!(
+            "command {} input does not encode: {error}",
+            K::NAME
+        ))
     })
 }
 
@@ -196,7 +249,10 @@ pub struct BoundSessionExtension<'s, S, C> {
 pub fn bind_session_extension<S: SessionApi, C: ExtensionContract>(
     session: &S,
 ) -> BoundSessionExtension<'_, S, C> {
-    BoundSessionExtension { session, contract: PhantomData }
+    BoundSessionExtension {
+        session,
+        contract: PhantomData,
+    }
 }
 
 impl<S: SessionApi, C: ExtensionContract> BoundSessionExtension<'_, S, C> {
@@ -232,7 +288,10 @@ pub struct BoundAgentExtension<'a, A, C> {
 pub fn bind_agent_extension<A: AgentApi, C: ExtensionContract>(
     agent: &A,
 ) -> BoundAgentExtension<'_, A, C> {
-    BoundAgentExtension { agent, contract: PhantomData }
+    BoundAgentExtension {
+        agent,
+        contract: PhantomData,
+    }
 }
 
 impl<A: AgentApi, C: ExtensionContract> BoundAgentExtension<'_, A, C> {

@@ -42,8 +42,8 @@ pub mod summary;
 pub use activity::{QueueState, RetryState, SessionActivity, SessionProgress};
 pub use api::{AgentApi, FrameStream, SessionApi, SessionWatch};
 pub use bounded::{
-    BoundError, BoundedId, CommandId, Cursor, EntryId, EventId, ExtensionId, PageLimit,
-    PromptText, RequestId, SessionId,
+    BoundError, BoundedId, CommandId, Cursor, EntryId, EventId, ExtensionId, PageLimit, PromptText,
+    RequestId, SessionId,
 };
 pub use catalog::{CATALOG_FORMAT, Catalog};
 pub use codec::{
@@ -57,15 +57,15 @@ pub use command::{
 pub use error::{ErrorCode, ShiitakeError};
 pub use extension::{
     BoundAgentExtension, BoundSessionExtension, ContractCommand, ExtensionContract,
-    ExtensionRunState, ExtensionSlotV0, ExtensionStatusV0, ExtensionViewV0,
-    bind_agent_extension, bind_session_extension,
+    ExtensionRunState, ExtensionSlotV0, ExtensionStatusV0, ExtensionViewV0, bind_agent_extension,
+    bind_session_extension,
 };
 pub use frame::{FrameDelivery, ProgressFrame, ResetFrame, ResetReason, SessionFrame, UpdateFrame};
 pub use message::Message;
 pub use preference::{ModelPreference, ModelSpec, ReasoningLevel};
 pub use snapshot::{
     ReadOptions, SandboxFailureEvent, SessionCompactionMarker, SessionExtensionSlots,
-    SessionMessage, SessionPendingPrompt, SessionPendingPrompts, SessionSnapshot,
-    SessionTerminal, SubscribeOptions, TerminalOutcome, WatchOptions,
+    SessionMessage, SessionPendingPrompt, SessionPendingPrompts, SessionSnapshot, SessionTerminal,
+    SubscribeOptions, TerminalOutcome, WatchOptions,
 };
 pub use summary::{SessionInboxState, SessionSummary, SessionSummaryPage, SessionSummaryRow};

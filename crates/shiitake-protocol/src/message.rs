@@ -55,7 +55,11 @@ pub struct UserMessage {
 impl UserMessage {
     /// A plain-text user message, the common case.
     pub fn text(text: impl Into<String>, timestamp: u64) -> Self {
-        Self { content: UserContent::Text(text.into()), timestamp, extra: Extra::new() }
+        Self {
+            content: UserContent::Text(text.into()),
+            timestamp,
+            extra: Extra::new(),
+        }
     }
 }
 
@@ -113,7 +117,11 @@ pub struct TextContent {
 impl TextContent {
     /// A text block with no signature.
     pub fn new(text: impl Into<String>) -> Self {
-        Self { text: text.into(), text_signature: None, extra: Extra::new() }
+        Self {
+            text: text.into(),
+            text_signature: None,
+            extra: Extra::new(),
+        }
     }
 }
 

@@ -43,7 +43,11 @@ impl ModelSpec {
             });
         }
         if let Some((at, found)) = value.char_indices().find(|(_, c)| c.is_control()) {
-            return Err(BoundError::BadCharacter { what: "model spec", found, at });
+            return Err(BoundError::BadCharacter {
+                what: "model spec",
+                found,
+                at,
+            });
         }
         Ok(Self(value))
     }

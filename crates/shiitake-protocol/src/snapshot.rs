@@ -119,7 +119,11 @@ pub struct SessionSnapshot {
     /// Older entries exist before this page.
     pub has_more: bool,
     /// Where the page starts, to read further back with `before`.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::nullable"
+    )]
     pub oldest_cursor: Option<Option<Cursor>>,
     /// Messages of the page, oldest first.
     pub messages: Vec<SessionMessage>,

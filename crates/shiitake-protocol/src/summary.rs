@@ -97,7 +97,10 @@ enum RowState {
 impl From<SessionSummaryRow> for RowWire {
     fn from(row: SessionSummaryRow) -> Self {
         match row {
-            SessionSummaryRow::Available { session_id, summary } => RowWire {
+            SessionSummaryRow::Available {
+                session_id,
+                summary,
+            } => RowWire {
                 session_id,
                 created_at: Some(summary.created_at),
                 last_activity_at: Some(summary.last_activity_at),
@@ -135,7 +138,9 @@ impl TryFrom<RowWire> for SessionSummaryRow {
                 if extra {
                     return Err("an unavailable row carries only sessionId and state".into());
                 }
-                return Ok(SessionSummaryRow::Unavailable { session_id: wire.session_id });
+                return Ok(SessionSummaryRow::Unavailable {
+                    session_id: wire.session_id,
+                });
             }
             RowState::NeedsYou => SessionInboxState::NeedsYou,
             RowState::Running => SessionInboxState::Running,
@@ -147,7 +152,9 @@ impl TryFrom<RowWire> for SessionSummaryRow {
             session_id: wire.session_id,
             summary: SessionSummary {
                 created_at: wire.created_at.ok_or_else(|| missing("createdAt"))?,
-                last_activity_at: wire.last_activity_at.ok_or_else(|| missing("lastActivityAt"))?,
+                last_activity_at: wire
+                    .last_activity_at
+                    .ok_or_else(|| missing("lastActivityAt"))?,
                 settled_at: wire.settled_at,
                 title: wire.title.ok_or_else(|| missing("title"))?,
                 state,

@@ -1,0 +1,68 @@
+//! The `parse_*` codecs decode good input and give typed errors for bad input.
+
+use shiitake_protocol::*;
+
+#[test]
+fn parse_accepted_decodes_an_acceptance() {
+    let accepted = parse_accepted(r#"{"status":"accepted","commandId":"c-1"}"#).unwrap();
+    assert_eq!(
+        accepted,
+        Accepted {
+            command_id: CommandId::new("c-1").unwrap()
+        }
+    );
+}
+
+#[test]
+fn parse_cancel_result_decodes_both_outcomes() {
+    let too_late = parse_cancel_result(r#"{"status":"too_late","commandId":"c-1"}"#).unwrap();
+    assert_eq!(
+        too_late,
+        CancelResult::TooLate(TooLate {
+            command_id: CommandId::new("c-1").unwrap()
+        })
+    );
+    let accepted = parse_cancel_result(r#"{"status":"accepted","commandId":"c-1"}"#).unwrap();
+    assert!(matches!(accepted, CancelResult::Accepted(_)));
+}
+
+#[test]
+fn parse_shiitake_error_refuses_unknown_codes() {
+    let error = parse_shiitake_error(r#"{"code":"not_found","message":"no Session s-1"}"#).unwrap();
+    assert_eq!(error, ShiitakeError::not_found("no Session s-1"));
+    let bad = parse_shiitake_error(r#"{"code":"teapot","message":"x"}"#).unwrap_err();
+    assert_eq!(bad.what, "ShiitakeError");
+    assert!(bad.to_string().contains("teapot"), "{bad}");
+}
+
+#[test]
+fn malformed_input_reports_where() {
+    let error = parse_session_summary_page("{\n  \"sessions\": [\n    {\"sessionId\": 5}\n  ]\n}")
+        .unwrap_err();
+    assert_eq!(error.what, "SessionSummaryPage");
+    assert_eq!(error.line(), 3);
+    let error = parse_accepted("not json").unwrap_err();
+    assert_eq!((error.line(), error.column()), (1, 2));
+    assert_eq!(ShiitakeError::from(error).code, ErrorCode::Invalid);
+}
+
+#[test]
+fn every_error_code_has_its_wire_string() {
+    let codes = [
+        (ErrorCode::NotFound, "not_found"),
+        (ErrorCode::Conflict, "conflict"),
+        (ErrorCode::Invalid, "invalid"),
+        (ErrorCode::TooLarge, "too_large"),
+        (ErrorCode::Unavailable, "unavailable"),
+        (ErrorCode::Stopped, "stopped"),
+        (ErrorCode::NotGranted, "not_granted"),
+        (ErrorCode::Internal, "internal"),
+    ];
+    for (code, wire) in codes {
+        assert_eq!(code.as_str(), wire);
+        assert_eq!(
+            serde_json::to_value(code).unwrap(),
+            serde_json::Value::from(wire)
+        );
+    }
+}
