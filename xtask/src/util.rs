@@ -11,7 +11,9 @@ pub fn workspace_root() -> PathBuf {
 
 /// Runs a command to completion and fails with its description when it exits non-zero.
 pub fn run_checked(command: &mut Command) -> Result<(), String> {
-    let status = command.status().map_err(|error| format!("could not start {command:?}: {error}"))?;
+    let status = command
+        .status()
+        .map_err(|error| format!("could not start {command:?}: {error}"))?;
     if status.success() {
         Ok(())
     } else {
@@ -21,8 +23,9 @@ pub fn run_checked(command: &mut Command) -> Result<(), String> {
 
 /// Runs a command and returns its standard output as text.
 pub fn output_checked(command: &mut Command) -> Result<String, String> {
-    let output =
-        command.output().map_err(|error| format!("could not start {command:?}: {error}"))?;
+    let output = command
+        .output()
+        .map_err(|error| format!("could not start {command:?}: {error}"))?;
     if output.status.success() {
         String::from_utf8(output.stdout).map_err(|error| format!("{command:?}: {error}"))
     } else {
