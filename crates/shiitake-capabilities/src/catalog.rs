@@ -31,21 +31,23 @@ struct Slot {
     watch: Invalidations,
     seen: Option<SourceState>,
     modules: Vec<Module>,
+    failed: bool,
     closed: bool,
 }
 
 impl Slot {
-    /// Re-reads the source if its state moved since the last read.
+    /// Re-reads the source if its state moved since the last read or the last read failed.
     async fn reload(&mut self) -> Option<CatalogProblem> {
         let state = self.watch.current();
         if state == SourceState::Closed {
             self.closed = true;
             return None;
         }
-        if self.seen == Some(state) {
+        if self.seen == Some(state) && !self.failed {
             return None;
         }
         self.seen = Some(state);
+        self.failed = false;
         match self.source.modules().await {
             Ok(modules) => {
                 self.modules = modules;
@@ -56,6 +58,7 @@ impl Slot {
                 None
             }
             Err(error) => {
+                self.failed = true;
                 self.modules.clear();
                 Some(CatalogProblem::SourceFailed {
                     source_id: self.source.id().clone(),
@@ -117,6 +120,7 @@ impl Catalog {
             source,
             seen: None,
             modules: Vec::new(),
+            failed: false,
             closed: false,
         };
         let problems = slot.reload().await.into_iter().collect();
@@ -138,8 +142,8 @@ impl Catalog {
         Ok(self.rebuild(&slots, Vec::new()))
     }
 
-    /// Re-reads every source invalidated since its last read, concurrently, and
-    /// drops closed sources; returns what changed.
+    /// Re-reads, concurrently, every source invalidated since its last read or
+    /// whose last read failed, and drops closed sources; returns what changed.
     pub async fn refresh(&self) -> CatalogDiff {
         let mut slots = self.slots.lock().await;
         let problems: Vec<CatalogProblem> = join_all(slots.iter_mut().map(Slot::reload))
