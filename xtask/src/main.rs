@@ -2,7 +2,6 @@
 //!
 //! Each command is a module with one `run` function; this file only dispatches.
 
-mod json;
 mod local_model;
 mod pack;
 mod stranger;

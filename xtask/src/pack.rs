@@ -12,8 +12,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::json::Json;
 use crate::util::{output_checked, run_checked, workspace_root};
+use serde_json::Value as Json;
 
 /// Files a package may hold at its root.
 pub const ALLOWED_FILES: &[&str] = &[
@@ -166,7 +166,8 @@ impl Workspace {
 
     /// Reads the workspace from the text of `cargo metadata --no-deps`.
     pub fn from_metadata(text: &str) -> Result<Workspace, String> {
-        let metadata = Json::parse(text).map_err(|error| format!("cargo metadata: {error}"))?;
+        let metadata: Json =
+            serde_json::from_str(text).map_err(|error| format!("cargo metadata: {error}"))?;
         let text_of = |value: &Json, key: &str| {
             value
                 .get(key)
@@ -192,6 +193,7 @@ impl Workspace {
             let has_library = package
                 .get("targets")
                 .and_then(Json::as_array)
+                .map(Vec::as_slice)
                 .unwrap_or_default()
                 .iter()
                 .filter_map(|target| target.get("kind").and_then(Json::as_array))
