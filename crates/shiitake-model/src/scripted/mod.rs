@@ -1,0 +1,325 @@
+//! A deterministic model driven by a [`Script`], for tests and benchmarks.
+//!
+//! It goes through the same [`MessageBuilder`] as the providers, so it emits
+//! the same events in the same order, fails before the first byte with the
+//! same classified errors, and ends on cancellation with the same `aborted`
+//! event. Every context it receives is recorded for assertions.
+
+mod script;
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream;
+use shiitake_protocol::message::{InputContent, Message, StopReason, UserContent};
+use tokio_util::sync::CancellationToken;
+
+use crate::builder::MessageBuilder;
+use crate::error::{ModelError, ModelErrorKind};
+use crate::event::AssistantEvent;
+use crate::http::aborted;
+use crate::model::{AssistantStream, Model, ModelContext, ModelInfo, ModelOptions};
+
+pub use script::{Script, ScriptError, ScriptFailure, ScriptToolCall, Step, Turn};
+
+/// The `api` and `provider` the scripted model stamps on messages.
+pub const SCRIPTED_API: &str = "scripted";
+
+/// A [`Model`] that plays a [`Script`], one turn per call.
+#[derive(Debug)]
+pub struct ScriptedModel {
+    script: Script,
+    info: ModelInfo,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    calls: usize,
+    requests: Vec<ModelContext>,
+}
+
+impl ScriptedModel {
+    /// A model playing `script` (see [`Script::validate`] for the placement rules;
+    /// a misplaced `fail` acts as a `cut`).
+    pub fn new(script: Script) -> Self {
+        let model = script
+            .model
+            .clone()
+            .unwrap_or_else(|| SCRIPTED_API.to_owned());
+        let info = ModelInfo::new(SCRIPTED_API, SCRIPTED_API, model);
+        Self {
+            script,
+            info,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Every context received so far, in call order (including failed calls).
+    pub fn requests(&self) -> Vec<ModelContext> {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .requests
+            .clone()
+    }
+
+    /// How many calls were made.
+    pub fn calls(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .calls
+    }
+}
+
+/// One thing the stream does next.
+enum Action {
+    StartText,
+    Text(String),
+    StartThinking,
+    Thinking(String),
+    StartToolCall { id: String, name: String },
+    Arguments(String),
+    Close,
+    Pause(u64),
+    Cut(String),
+}
+
+fn chunks(text: &str, size: usize) -> Vec<String> {
+    let characters: Vec<char> = text.chars().collect();
+    characters
+        .chunks(size.max(1))
+        .map(|chunk| chunk.iter().collect())
+        .collect()
+}
+
+fn last_user_text(context: &ModelContext) -> String {
+    for message in context.messages.iter().rev() {
+        if let Message::User(user) = message {
+            return match &user.content {
+                UserContent::Text(text) => text.clone(),
+                UserContent::Blocks(blocks) => blocks
+                    .iter()
+                    .filter_map(|block| match block {
+                        InputContent::Text(text) => Some(text.text.as_str()),
+                        InputContent::Image(_) => None,
+                    })
+                    .collect(),
+            };
+        }
+    }
+    "(nothing to echo: the context has no user message)".to_owned()
+}
+
+/// A rough, deterministic token estimate: four characters a token.
+fn estimate_tokens(characters: usize) -> u64 {
+    u64::try_from(characters.div_ceil(4)).unwrap_or(u64::MAX)
+}
+
+struct Player {
+    actions: VecDeque<Action>,
+    builder: MessageBuilder,
+    cancel: CancellationToken,
+    chunk_delay_ms: u64,
+    stop_reason: Option<StopReason>,
+    input_tokens: u64,
+    output_chars: usize,
+}
+
+impl Player {
+    async fn pause(&mut self, millis: u64) {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => {}
+            () = tokio::time::sleep(Duration::from_millis(millis)) => {}
+        }
+    }
+
+    async fn next(mut self) -> Option<(AssistantEvent, Self)> {
+        loop {
+            if let Some(event) = self.builder.pop() {
+                return Some((event, self));
+            }
+            if self.builder.is_finished() {
+                return None;
+            }
+            if self.cancel.is_cancelled() {
+                self.builder
+                    .fail(StopReason::Aborted, "aborted while the model was streaming");
+                continue;
+            }
+            let Some(action) = self.actions.pop_front() else {
+                let usage = self.builder.usage_mut();
+                usage.input = self.input_tokens;
+                usage.output = estimate_tokens(self.output_chars);
+                self.builder.recompute_total();
+                if let Some(reason) = self.stop_reason {
+                    self.builder.set_stop_reason(reason);
+                }
+                self.builder.finish();
+                continue;
+            };
+            let streamed = matches!(
+                action,
+                Action::Text(_) | Action::Thinking(_) | Action::Arguments(_)
+            );
+            match action {
+                Action::StartText => self.builder.start_text(),
+                Action::Text(text) => {
+                    self.output_chars += text.chars().count();
+                    self.builder.text(&text);
+                }
+                Action::StartThinking => self.builder.start_thinking(),
+                Action::Thinking(text) => {
+                    self.output_chars += text.chars().count();
+                    self.builder.thinking(&text);
+                }
+                Action::StartToolCall { id, name } => self.builder.start_tool_call(&id, &name),
+                Action::Arguments(text) => {
+                    self.output_chars += text.chars().count();
+                    self.builder.tool_call_arguments(&text);
+                }
+                Action::Close => self.builder.close(),
+                Action::Pause(millis) => self.pause(millis).await,
+                Action::Cut(message) => self.builder.fail(StopReason::Error, message),
+            }
+            if streamed {
+                if self.chunk_delay_ms > 0 {
+                    self.pause(self.chunk_delay_ms).await;
+                } else {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    }
+}
+
+fn failure_error(failure: &ScriptFailure) -> ModelError {
+    let message = failure
+        .message
+        .clone()
+        .unwrap_or_else(|| format!("scripted failure with HTTP status {}", failure.status));
+    ModelError::from_status(failure.status, message)
+        .with_retry_after(failure.retry_after_ms.map(Duration::from_millis))
+}
+
+#[async_trait]
+impl Model for ScriptedModel {
+    fn describe(&self) -> ModelInfo {
+        self.info.clone()
+    }
+
+    async fn stream(
+        &self,
+        context: ModelContext,
+        _options: ModelOptions,
+        cancel: CancellationToken,
+    ) -> Result<AssistantStream, ModelError> {
+        let (call, turn) = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.calls += 1;
+            state.requests.push(context.clone());
+            let index = state.calls - 1;
+            let count = self.script.turns.len();
+            let turn = if index < count {
+                self.script.turns.get(index)
+            } else if self.script.cycle && count > 0 {
+                self.script.turns.get(index % count)
+            } else {
+                None
+            };
+            (state.calls, turn.cloned())
+        };
+        let Some(turn) = turn else {
+            return Err(ModelError::new(
+                ModelErrorKind::ScriptExhausted,
+                format!(
+                    "the script has {} turn(s) and all were used; call {call} has no turn \
+                     (add turns, or set \"cycle\": true to repeat them)",
+                    self.script.turns.len()
+                ),
+            ));
+        };
+        let size = self.script.chunk_chars;
+        let mut steps = turn.steps.into_iter().peekable();
+        // Leading delays and a failure happen before the first byte, as with a server.
+        while let Some(step) = steps.next_if(|s| matches!(s, Step::DelayMs(_) | Step::Fail(_))) {
+            match step {
+                Step::DelayMs(millis) => {
+                    tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => return Err(aborted()),
+                        () = tokio::time::sleep(Duration::from_millis(millis)) => {}
+                    }
+                }
+                Step::Fail(failure) => return Err(failure_error(&failure)),
+                _ => {}
+            }
+        }
+        if cancel.is_cancelled() {
+            return Err(aborted());
+        }
+        let mut actions = VecDeque::new();
+        let mut tool_index = 0;
+        for step in steps {
+            match step {
+                Step::Text(text) => {
+                    actions.push_back(Action::StartText);
+                    actions.extend(chunks(&text, size).into_iter().map(Action::Text));
+                    actions.push_back(Action::Close);
+                }
+                Step::Echo => {
+                    actions.push_back(Action::StartText);
+                    actions.extend(
+                        chunks(&last_user_text(&context), size)
+                            .into_iter()
+                            .map(Action::Text),
+                    );
+                    actions.push_back(Action::Close);
+                }
+                Step::Thinking(text) => {
+                    actions.push_back(Action::StartThinking);
+                    actions.extend(chunks(&text, size).into_iter().map(Action::Thinking));
+                    actions.push_back(Action::Close);
+                }
+                Step::ToolCall(tool) => {
+                    tool_index += 1;
+                    let id = tool
+                        .id
+                        .unwrap_or_else(|| format!("call_{call}_{tool_index}"));
+                    actions.push_back(Action::StartToolCall {
+                        id,
+                        name: tool.name,
+                    });
+                    let arguments = serde_json::Value::Object(tool.arguments).to_string();
+                    actions.extend(chunks(&arguments, size).into_iter().map(Action::Arguments));
+                    actions.push_back(Action::Close);
+                }
+                Step::DelayMs(millis) => actions.push_back(Action::Pause(millis)),
+                Step::Cut(message) => {
+                    actions.push_back(Action::Cut(format!("stream cut: {message}")))
+                }
+                Step::Fail(failure) => {
+                    actions.push_back(Action::Cut(failure_error(&failure).to_string()))
+                }
+            }
+        }
+        let context_chars: usize = serde_json::to_string(&context)
+            .map(|s| s.len())
+            .unwrap_or(0);
+        let player = Player {
+            actions,
+            builder: MessageBuilder::new(&self.info),
+            cancel,
+            chunk_delay_ms: self.script.chunk_delay_ms,
+            stop_reason: turn.stop_reason,
+            input_tokens: estimate_tokens(context_chars),
+            output_chars: 0,
+        };
+        Ok(stream::unfold(player, Player::next).boxed())
+    }
+}
