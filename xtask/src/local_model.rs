@@ -161,6 +161,8 @@ fn start(dirs: &Dirs, port: u16) -> Result<(), String> {
         .arg(port.to_string())
         .args(["--n_ctx", "2048", "--n_threads", "2", "--verbose", "false"])
         .args(["--chat_format", "chatml-function-calling"])
+        // Queue concurrent requests instead of cutting the running stream short.
+        .args(["--interrupt_requests", "false"])
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err)

@@ -200,5 +200,5 @@ pub(crate) async fn start<D: Decoder>(
             }
         },
     }
-    Ok(stream::unfold(driver, Driver::next).boxed())
+    Ok(stream::unfold(driver, Driver::next).fuse().boxed())
 }

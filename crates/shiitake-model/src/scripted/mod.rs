@@ -320,6 +320,6 @@ impl Model for ScriptedModel {
             input_tokens: estimate_tokens(context_chars),
             output_chars: 0,
         };
-        Ok(stream::unfold(player, Player::next).boxed())
+        Ok(stream::unfold(player, Player::next).fuse().boxed())
     }
 }
