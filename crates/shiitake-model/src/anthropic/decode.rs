@@ -107,7 +107,8 @@ impl Decoder for AnthropicDecoder {
                     "thinking_delta" => out.thinking(text(delta, "thinking")),
                     "signature_delta" => out.thinking_signature(text(delta, "signature")),
                     "input_json_delta" => {
-                        if !out.tool_call_arguments(text(delta, "partial_json")) {
+                        let appended = out.tool_call_arguments(text(delta, "partial_json"));
+                        if !appended {
                             return Err(invalid("input_json_delta outside a tool_use block"));
                         }
                     }

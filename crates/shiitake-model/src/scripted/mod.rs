@@ -1,6 +1,6 @@
 //! A deterministic model driven by a [`Script`], for tests and benchmarks.
 //!
-//! It goes through the same [`MessageBuilder`] as the providers, so it emits
+//! It goes through the same message builder as the providers, so it emits
 //! the same events in the same order, fails before the first byte with the
 //! same classified errors, and ends on cancellation with the same `aborted`
 //! event. Every context it receives is recorded for assertions.
