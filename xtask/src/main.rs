@@ -5,6 +5,7 @@
 mod local_model;
 mod pack;
 mod stranger;
+mod test;
 mod util;
 
 use std::process::ExitCode;
@@ -14,7 +15,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   pack         package every publishable crate and check each package's file list
   stranger     build a consumer outside the workspace against the packaged crates only
-  local-model  build (or reuse) and start the local OpenAI-compatible model server";
+  local-model  build (or reuse) and start the local OpenAI-compatible model server
+  test         start what the tests need, then run every test of the workspace";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -24,6 +26,7 @@ fn main() -> ExitCode {
         Some("pack") => pack::run(&rest).map(|_| ()),
         Some("stranger") => stranger::run(&rest),
         Some("local-model") => local_model::run(&rest),
+        Some("test") => test::run(&rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())
