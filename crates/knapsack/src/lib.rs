@@ -1,0 +1,1 @@
+//! Tool connections for Shiitake agents (being built).
