@@ -1,0 +1,23 @@
+//! The numeric bounds of the specification, in one place so tests and docs name them.
+
+/// Reads, edited files and patch inputs are bounded to this many bytes of UTF-8 (128 KiB),
+/// so one tool result can never flood a model's context.
+pub const TEXT_LIMIT_BYTES: usize = 128 * 1024;
+
+/// Listing, glob and grep results hold at most this many entries and say when they stopped.
+pub const RESULT_LIMIT: usize = 256;
+
+/// A Computer advertises at most this many operations; more is an error, not a truncation.
+pub const COMPUTER_OPERATION_LIMIT: usize = 256;
+
+/// How many Computers `Knapsack.computers` describes at once.
+pub const COMPUTER_DESCRIBE_CONCURRENCY: usize = 8;
+
+/// The default time one Computer has to describe itself.
+pub const COMPUTER_DESCRIBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A requested path longer than this many bytes is refused before any I/O.
+pub const PATH_LIMIT_BYTES: usize = 4096;
+
+/// A grep match line is cut to this many bytes (on a character boundary) in results.
+pub const GREP_LINE_LIMIT_BYTES: usize = 1024;
