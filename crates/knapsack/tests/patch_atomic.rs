@@ -203,16 +203,17 @@ async fn operations_on_one_file_compose_in_order() {
 }
 
 /// A tree of files with distinct lines, and a patch that edits, deletes and adds.
-fn scenario() -> impl Strategy<
-    Value = (
-        Vec<Vec<String>>,
-        usize,
-        usize,
-        usize,
-        Vec<String>,
-        Vec<String>,
-    ),
-> {
+/// File contents, region start, region length, file count, replacement lines, added lines.
+type Scenario = (
+    Vec<Vec<String>>,
+    usize,
+    usize,
+    usize,
+    Vec<String>,
+    Vec<String>,
+);
+
+fn scenario() -> impl Strategy<Value = Scenario> {
     (2usize..5, 3usize..12)
         .prop_flat_map(|(files, lines)| {
             (
