@@ -45,6 +45,7 @@
 
 mod edit;
 mod error;
+mod files_module;
 pub mod limits;
 mod local;
 pub mod patch;
@@ -55,6 +56,7 @@ pub mod types;
 
 pub use edit::{edit, plan_edit};
 pub use error::{FilesEditError, FilesError};
+pub use files_module::{FilesConnection, input_schema, to_tool_error};
 pub use local::LocalFiles;
 pub use path::{normalize_relative, validate_path};
 pub use port::{Files, PatchEngine};
