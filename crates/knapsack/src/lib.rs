@@ -43,6 +43,7 @@
 //! # }
 //! ```
 
+mod computer;
 mod edit;
 mod error;
 mod files_module;
@@ -54,6 +55,10 @@ mod port;
 pub mod search;
 pub mod types;
 
+pub use computer::{
+    AdvertisedOperation, Computer, ComputerConnection, ComputerError, ComputersOptions,
+    ComputersSource, Knapsack, Unavailable, capture,
+};
 pub use edit::{edit, plan_edit};
 pub use error::{FilesEditError, FilesError};
 pub use files_module::{FilesConnection, input_schema, to_tool_error};
