@@ -1,0 +1,223 @@
+//! The Agent: a durable store of Sessions, implementing `AgentApi` in-process.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use shiitake_capabilities::Catalog;
+use shiitake_protocol::{
+    AgentApi, Cursor, ExtensionId, ExtensionStatusV0, RequestId, SessionId, SessionInboxState,
+    SessionSummary, SessionSummaryPage, SessionSummaryRow, ShiitakeError,
+};
+use tokio::sync::oneshot;
+
+use crate::clock::now_ms;
+use crate::config::AgentConfig;
+use crate::ids;
+use crate::owner::Request;
+use crate::owner::registry::Registry;
+use crate::session::LocalSession;
+use crate::store::{ListPosition, Op, SessionHeader, Store};
+
+/// What every owner and runner of one Agent shares.
+pub(crate) struct AgentCore {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) tools: Arc<Catalog>,
+    pub(crate) config: AgentConfig,
+    pub(crate) owners: Registry,
+}
+
+/// A durable harness: Sessions, their queues and runs, on one store.
+///
+/// Cloning is cheap; every clone is the same Agent.
+#[derive(Clone)]
+pub struct Agent {
+    core: Arc<AgentCore>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("live_owners", &self.core.owners.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Rows on one inbox page.
+const PAGE_ROWS: usize = SessionSummaryPage::MAX_ROWS;
+
+impl Agent {
+    /// Opens an Agent on `store` and resumes every Session that had work pending or running.
+    pub async fn open(
+        store: Arc<dyn Store>,
+        tools: Arc<Catalog>,
+        config: AgentConfig,
+    ) -> Result<Self, ShiitakeError> {
+        let core = Arc::new(AgentCore {
+            store,
+            tools,
+            config,
+            owners: Registry::default(),
+        });
+        let agent = Self { core };
+        for session_id in agent.core.store.sessions_with_open_work().await? {
+            agent.core.owners.mailbox(&agent.core, &session_id);
+        }
+        Ok(agent)
+    }
+
+    /// How many Sessions have an owner in memory now.
+    pub fn live_sessions(&self) -> usize {
+        self.core.owners.len()
+    }
+}
+
+fn list_cursor(position: &ListPosition) -> Result<Cursor, ShiitakeError> {
+    Cursor::new(format!(
+        "l1.{}.{}.{}",
+        position.rank, position.last_activity_at, position.session_id
+    ))
+    .map_err(ShiitakeError::from)
+}
+
+fn parse_list_cursor(cursor: &Cursor) -> Result<ListPosition, ShiitakeError> {
+    let invalid = || ShiitakeError::invalid("not an inbox cursor of this Agent");
+    let mut parts = cursor.as_str().splitn(4, '.');
+    let (Some("l1"), Some(rank), Some(last), Some(id)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(invalid());
+    };
+    Ok(ListPosition {
+        rank: rank.parse().map_err(|_| invalid())?,
+        last_activity_at: last.parse().map_err(|_| invalid())?,
+        session_id: SessionId::new(id).map_err(|_| invalid())?,
+    })
+}
+
+#[async_trait]
+impl AgentApi for Agent {
+    type Session = LocalSession;
+
+    async fn create_session(&self, request_id: RequestId) -> Result<SessionId, ShiitakeError> {
+        let store = &self.core.store;
+        if let Some(existing) = store.session_by_request(&request_id).await? {
+            return Ok(existing);
+        }
+        let now = now_ms();
+        let header = SessionHeader {
+            id: ids::session_id(),
+            created_at: now,
+            last_activity_at: now,
+            settled_at: None,
+            title: String::new(),
+            head_sequence: 0,
+            leaf: None,
+            epoch: 0,
+            model_preference: None,
+            inbox_state: SessionInboxState::Done,
+        };
+        let session_id = header.id.clone();
+        let created = store
+            .commit(vec![Op::CreateSession {
+                header,
+                request_id: Some(request_id.clone()),
+            }])
+            .await;
+        match created {
+            Ok(()) => Ok(session_id),
+            // A concurrent create with the same request id won the unique index.
+            Err(error) => match store.session_by_request(&request_id).await? {
+                Some(existing) => Ok(existing),
+                None => Err(error.into()),
+            },
+        }
+    }
+
+    async fn delete_session(&self, session_id: &SessionId) -> Result<bool, ShiitakeError> {
+        if let Some(mailbox) = self.core.owners.live_mailbox(session_id) {
+            let (done, stopped) = oneshot::channel();
+            if mailbox.send(Request::Stop(done)).await.is_ok() {
+                // Either answer means the owner no longer runs anything.
+                let _stopped = stopped.await;
+            }
+        }
+        Ok(self.core.store.delete_session(session_id).await?)
+    }
+
+    async fn list_sessions(
+        &self,
+        after: Option<&Cursor>,
+    ) -> Result<SessionSummaryPage, ShiitakeError> {
+        let after = after.map(parse_list_cursor).transpose()?;
+        let mut rows = self
+            .core
+            .store
+            .list_sessions(after.as_ref(), PAGE_ROWS + 1)
+            .await?;
+        let next = if rows.len() > PAGE_ROWS {
+            rows.truncate(PAGE_ROWS);
+            rows.last()
+                .map(|row| list_cursor(&row.position))
+                .transpose()?
+        } else {
+            None
+        };
+        let sessions = rows
+            .into_iter()
+            .map(|row| match row.header {
+                Ok(header) => SessionSummaryRow::Available {
+                    session_id: header.id,
+                    summary: SessionSummary {
+                        created_at: header.created_at,
+                        last_activity_at: header.last_activity_at,
+                        settled_at: header.settled_at,
+                        title: header.title,
+                        state: header.inbox_state,
+                    },
+                },
+                Err(session_id) => SessionSummaryRow::Unavailable { session_id },
+            })
+            .collect();
+        Ok(SessionSummaryPage { sessions, next })
+    }
+
+    fn session(&self, session_id: SessionId) -> LocalSession {
+        LocalSession::new(self.core.clone(), session_id)
+    }
+
+    async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError> {
+        Ok(Vec::new())
+    }
+
+    async fn resume_extension(
+        &self,
+        extension_id: &ExtensionId,
+    ) -> Result<ExtensionStatusV0, ShiitakeError> {
+        Err(ShiitakeError::not_found(format!(
+            "no extension {extension_id}"
+        )))
+    }
+
+    async fn call_extension(
+        &self,
+        extension_id: &ExtensionId,
+        _command: &str,
+        _input: Value,
+    ) -> Result<Value, ShiitakeError> {
+        Err(ShiitakeError::not_found(format!(
+            "no extension {extension_id}"
+        )))
+    }
+
+    async fn close(&self) -> Result<(), ShiitakeError> {
+        for mailbox in self.core.owners.all() {
+            let (done, stopped) = oneshot::channel();
+            if mailbox.send(Request::Stop(done)).await.is_ok() {
+                let _stopped = stopped.await;
+            }
+        }
+        self.core.store.close().await;
+        Ok(())
+    }
+}

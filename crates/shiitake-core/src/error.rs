@@ -1,0 +1,17 @@
+//! Core's failures, and how they become the canonical `ShiitakeError`.
+
+use shiitake_protocol::ShiitakeError;
+
+use crate::store::StoreError;
+
+impl From<StoreError> for ShiitakeError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Closed => ShiitakeError::unavailable("the Agent is closing"),
+            StoreError::Database(_) | StoreError::Migration(_) => {
+                ShiitakeError::unavailable(format!("storage failed: {error}"))
+            }
+            StoreError::Corrupt(_) => ShiitakeError::internal(error.to_string()),
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The durable Shiitake Agent.
+//!
+//! An [`Agent`] is a durable store of Sessions. Each live Session has one owner
+//! task that serialises its changes: it applies a change to a copy of its state,
+//! commits it through the [`Store`](store::Store), and only then answers and
+//! publishes. Accepted prompts queue as work; the runner takes one prompt per
+//! run, streams the model, has every completed message committed, executes
+//! tool calls through the capabilities execute door, and ends with a terminal.
+//! When an Agent opens, work that was running resumes from the last committed
+//! message; a tool call without a committed result runs again only when its
+//! operation is replay-safe.
+//!
+//! The Agent implements [`AgentApi`](shiitake_protocol::AgentApi) and its
+//! Sessions [`SessionApi`](shiitake_protocol::SessionApi), the same traits the
+//! HTTP client implements, so code written against them runs on either.
+//!
+//! What core does not own: any one extension's rules, model providers
+//! (`shiitake-model`), tools (`shiitake-capabilities`, `knapsack`), HTTP.
+
+mod agent;
+pub mod clock;
+pub mod config;
+pub mod cursor;
+mod error;
+pub mod ids;
+mod owner;
+mod runner;
+mod session;
+pub mod store;
+
+pub use agent::Agent;
+pub use config::{AgentConfig, FixedModel, ModelResolver, RetryPolicy, SpecResolver};
+pub use session::LocalSession;
+pub use store::sqlite::{Durability, SqliteStore};

@@ -1,0 +1,358 @@
+//! The accepted-command door: prompt, cancel, abort, branch, fork, operator.
+
+use shiitake_protocol::message::{Message, UserContent, UserMessage};
+use shiitake_protocol::{
+    Accepted, CancelResult, CommandId, CommandOutcome, EntryId, ForkedSession, OperatorAuthor,
+    PromptDelivery, PromptText, RequestId, SessionCommand, SessionInboxState, ShiitakeError,
+    TerminalOutcome, TooLate,
+};
+
+use super::{Owner, Published, QueuedPrompt, WaitingLine, take};
+use crate::clock::now_ms;
+use crate::ids;
+use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, StoredEntry};
+
+/// Longest title taken from a first prompt, in characters.
+const TITLE_CHARS: usize = 80;
+
+/// An operator or party line as it enters the lineage: a user message marked with its author.
+pub(crate) fn operator_message(author: OperatorAuthor, text: &PromptText) -> Message {
+    let mut message = UserMessage::text(text.as_str(), now_ms());
+    let author = match author {
+        OperatorAuthor::Operator => "operator",
+        OperatorAuthor::Party => "party",
+    };
+    message.extra.insert("author".to_owned(), author.into());
+    Message::User(message)
+}
+
+/// The user message a prompt becomes when it enters the conversation.
+pub(crate) fn prompt_message(text: &PromptText) -> Message {
+    Message::User(UserMessage {
+        content: UserContent::Text(text.as_str().to_owned()),
+        timestamp: now_ms(),
+        extra: Default::default(),
+    })
+}
+
+fn title_from(text: &PromptText) -> String {
+    let line = text.as_str().trim().lines().next().unwrap_or_default();
+    let mut title: String = line.chars().take(TITLE_CHARS).collect();
+    if line.chars().count() > TITLE_CHARS {
+        title.push('…');
+    }
+    title
+}
+
+fn canonical(command: &SessionCommand) -> Result<String, ShiitakeError> {
+    serde_json::to_string(command)
+        .map_err(|error| ShiitakeError::internal(format!("command does not encode: {error}")))
+}
+
+impl Owner {
+    pub(super) async fn command(
+        &mut self,
+        command: SessionCommand,
+    ) -> Result<CommandOutcome, ShiitakeError> {
+        match &command {
+            SessionCommand::Prompt {
+                request_id,
+                text,
+                delivery,
+            } => {
+                let payload = canonical(&command)?;
+                self.prompt(request_id.clone(), text.clone(), *delivery, payload)
+                    .await
+                    .map(CommandOutcome::Accepted)
+            }
+            SessionCommand::Cancel {
+                command_id,
+                only_if_pending,
+            } => self
+                .cancel(command_id, only_if_pending.unwrap_or(false))
+                .await
+                .map(CommandOutcome::Cancel),
+            SessionCommand::Abort => {
+                self.abort();
+                Ok(CommandOutcome::Done)
+            }
+            SessionCommand::Branch { entry_id } => {
+                self.branch(entry_id).await.map(|()| CommandOutcome::Done)
+            }
+            SessionCommand::Fork { entry_id } => {
+                self.fork(entry_id).await.map(CommandOutcome::Forked)
+            }
+            SessionCommand::Operator {
+                request_id,
+                author,
+                text,
+            } => {
+                let payload = canonical(&command)?;
+                self.operator(request_id.clone(), *author, text, payload)
+                    .await
+                    .map(|()| CommandOutcome::Done)
+            }
+        }
+    }
+
+    /// The command already accepted under `request_id`: the same payload is a retry, another a conflict.
+    async fn replayed(
+        &self,
+        request_id: &RequestId,
+        payload: &str,
+    ) -> Result<Option<CommandId>, ShiitakeError> {
+        let existing = self
+            .core
+            .store
+            .command_by_request(&self.header.id, request_id)
+            .await?;
+        match existing {
+            None => Ok(None),
+            Some(existing) if existing.payload == payload => Ok(Some(existing.id)),
+            Some(_) => Err(ShiitakeError::conflict(format!(
+                "request id {request_id} was already used for a different command"
+            ))),
+        }
+    }
+
+    async fn prompt(
+        &mut self,
+        request_id: RequestId,
+        text: PromptText,
+        delivery: PromptDelivery,
+        payload: String,
+    ) -> Result<Accepted, ShiitakeError> {
+        if let Some(command_id) = self.replayed(&request_id, &payload).await? {
+            return Ok(Accepted { command_id });
+        }
+        let mut header = self.next_header();
+        if header.title.is_empty() {
+            header.title = title_from(&text);
+        }
+        header.inbox_state = SessionInboxState::Running;
+        let command = StoredCommand {
+            id: ids::command_id(),
+            request_id: Some(request_id),
+            kind: CommandKind::Prompt,
+            payload,
+            accepted_sequence: take(&mut header),
+            state: CommandState::Pending,
+            run_id: None,
+            recoveries: 0,
+        };
+        let command_id = command.id.clone();
+        let session_id = self.header.id.clone();
+        self.commit(
+            vec![Op::InsertCommand {
+                session_id,
+                command,
+            }],
+            header,
+        )
+        .await?;
+        self.queue.push_back(QueuedPrompt {
+            command_id: command_id.clone(),
+            text,
+            delivery,
+        });
+        if self.run.is_some() && delivery == PromptDelivery::Steer {
+            self.steer_waiting
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.refresh_activity();
+        self.publish_changes(Vec::new(), Vec::new());
+        self.start_next_run().await;
+        Ok(Accepted { command_id })
+    }
+
+    async fn cancel(
+        &mut self,
+        command_id: &CommandId,
+        only_if_pending: bool,
+    ) -> Result<CancelResult, ShiitakeError> {
+        let too_late = || {
+            CancelResult::TooLate(TooLate {
+                command_id: command_id.clone(),
+            })
+        };
+        if let Some(index) = self
+            .queue
+            .iter()
+            .position(|queued| &queued.command_id == command_id)
+        {
+            let mut header = self.next_header();
+            let terminal =
+                self.terminal_row(&mut header, command_id, TerminalOutcome::Cancelled, None);
+            let removed = self.queue.remove(index);
+            header.inbox_state = self.inbox_state();
+            let session_id = self.header.id.clone();
+            let ops = vec![
+                Op::SetCommandState {
+                    session_id: session_id.clone(),
+                    command_id: command_id.clone(),
+                    state: CommandState::Settled,
+                    run_id: None,
+                },
+                Op::InsertTerminal {
+                    session_id,
+                    terminal: terminal.clone(),
+                },
+            ];
+            if let Err(error) = self.commit(ops, header).await {
+                // Not committed: the prompt is still waiting where it was.
+                if let Some(removed) = removed {
+                    self.queue.insert(index, removed);
+                }
+                return Err(error);
+            }
+            self.refresh_activity();
+            self.publish_changes(Vec::new(), vec![terminal]);
+            return Ok(CancelResult::Accepted(Accepted {
+                command_id: command_id.clone(),
+            }));
+        }
+        let in_run = self
+            .run
+            .as_ref()
+            .is_some_and(|run| &run.command_id == command_id || run.absorbed.contains(command_id));
+        if in_run && !only_if_pending {
+            self.abort();
+            return Ok(CancelResult::Accepted(Accepted {
+                command_id: command_id.clone(),
+            }));
+        }
+        Ok(too_late())
+    }
+
+    pub(super) fn abort(&mut self) {
+        if let Some(run) = &self.run {
+            run.cancel.cancel();
+            self.activity.cancellation_requested = true;
+            self.publish_changes(Vec::new(), Vec::new());
+        }
+    }
+
+    async fn branch(&mut self, entry_id: &EntryId) -> Result<(), ShiitakeError> {
+        if self.run.is_some() {
+            return Err(ShiitakeError::conflict(
+                "cannot branch while work is running; abort it first",
+            ));
+        }
+        let entry = self.core.store.entry(&self.header.id, entry_id).await?;
+        if entry.is_none() {
+            return Err(ShiitakeError::not_found(format!(
+                "no entry {entry_id} in this Session"
+            )));
+        }
+        let mut header = self.next_header();
+        take(&mut header);
+        header.leaf = Some(entry_id.clone());
+        header.epoch += 1;
+        self.commit(Vec::new(), header).await?;
+        let baseline = self.snapshot(&Default::default()).await?;
+        self.publish(Published::Reset(std::sync::Arc::new(baseline)));
+        Ok(())
+    }
+
+    async fn fork(&mut self, entry_id: &EntryId) -> Result<ForkedSession, ShiitakeError> {
+        let store = &self.core.store;
+        if store.entry(&self.header.id, entry_id).await?.is_none() {
+            return Err(ShiitakeError::not_found(format!(
+                "no entry {entry_id} in this Session"
+            )));
+        }
+        let mut path = store.lineage(&self.header.id, entry_id, usize::MAX).await?;
+        path.reverse();
+        let now = now_ms();
+        let session_id = ids::session_id();
+        let header = SessionHeader {
+            id: session_id.clone(),
+            created_at: now,
+            last_activity_at: now,
+            settled_at: None,
+            title: self.header.title.clone(),
+            head_sequence: path.len() as u64,
+            leaf: Some(entry_id.clone()),
+            epoch: 0,
+            model_preference: self.header.model_preference.clone(),
+            inbox_state: SessionInboxState::Done,
+        };
+        let mut ops = vec![Op::CreateSession {
+            header,
+            request_id: None,
+        }];
+        for (index, entry) in path.into_iter().enumerate() {
+            ops.push(Op::InsertEntry {
+                session_id: session_id.clone(),
+                entry: StoredEntry {
+                    sequence: index as u64 + 1,
+                    command_id: None,
+                    ..entry
+                },
+            });
+        }
+        store.commit(ops).await?;
+        Ok(ForkedSession { session_id })
+    }
+
+    async fn operator(
+        &mut self,
+        request_id: RequestId,
+        author: OperatorAuthor,
+        text: &PromptText,
+        payload: String,
+    ) -> Result<(), ShiitakeError> {
+        if self.replayed(&request_id, &payload).await?.is_some() {
+            return Ok(());
+        }
+        let message = operator_message(author, text);
+        let mut header = self.next_header();
+        let command_id = ids::command_id();
+        let session_id = self.header.id.clone();
+        let waits = self.run.is_some();
+        let mut command = StoredCommand {
+            id: command_id.clone(),
+            request_id: Some(request_id),
+            kind: CommandKind::Operator,
+            payload,
+            accepted_sequence: take(&mut header),
+            state: if waits {
+                CommandState::Pending
+            } else {
+                CommandState::Settled
+            },
+            run_id: None,
+            recoveries: 0,
+        };
+        if waits {
+            self.commit(
+                vec![Op::InsertCommand {
+                    session_id,
+                    command,
+                }],
+                header,
+            )
+            .await?;
+            self.waiting_lines.push_back(WaitingLine {
+                command_id,
+                message,
+            });
+            return Ok(());
+        }
+        command.state = CommandState::Settled;
+        let entry = self.entry_row(&mut header, None, message);
+        let ops = vec![
+            Op::InsertCommand {
+                session_id: session_id.clone(),
+                command,
+            },
+            Op::InsertEntry {
+                session_id,
+                entry: entry.clone(),
+            },
+        ];
+        self.commit(ops, header).await?;
+        self.publish_changes(vec![entry], Vec::new());
+        Ok(())
+    }
+}

@@ -1,0 +1,395 @@
+//! The owner: one task per live Session that serialises every change.
+//!
+//! A change is applied to a copy of the Session's state, committed through the
+//! store, and only then adopted, answered and published. Nothing is published
+//! that was not committed. The owner also starts runs, answers its runner at
+//! model-call boundaries, and settles runs with their terminals.
+
+mod commands;
+mod observe;
+pub(crate) mod registry;
+mod runs;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use shiitake_protocol::message::Message;
+use shiitake_protocol::{
+    CommandId, EntryId, ModelPreference, ProgressFrame, PromptDelivery, PromptText, QueueState,
+    ReadOptions, RetryState, SessionActivity, SessionCommand, SessionFrame, SessionInboxState,
+    SessionProgress, SessionSnapshot, ShiitakeError, SubscribeOptions, TerminalOutcome,
+    UpdateFrame,
+};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::AgentCore;
+use crate::clock::now_ms;
+use crate::store::{CommandState, LoadedSession, Op, SessionHeader, StoredCommand};
+
+/// The answer channel of one request.
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, ShiitakeError>>;
+
+/// What an owner can be asked.
+#[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
+pub(crate) enum Request {
+    /// Execute one command.
+    Command(SessionCommand, Reply<shiitake_protocol::CommandOutcome>),
+    /// A bounded snapshot.
+    Read(ReadOptions, Reply<SessionSnapshot>),
+    /// A snapshot and a live receiver taken at the same point.
+    Watch(
+        ReadOptions,
+        Reply<(SessionSnapshot, broadcast::Receiver<Published>)>,
+    ),
+    /// Replay frames after a cursor and a live receiver taken at the same point.
+    Subscribe(
+        SubscribeOptions,
+        Reply<(Vec<SessionFrame>, broadcast::Receiver<Published>)>,
+    ),
+    /// The model preference.
+    Preference(Reply<Option<ModelPreference>>),
+    /// Persist a model preference.
+    SetPreference(ModelPreference, Reply<()>),
+    /// Stop now (the Session is being deleted, or the Agent closes): runs are
+    /// stopped without a terminal, so recovery resumes them on the next open.
+    Stop(oneshot::Sender<()>),
+    /// A message from this owner's runner.
+    Run(RunEvent),
+}
+
+/// What the runner tells its owner.
+#[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
+pub(crate) enum RunEvent {
+    /// At a model-call boundary: take waiting steers and operator lines into the lineage.
+    Boundary(oneshot::Sender<Result<Vec<Message>, ShiitakeError>>),
+    /// Commit one completed message under the given entry id.
+    Commit {
+        entry_id: EntryId,
+        message: Message,
+        reply: oneshot::Sender<Result<(), ShiitakeError>>,
+    },
+    /// The streaming message moved on (never stored).
+    Progress(SessionProgress),
+    /// A model call failed retryably and waits (`Some`), or the wait is over (`None`).
+    Retry(Option<RetryState>),
+    /// A tool started (`Some(name)`) or finished (`None`).
+    ActiveTool(Option<String>),
+    /// The run settled.
+    Finished {
+        outcome: TerminalOutcome,
+        diagnostic: Option<String>,
+    },
+}
+
+/// What subscribers receive from the owner after each commit.
+#[derive(Clone, Debug)]
+pub(crate) enum Published {
+    /// Committed changes.
+    Update(Arc<UpdateFrame>),
+    /// Streaming progress.
+    Progress(Arc<ProgressFrame>),
+    /// The lineage changed (a branch): start again from this baseline.
+    Reset(Arc<SessionSnapshot>),
+}
+
+/// Frames a slow subscriber may fall behind by before it is sent a reset.
+const PUBLISH_BUFFER: usize = 1024;
+
+/// A prompt waiting to enter the conversation.
+#[derive(Clone, Debug)]
+struct QueuedPrompt {
+    command_id: CommandId,
+    text: PromptText,
+    delivery: PromptDelivery,
+}
+
+/// An operator line accepted while a run was active, appended at the next boundary.
+#[derive(Clone, Debug)]
+struct WaitingLine {
+    command_id: CommandId,
+    message: Message,
+}
+
+/// The run in progress.
+struct ActiveRun {
+    command_id: CommandId,
+    /// Steers that joined this run; they settle with it.
+    absorbed: Vec<CommandId>,
+    cancel: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+/// One live Session.
+pub(crate) struct Owner {
+    core: Arc<AgentCore>,
+    header: SessionHeader,
+    queue: VecDeque<QueuedPrompt>,
+    waiting_lines: VecDeque<WaitingLine>,
+    run: Option<ActiveRun>,
+    activity: SessionActivity,
+    progress: Option<SessionProgress>,
+    /// Set when a steer waits, so the runner skips tool calls not yet started.
+    steer_waiting: Arc<AtomicBool>,
+    /// The outcome of the latest settled work, for the inbox state.
+    last_outcome: Option<TerminalOutcome>,
+    /// Work found running on load, resumed by [`Owner::resume`].
+    interrupted: Vec<StoredCommand>,
+    /// Steers found running on load: (the run that absorbed them, the steer).
+    pending_absorbed: Vec<(CommandId, CommandId)>,
+    publisher: broadcast::Sender<Published>,
+    mailbox: mpsc::Sender<Request>,
+}
+
+impl Owner {
+    fn new(core: Arc<AgentCore>, loaded: LoadedSession, mailbox: mpsc::Sender<Request>) -> Self {
+        let (publisher, _) = broadcast::channel(PUBLISH_BUFFER);
+        let last_outcome = match loaded.header.inbox_state {
+            SessionInboxState::Errored => Some(TerminalOutcome::Failed),
+            _ => None,
+        };
+        let mut owner = Self {
+            core,
+            header: loaded.header,
+            queue: VecDeque::new(),
+            waiting_lines: VecDeque::new(),
+            run: None,
+            activity: SessionActivity::default(),
+            progress: None,
+            steer_waiting: Arc::new(AtomicBool::new(false)),
+            last_outcome,
+            interrupted: Vec::new(),
+            pending_absorbed: Vec::new(),
+            publisher,
+            mailbox,
+        };
+        for command in loaded.open_commands {
+            owner.restore(command);
+        }
+        owner
+    }
+
+    /// Puts a command loaded from the store back where it was.
+    fn restore(&mut self, command: StoredCommand) {
+        let Ok(parsed) = serde_json::from_str::<SessionCommand>(&command.payload) else {
+            tracing::warn!(command = %command.id, "an open command does not decode; it is left alone");
+            return;
+        };
+        match (command.state, parsed) {
+            (CommandState::Pending, SessionCommand::Prompt { text, delivery, .. }) => {
+                self.queue.push_back(QueuedPrompt {
+                    command_id: command.id,
+                    text,
+                    delivery,
+                });
+            }
+            (CommandState::Pending, SessionCommand::Operator { author, text, .. }) => {
+                let message = commands::operator_message(author, &text);
+                self.waiting_lines.push_back(WaitingLine {
+                    command_id: command.id,
+                    message,
+                });
+            }
+            (CommandState::Running, _) => self.note_interrupted_command(command),
+            _ => {}
+        }
+    }
+
+    /// The snapshot-and-frame view of what the Session is doing.
+    fn refresh_activity(&mut self) {
+        self.activity.queue = match (&self.run, self.queue.front()) {
+            (Some(run), _) => QueueState::Running {
+                command_id: run.command_id.clone(),
+            },
+            (None, Some(next)) => QueueState::Queued {
+                command_id: next.command_id.clone(),
+            },
+            (None, None) => QueueState::Idle,
+        };
+        if self.run.is_none() {
+            self.activity.cancellation_requested = false;
+            self.activity.retry = None;
+            self.activity.active_tool = None;
+        }
+    }
+
+    /// The inbox state the header should carry now.
+    fn inbox_state(&self) -> SessionInboxState {
+        if self.run.is_some() || !self.queue.is_empty() {
+            return SessionInboxState::Running;
+        }
+        match self.last_outcome {
+            Some(TerminalOutcome::Failed | TerminalOutcome::Interrupted) => {
+                SessionInboxState::Errored
+            }
+            _ => SessionInboxState::Done,
+        }
+    }
+
+    /// A copy of the header with its activity stamped; rows then take sequences with [`take`].
+    fn next_header(&self) -> SessionHeader {
+        let mut header = self.header.clone();
+        header.last_activity_at = now_ms();
+        header
+    }
+
+    /// Commits `ops` plus `header`, then adopts `header`.
+    async fn commit(
+        &mut self,
+        mut ops: Vec<Op>,
+        header: SessionHeader,
+    ) -> Result<(), ShiitakeError> {
+        ops.push(Op::PutHeader(header.clone()));
+        self.core.store.commit(ops).await?;
+        self.header = header;
+        Ok(())
+    }
+
+    fn idle(&self) -> bool {
+        self.run.is_none()
+            && self.queue.is_empty()
+            && self.waiting_lines.is_empty()
+            && self.publisher.receiver_count() == 0
+    }
+
+    async fn handle(&mut self, request: Request) -> Flow {
+        match request {
+            Request::Command(command, reply) => {
+                let result = self.command(command).await;
+                send(reply, result);
+            }
+            Request::Read(options, reply) => send(reply, self.snapshot(&options).await),
+            Request::Watch(options, reply) => {
+                let result = self
+                    .snapshot(&options)
+                    .await
+                    .map(|snapshot| (snapshot, self.publisher.subscribe()));
+                send(reply, result);
+            }
+            Request::Subscribe(options, reply) => send(reply, self.subscribe(&options).await),
+            Request::Preference(reply) => send(reply, Ok(self.header.model_preference.clone())),
+            Request::SetPreference(preference, reply) => {
+                let mut header = self.header.clone();
+                header.model_preference = Some(preference);
+                let result = self.commit(Vec::new(), header).await;
+                send(reply, result);
+            }
+            Request::Stop(done) => {
+                self.stop_run_without_terminal();
+                if done.send(()).is_err() {
+                    tracing::trace!("stop requester left");
+                }
+                return Flow::Exit;
+            }
+            Request::Run(event) => self.run_event(event).await,
+        }
+        Flow::Continue
+    }
+
+    /// Publishes committed changes to every subscriber.
+    fn publish(&self, published: Published) {
+        // No receiver is not an error: nobody is watching.
+        if self.publisher.send(published).is_err() {
+            tracing::trace!(session = %self.header.id, "published with no subscriber");
+        }
+    }
+}
+
+enum Flow {
+    Continue,
+    Exit,
+}
+
+/// Takes the next sequence of the Session for one committed change.
+fn take(header: &mut SessionHeader) -> u64 {
+    header.head_sequence += 1;
+    header.head_sequence
+}
+
+fn send<T>(reply: Reply<T>, result: Result<T, ShiitakeError>) {
+    // The caller may have stopped waiting; what was committed stands.
+    if reply.send(result).is_err() {
+        tracing::trace!("a caller left before its answer");
+    }
+}
+
+/// Runs one owner until it is stopped, its Session disappears, or it idles out.
+pub(crate) async fn run_owner(
+    core: Arc<AgentCore>,
+    session_id: shiitake_protocol::SessionId,
+    generation: u64,
+    mailbox: mpsc::Sender<Request>,
+    mut requests: mpsc::Receiver<Request>,
+) {
+    let loaded = match core.store.load_session(&session_id).await {
+        Ok(Some(loaded)) => loaded,
+        Ok(None) => {
+            refuse_all(&core, &session_id, generation, &mut requests, |id| {
+                ShiitakeError::not_found(format!("no Session {id}"))
+            });
+            return;
+        }
+        Err(error) => {
+            let error = ShiitakeError::from(error);
+            refuse_all(&core, &session_id, generation, &mut requests, |_| {
+                error.clone()
+            });
+            return;
+        }
+    };
+    let mut owner = Owner::new(core.clone(), loaded, mailbox);
+    owner.resume().await;
+    let idle_for = core.config.owner_idle;
+    loop {
+        let idle = owner.idle();
+        let request = tokio::select! {
+            request = requests.recv() => request,
+            () = tokio::time::sleep(idle_for), if idle => {
+                if core.owners.retire(&session_id, generation) {
+                    // No new request can reach this mailbox; drop what is queued so
+                    // its senders retry against a fresh owner.
+                    requests.close();
+                    while requests.try_recv().is_ok() {}
+                    return;
+                }
+                continue;
+            }
+        };
+        let Some(request) = request else { break };
+        if let Flow::Exit = owner.handle(request).await {
+            break;
+        }
+    }
+    core.owners.retire(&session_id, generation);
+}
+
+/// Answers every queued request with `error`, then retires the owner.
+fn refuse_all(
+    core: &AgentCore,
+    session_id: &shiitake_protocol::SessionId,
+    generation: u64,
+    requests: &mut mpsc::Receiver<Request>,
+    error: impl Fn(&shiitake_protocol::SessionId) -> ShiitakeError,
+) {
+    core.owners.retire(session_id, generation);
+    requests.close();
+    while let Ok(request) = requests.try_recv() {
+        let failure = error(session_id);
+        match request {
+            Request::Command(_, reply) => send(reply, Err(failure)),
+            Request::Read(_, reply) => send(reply, Err(failure)),
+            Request::Watch(_, reply) => send(reply, Err(failure)),
+            Request::Subscribe(_, reply) => send(reply, Err(failure)),
+            Request::Preference(reply) => send(reply, Err(failure)),
+            Request::SetPreference(_, reply) => send(reply, Err(failure)),
+            Request::Stop(done) => {
+                if done.send(()).is_err() {
+                    tracing::trace!("stop requester left");
+                }
+            }
+            Request::Run(_) => {}
+        }
+    }
+}

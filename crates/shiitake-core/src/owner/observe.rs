@@ -1,0 +1,228 @@
+//! The owner's side of observation: snapshots, replay after a cursor, publication.
+//!
+//! All three run inside the owner's turn, between commits, so a snapshot or a
+//! replay and the live receiver handed out with it meet at exactly one point of
+//! the Session's order: no gap, no duplicate.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use shiitake_protocol::{
+    FrameDelivery, PageLimit, ReadOptions, ResetFrame, ResetReason, SessionFrame, SessionMessage,
+    SessionPendingPrompt, SessionPendingPrompts, SessionSnapshot, SessionTerminal, ShiitakeError,
+    SubscribeOptions, UpdateFrame,
+};
+use tokio::sync::broadcast;
+
+use super::{Owner, Published};
+use crate::cursor::Position;
+use crate::store::{StoredEntry, StoredTerminal};
+
+/// Most entries replayed after a cursor; an older cursor gets a reset instead.
+pub(crate) const REPLAY_LIMIT: usize = 1000;
+
+pub(crate) fn to_message(entry: StoredEntry) -> SessionMessage {
+    SessionMessage {
+        id: entry.id,
+        sequence: entry.sequence,
+        command_id: entry.command_id,
+        value: entry.message,
+    }
+}
+
+pub(crate) fn to_terminal(terminal: StoredTerminal) -> SessionTerminal {
+    SessionTerminal {
+        command_id: terminal.command_id,
+        outcome: terminal.outcome,
+        sequence: terminal.sequence,
+        diagnostic: terminal.diagnostic,
+    }
+}
+
+impl Owner {
+    fn position(&self) -> Position {
+        Position {
+            epoch: self.header.epoch,
+            sequence: self.header.head_sequence,
+        }
+    }
+
+    fn cursor(&self) -> Option<shiitake_protocol::Cursor> {
+        (self.header.head_sequence > 0).then(|| self.position().encode())
+    }
+
+    fn pending_view(&self) -> SessionPendingPrompts {
+        let limit = self.core.config.pending_view_limit;
+        SessionPendingPrompts {
+            prompts: self
+                .queue
+                .iter()
+                .take(limit)
+                .map(|queued| SessionPendingPrompt {
+                    command_id: queued.command_id.clone(),
+                    text: queued.text.clone(),
+                    delivery: queued.delivery,
+                })
+                .collect(),
+            has_more: self.queue.len() > limit,
+        }
+    }
+
+    /// Publishes one live update carrying these newly committed rows and the state now.
+    pub(super) fn publish_changes(
+        &self,
+        entries: Vec<StoredEntry>,
+        terminals: Vec<StoredTerminal>,
+    ) {
+        let frame = UpdateFrame {
+            delivery: FrameDelivery::Live,
+            cursor: self.cursor(),
+            pending: self.pending_view(),
+            messages: entries.into_iter().map(to_message).collect(),
+            terminals: terminals.into_iter().map(to_terminal).collect(),
+            compactions: None,
+            sandbox_failures: None,
+            activity: self.activity.clone(),
+            extensions: BTreeMap::new(),
+        };
+        self.publish(Published::Update(Arc::new(frame)));
+    }
+
+    /// A bounded snapshot of the selected lineage.
+    pub(super) async fn snapshot(
+        &self,
+        options: &ReadOptions,
+    ) -> Result<SessionSnapshot, ShiitakeError> {
+        let limit = options.limit.unwrap_or(PageLimit::DEFAULT).get() as usize;
+        let store = &self.core.store;
+        let session_id = &self.header.id;
+        let start = match &options.before {
+            None => self.header.leaf.clone(),
+            Some(cursor) => {
+                let position = Position::decode(cursor)
+                    .filter(|position| position.epoch == self.header.epoch)
+                    .ok_or_else(|| {
+                        ShiitakeError::invalid("`before` is not a cursor of this Session's lineage")
+                    })?;
+                let entry = store.entry_at(session_id, position.sequence).await?;
+                entry.and_then(|entry| entry.parent)
+            }
+        };
+        let mut page = match &start {
+            Some(start) => store.lineage(session_id, start, limit + 1).await?,
+            None => Vec::new(),
+        };
+        let has_more = page.len() > limit;
+        page.truncate(limit);
+        page.reverse();
+        let on_page: HashSet<_> = page.iter().map(|entry| entry.id.clone()).collect();
+        let lower = match page.first().and_then(|oldest| oldest.parent.clone()) {
+            Some(parent) => store
+                .entry(session_id, &parent)
+                .await?
+                .map_or(0, |p| p.sequence),
+            None => 0,
+        };
+        let upper = match &options.before {
+            Some(cursor) => Position::decode(cursor).map_or(0, |p| p.sequence),
+            None => self.header.head_sequence,
+        };
+        let terminals = store
+            .terminals_between(session_id, lower, upper, limit * 2 + 16)
+            .await?
+            .into_iter()
+            .filter(|terminal| match &terminal.anchor {
+                Some(anchor) => on_page.contains(anchor),
+                None => !has_more,
+            })
+            .map(to_terminal)
+            .collect();
+        let oldest_cursor = page.first().map(|oldest| {
+            Some(
+                Position {
+                    epoch: self.header.epoch,
+                    sequence: oldest.sequence,
+                }
+                .encode(),
+            )
+        });
+        let include_failures = options.include_sandbox_failures.unwrap_or(false);
+        Ok(SessionSnapshot {
+            session_id: session_id.clone(),
+            cursor: self.cursor(),
+            has_more,
+            oldest_cursor: Some(oldest_cursor.flatten()),
+            messages: page.into_iter().map(to_message).collect(),
+            terminals,
+            compactions: None,
+            sandbox_failures: include_failures.then(Vec::new),
+            pending: self.pending_view(),
+            activity: self.activity.clone(),
+            progress: self.current_progress(),
+            extensions: BTreeMap::new(),
+        })
+    }
+
+    /// Frames strictly after `options.after`, plus the live receiver that follows them.
+    pub(super) async fn subscribe(
+        &self,
+        options: &SubscribeOptions,
+    ) -> Result<(Vec<SessionFrame>, broadcast::Receiver<Published>), ShiitakeError> {
+        let receiver = self.publisher.subscribe();
+        let Some(after) = &options.after else {
+            return Ok((Vec::new(), receiver));
+        };
+        let position = Position::decode(after).filter(|position| {
+            position.epoch == self.header.epoch && position.sequence <= self.header.head_sequence
+        });
+        let Some(position) = position else {
+            return Ok((vec![self.reset_frame(options).await?], receiver));
+        };
+        if position.sequence == self.header.head_sequence {
+            return Ok((Vec::new(), receiver));
+        }
+        let store = &self.core.store;
+        let entries = store
+            .entries_after(&self.header.id, position.sequence, REPLAY_LIMIT + 1)
+            .await?;
+        if entries.len() > REPLAY_LIMIT {
+            return Ok((vec![self.reset_frame(options).await?], receiver));
+        }
+        let terminals = store
+            .terminals_between(
+                &self.header.id,
+                position.sequence,
+                self.header.head_sequence,
+                REPLAY_LIMIT,
+            )
+            .await?;
+        let frame = UpdateFrame {
+            delivery: FrameDelivery::Replay,
+            cursor: self.cursor(),
+            pending: self.pending_view(),
+            messages: entries.into_iter().map(to_message).collect(),
+            terminals: terminals.into_iter().map(to_terminal).collect(),
+            compactions: None,
+            sandbox_failures: options
+                .include_sandbox_failures
+                .unwrap_or(false)
+                .then(Vec::new),
+            activity: self.activity.clone(),
+            extensions: BTreeMap::new(),
+        };
+        Ok((vec![SessionFrame::Update(frame)], receiver))
+    }
+
+    async fn reset_frame(&self, options: &SubscribeOptions) -> Result<SessionFrame, ShiitakeError> {
+        let read = ReadOptions {
+            include_sandbox_failures: options.include_sandbox_failures,
+            ..ReadOptions::default()
+        };
+        let baseline = self.snapshot(&read).await?;
+        Ok(SessionFrame::Reset(Box::new(ResetFrame {
+            reason: ResetReason::HistoryUnavailable,
+            cursor: baseline.cursor.clone(),
+            baseline,
+        })))
+    }
+}

@@ -1,0 +1,402 @@
+//! The owner's side of runs: starting them, boundaries, commits, settling, recovery.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use shiitake_protocol::message::Message;
+use shiitake_protocol::{
+    CommandId, EntryId, ProgressFrame, PromptDelivery, SessionProgress, ShiitakeError,
+    TerminalOutcome,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::commands::prompt_message;
+use super::{ActiveRun, Owner, Published, RunEvent, take};
+use crate::clock::now_ms;
+use crate::runner::{self, RunStart};
+use crate::store::{CommandState, Op, SessionHeader, StoredCommand, StoredEntry, StoredTerminal};
+
+impl Owner {
+    /// A lineage entry after the current leaf; moves the leaf to it.
+    pub(super) fn entry_row(
+        &self,
+        header: &mut SessionHeader,
+        command_id: Option<CommandId>,
+        message: Message,
+    ) -> StoredEntry {
+        self.entry_row_with_id(header, crate::ids::entry_id(), command_id, message)
+    }
+
+    fn entry_row_with_id(
+        &self,
+        header: &mut SessionHeader,
+        id: EntryId,
+        command_id: Option<CommandId>,
+        message: Message,
+    ) -> StoredEntry {
+        let entry = StoredEntry {
+            id,
+            parent: header.leaf.clone(),
+            sequence: take(header),
+            command_id,
+            message,
+        };
+        header.leaf = Some(entry.id.clone());
+        entry
+    }
+
+    /// A terminal for `command_id`, anchored at the current leaf.
+    pub(super) fn terminal_row(
+        &self,
+        header: &mut SessionHeader,
+        command_id: &CommandId,
+        outcome: TerminalOutcome,
+        diagnostic: Option<String>,
+    ) -> StoredTerminal {
+        StoredTerminal {
+            command_id: command_id.clone(),
+            outcome,
+            sequence: take(header),
+            diagnostic,
+            anchor: header.leaf.clone(),
+        }
+    }
+
+    /// Starts the next run when none is active and a prompt waits.
+    pub(super) async fn start_next_run(&mut self) {
+        while self.run.is_none() {
+            let Some(next) = self.queue.front().cloned() else {
+                return;
+            };
+            let mut header = self.next_header();
+            let entry = self.entry_row(
+                &mut header,
+                Some(next.command_id.clone()),
+                prompt_message(&next.text),
+            );
+            let session_id = self.header.id.clone();
+            let ops = vec![
+                Op::SetCommandState {
+                    session_id: session_id.clone(),
+                    command_id: next.command_id.clone(),
+                    state: CommandState::Running,
+                    run_id: None,
+                },
+                Op::InsertEntry {
+                    session_id,
+                    entry: entry.clone(),
+                },
+            ];
+            header.inbox_state = shiitake_protocol::SessionInboxState::Running;
+            if let Err(error) = self.commit(ops, header).await {
+                tracing::error!(%error, session = %self.header.id, "could not start a run; it stays queued");
+                return;
+            }
+            self.queue.pop_front();
+            self.spawn_runner(next.command_id, false);
+            self.refresh_activity();
+            self.publish_changes(vec![entry], Vec::new());
+        }
+    }
+
+    fn spawn_runner(&mut self, command_id: CommandId, recovering: bool) {
+        let cancel = CancellationToken::new();
+        self.steer_waiting.store(
+            self.queue
+                .iter()
+                .any(|queued| queued.delivery == PromptDelivery::Steer),
+            Ordering::SeqCst,
+        );
+        let start = RunStart {
+            core: self.core.clone(),
+            session_id: self.header.id.clone(),
+            command_id: command_id.clone(),
+            leaf: self.header.leaf.clone(),
+            preference: self.header.model_preference.clone(),
+            owner: self.mailbox.clone(),
+            cancel: cancel.clone(),
+            steer_waiting: self.steer_waiting.clone(),
+            recovering,
+        };
+        let task = tokio::spawn(runner::run(start));
+        self.activity.last_model_choice_sequence = None;
+        self.run = Some(ActiveRun {
+            command_id,
+            absorbed: Vec::new(),
+            cancel,
+            task,
+        });
+    }
+
+    /// Stops the runner without settling it: recovery resumes the work on the next open.
+    pub(super) fn stop_run_without_terminal(&mut self) {
+        if let Some(run) = self.run.take() {
+            run.task.abort();
+        }
+    }
+
+    /// On load: a command that was running when the process stopped.
+    pub(super) fn note_interrupted_command(&mut self, command: StoredCommand) {
+        match command.run_id {
+            Some(run_id) => self.pending_absorbed.push((run_id, command.id)),
+            None => self.interrupted.push(command),
+        }
+    }
+
+    /// Resumes (or settles as interrupted) the work that was running before a restart.
+    pub(super) async fn resume(&mut self) {
+        let interrupted = std::mem::take(&mut self.interrupted);
+        let absorbed = std::mem::take(&mut self.pending_absorbed);
+        for command in interrupted {
+            let joined: Vec<CommandId> = absorbed
+                .iter()
+                .filter(|(run_id, _)| run_id == &command.id)
+                .map(|(_, id)| id.clone())
+                .collect();
+            if command.recoveries >= self.core.config.max_recoveries || self.run.is_some() {
+                let diagnostic = format!(
+                    "the Agent stopped during this work {} times; it was not resumed again",
+                    command.recoveries + 1
+                );
+                self.settle(
+                    &command.id,
+                    &joined,
+                    TerminalOutcome::Interrupted,
+                    Some(diagnostic),
+                )
+                .await;
+                continue;
+            }
+            let count = Op::CountRecovery {
+                session_id: self.header.id.clone(),
+                command_id: command.id.clone(),
+            };
+            if let Err(error) = self.core.store.commit(vec![count]).await {
+                tracing::error!(%error, "could not count a recovery; the work waits for the next open");
+                return;
+            }
+            tracing::info!(session = %self.header.id, command = %command.id, "resuming interrupted work");
+            self.spawn_runner(command.id, true);
+            if let Some(run) = &mut self.run {
+                run.absorbed = joined;
+            }
+        }
+        self.refresh_activity();
+        self.start_next_run().await;
+    }
+
+    pub(super) async fn run_event(&mut self, event: RunEvent) {
+        match event {
+            RunEvent::Boundary(reply) => {
+                let result = self.boundary().await;
+                if reply.send(result).is_err() {
+                    tracing::trace!("runner left before its boundary answer");
+                }
+            }
+            RunEvent::Commit {
+                entry_id,
+                message,
+                reply,
+            } => {
+                let result = self.commit_message(entry_id, message).await;
+                if reply.send(result).is_err() {
+                    tracing::trace!("runner left before its commit answer");
+                }
+            }
+            RunEvent::Progress(progress) => {
+                self.progress = Some(progress.clone());
+                self.publish(Published::Progress(Arc::new(ProgressFrame {
+                    progress,
+                    activity: self.activity.clone(),
+                })));
+            }
+            RunEvent::Retry(retry) => {
+                self.activity.retry = retry;
+                self.publish_changes(Vec::new(), Vec::new());
+            }
+            RunEvent::ActiveTool(tool) => {
+                self.activity.active_tool = tool;
+                self.publish_changes(Vec::new(), Vec::new());
+            }
+            RunEvent::Finished {
+                outcome,
+                diagnostic,
+            } => {
+                let Some(run) = self.run.take() else { return };
+                self.settle(&run.command_id, &run.absorbed, outcome, diagnostic)
+                    .await;
+                self.append_waiting_lines().await;
+                self.start_next_run().await;
+            }
+        }
+    }
+
+    /// Takes waiting steers and operator lines into the lineage for the running work.
+    async fn boundary(&mut self) -> Result<Vec<Message>, ShiitakeError> {
+        let Some(run_id) = self.run.as_ref().map(|run| run.command_id.clone()) else {
+            return Ok(Vec::new());
+        };
+        let steers: Vec<_> = self
+            .queue
+            .iter()
+            .filter(|queued| queued.delivery == PromptDelivery::Steer)
+            .cloned()
+            .collect();
+        if steers.is_empty() && self.waiting_lines.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut header = self.next_header();
+        let session_id = self.header.id.clone();
+        let mut ops = Vec::new();
+        let mut entries = Vec::new();
+        for line in &self.waiting_lines {
+            let entry = self.entry_row(&mut header, None, line.message.clone());
+            ops.push(Op::SetCommandState {
+                session_id: session_id.clone(),
+                command_id: line.command_id.clone(),
+                state: CommandState::Settled,
+                run_id: None,
+            });
+            ops.push(Op::InsertEntry {
+                session_id: session_id.clone(),
+                entry: entry.clone(),
+            });
+            entries.push(entry);
+        }
+        for steer in &steers {
+            let entry = self.entry_row(
+                &mut header,
+                Some(steer.command_id.clone()),
+                prompt_message(&steer.text),
+            );
+            ops.push(Op::SetCommandState {
+                session_id: session_id.clone(),
+                command_id: steer.command_id.clone(),
+                state: CommandState::Running,
+                run_id: Some(run_id.clone()),
+            });
+            ops.push(Op::InsertEntry {
+                session_id: session_id.clone(),
+                entry: entry.clone(),
+            });
+            entries.push(entry);
+        }
+        self.commit(ops, header).await?;
+        self.waiting_lines.clear();
+        self.queue
+            .retain(|queued| queued.delivery != PromptDelivery::Steer);
+        self.steer_waiting.store(false, Ordering::SeqCst);
+        if let Some(run) = &mut self.run {
+            run.absorbed
+                .extend(steers.into_iter().map(|steer| steer.command_id));
+        }
+        self.refresh_activity();
+        let messages = entries.iter().map(|entry| entry.message.clone()).collect();
+        self.publish_changes(entries, Vec::new());
+        Ok(messages)
+    }
+
+    async fn commit_message(
+        &mut self,
+        entry_id: EntryId,
+        message: Message,
+    ) -> Result<(), ShiitakeError> {
+        let Some(run_id) = self.run.as_ref().map(|run| run.command_id.clone()) else {
+            return Err(ShiitakeError::stopped("the run is no longer active"));
+        };
+        let is_assistant = matches!(message, Message::Assistant(_));
+        let mut header = self.next_header();
+        let entry = self.entry_row_with_id(&mut header, entry_id, Some(run_id), message);
+        let session_id = self.header.id.clone();
+        self.commit(
+            vec![Op::InsertEntry {
+                session_id,
+                entry: entry.clone(),
+            }],
+            header,
+        )
+        .await?;
+        if is_assistant {
+            self.activity.last_model_choice_sequence = Some(entry.sequence);
+            self.progress = None;
+        }
+        self.publish_changes(vec![entry], Vec::new());
+        Ok(())
+    }
+
+    /// Commits the terminals of a run and of the steers it absorbed.
+    async fn settle(
+        &mut self,
+        command_id: &CommandId,
+        absorbed: &[CommandId],
+        outcome: TerminalOutcome,
+        diagnostic: Option<String>,
+    ) {
+        let mut header = self.next_header();
+        let session_id = self.header.id.clone();
+        let mut ops = Vec::new();
+        let mut terminals = Vec::new();
+        for id in std::iter::once(command_id).chain(absorbed) {
+            let terminal = self.terminal_row(&mut header, id, outcome, diagnostic.clone());
+            ops.push(Op::SetCommandState {
+                session_id: session_id.clone(),
+                command_id: id.clone(),
+                state: CommandState::Settled,
+                run_id: None,
+            });
+            ops.push(Op::InsertTerminal {
+                session_id: session_id.clone(),
+                terminal: terminal.clone(),
+            });
+            terminals.push(terminal);
+        }
+        let previous = self.last_outcome.replace(outcome);
+        header.settled_at = Some(now_ms());
+        header.inbox_state = self.inbox_state();
+        if let Err(error) = self.commit(ops, header).await {
+            // The work stays running in the store; recovery settles it on the next open.
+            self.last_outcome = previous;
+            tracing::error!(%error, session = %self.header.id, "could not commit a terminal");
+            return;
+        }
+        self.progress = None;
+        self.refresh_activity();
+        self.publish_changes(Vec::new(), terminals);
+    }
+
+    /// Appends operator lines that waited for the run to end.
+    async fn append_waiting_lines(&mut self) {
+        if self.waiting_lines.is_empty() {
+            return;
+        }
+        let mut header = self.next_header();
+        let session_id = self.header.id.clone();
+        let mut ops = Vec::new();
+        let mut entries = Vec::new();
+        for line in &self.waiting_lines {
+            let entry = self.entry_row(&mut header, None, line.message.clone());
+            ops.push(Op::SetCommandState {
+                session_id: session_id.clone(),
+                command_id: line.command_id.clone(),
+                state: CommandState::Settled,
+                run_id: None,
+            });
+            ops.push(Op::InsertEntry {
+                session_id: session_id.clone(),
+                entry: entry.clone(),
+            });
+            entries.push(entry);
+        }
+        if let Err(error) = self.commit(ops, header).await {
+            tracing::error!(%error, "could not append operator lines; they wait for the next open");
+            return;
+        }
+        self.waiting_lines.clear();
+        self.publish_changes(entries, Vec::new());
+    }
+
+    /// The current progress, for snapshots.
+    pub(super) fn current_progress(&self) -> Option<SessionProgress> {
+        self.progress.clone()
+    }
+}

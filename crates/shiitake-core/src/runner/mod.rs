@@ -1,0 +1,266 @@
+//! The runner: one task per run that drives the model and the tools.
+//!
+//! A run takes one prompt (already committed as the lineage leaf by the owner).
+//! Each turn it takes waiting steers at the model-call boundary, streams the
+//! model with retries, has the owner commit the completed assistant message,
+//! executes the tool calls it asks for through the execute door and has their
+//! results committed, until the model stops. Every await is cancellable by the
+//! run's one token. The runner never writes to the store itself: the owner
+//! commits, so the Session keeps one writer.
+
+mod recovery;
+mod stream;
+mod tools;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use shiitake_model::{ModelContext, ModelOptions, ReasoningLevel, ToolChoice, ToolSpec};
+use shiitake_protocol::message::{Message, StopReason};
+use shiitake_protocol::{
+    CommandId, EntryId, ModelPreference, SessionId, ShiitakeError, TerminalOutcome,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::AgentCore;
+use crate::owner::{Request, RunEvent};
+
+pub(crate) use recovery::{Resume, plan_resume};
+
+/// Everything a run starts with.
+pub(crate) struct RunStart {
+    pub(crate) core: Arc<AgentCore>,
+    pub(crate) session_id: SessionId,
+    pub(crate) command_id: CommandId,
+    pub(crate) leaf: Option<EntryId>,
+    pub(crate) preference: Option<ModelPreference>,
+    pub(crate) owner: mpsc::Sender<Request>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) steer_waiting: Arc<AtomicBool>,
+    pub(crate) recovering: bool,
+}
+
+/// How a run ended.
+pub(crate) struct Settled {
+    pub(crate) outcome: TerminalOutcome,
+    pub(crate) diagnostic: Option<String>,
+}
+
+impl Settled {
+    fn completed() -> Self {
+        Self {
+            outcome: TerminalOutcome::Completed,
+            diagnostic: None,
+        }
+    }
+
+    fn cancelled() -> Self {
+        Self {
+            outcome: TerminalOutcome::Cancelled,
+            diagnostic: None,
+        }
+    }
+
+    fn failed(diagnostic: impl Into<String>) -> Self {
+        Self {
+            outcome: TerminalOutcome::Failed,
+            diagnostic: Some(diagnostic.into()),
+        }
+    }
+}
+
+/// The run's conversation with its owner.
+pub(crate) struct OwnerLink {
+    owner: mpsc::Sender<Request>,
+}
+
+impl OwnerLink {
+    async fn ask<T>(
+        &self,
+        event: impl FnOnce(oneshot::Sender<Result<T, ShiitakeError>>) -> RunEvent,
+    ) -> Result<T, ShiitakeError> {
+        let (reply, answer) = oneshot::channel();
+        self.owner
+            .send(Request::Run(event(reply)))
+            .await
+            .map_err(|_| ShiitakeError::stopped("the Session's owner stopped"))?;
+        answer
+            .await
+            .map_err(|_| ShiitakeError::stopped("the Session's owner stopped"))?
+    }
+
+    /// Has the owner commit a completed message.
+    pub(crate) async fn commit(&self, message: Message) -> Result<(), ShiitakeError> {
+        let entry_id = crate::ids::entry_id();
+        self.commit_as(entry_id, message).await
+    }
+
+    pub(crate) async fn commit_as(
+        &self,
+        entry_id: EntryId,
+        message: Message,
+    ) -> Result<(), ShiitakeError> {
+        self.ask(|reply| RunEvent::Commit {
+            entry_id,
+            message,
+            reply,
+        })
+        .await
+    }
+
+    /// Takes waiting steers and operator lines; returns the messages now on the lineage.
+    async fn boundary(&self) -> Result<Vec<Message>, ShiitakeError> {
+        self.ask(RunEvent::Boundary).await
+    }
+
+    /// Tells the owner something that needs no answer (progress, retries, tools).
+    pub(crate) async fn tell(&self, event: RunEvent) {
+        if self.owner.send(Request::Run(event)).await.is_err() {
+            tracing::trace!("owner gone; dropping a run event");
+        }
+    }
+}
+
+/// Runs to a terminal and reports it to the owner.
+pub(crate) async fn run(start: RunStart) {
+    let link = OwnerLink {
+        owner: start.owner.clone(),
+    };
+    let settled = match drive(&start, &link).await {
+        Ok(settled) => settled,
+        Err(error) => Settled::failed(error.message),
+    };
+    let settled = if start.cancel.is_cancelled() && settled.outcome == TerminalOutcome::Failed {
+        Settled::cancelled()
+    } else {
+        settled
+    };
+    link.tell(RunEvent::Finished {
+        outcome: settled.outcome,
+        diagnostic: settled.diagnostic,
+    })
+    .await;
+}
+
+async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeError> {
+    let core = &start.core;
+    let model = match core.config.models.resolve(start.preference.as_ref()) {
+        Ok(model) => model,
+        Err(diagnostic) => return Ok(Settled::failed(diagnostic)),
+    };
+    let mut transcript = load_transcript(start).await?;
+    if start.recovering {
+        match plan_resume(&transcript) {
+            Resume::Finish(outcome) => {
+                return Ok(Settled {
+                    outcome,
+                    diagnostic: None,
+                });
+            }
+            Resume::ResolveTools(calls) => {
+                let results = tools::resolve_after_restart(start, link, &calls).await?;
+                transcript.extend(results);
+            }
+            Resume::CallModel => {}
+        }
+    }
+    let options = model_options(start.preference.as_ref());
+    let mut calls = 0;
+    loop {
+        transcript.extend(link.boundary().await?);
+        if start.cancel.is_cancelled() {
+            return Ok(Settled::cancelled());
+        }
+        calls += 1;
+        if calls > core.config.max_model_calls {
+            return Ok(Settled::failed(format!(
+                "the run stopped after {} model calls without finishing",
+                core.config.max_model_calls
+            )));
+        }
+        let context = ModelContext {
+            system_prompt: core.config.system_prompt.clone(),
+            messages: transcript.clone(),
+            tools: tool_specs(core),
+        };
+        let (message, entry_id) =
+            match stream::complete(start, link, &*model, context, &options).await? {
+                stream::Completion::Message(message, entry_id) => (message, entry_id),
+                stream::Completion::Failed(diagnostic) => return Ok(Settled::failed(diagnostic)),
+                stream::Completion::Cancelled => return Ok(Settled::cancelled()),
+            };
+        let stop_reason = message.stop_reason;
+        let error_message = message.error_message.clone();
+        let tool_calls: Vec<_> = message.tool_calls().cloned().collect();
+        let entry = Message::Assistant(message);
+        link.commit_as(entry_id, entry.clone()).await?;
+        transcript.push(entry);
+        match stop_reason {
+            StopReason::Aborted => return Ok(Settled::cancelled()),
+            StopReason::Error => {
+                return Ok(Settled::failed(
+                    error_message.unwrap_or_else(|| "the model failed".into()),
+                ));
+            }
+            StopReason::ToolUse if !tool_calls.is_empty() => {
+                match tools::execute_all(start, link, &tool_calls).await? {
+                    tools::Executed::Results(results) => transcript.extend(results),
+                    tools::Executed::Cancelled => return Ok(Settled::cancelled()),
+                    tools::Executed::Fatal(diagnostic) => return Ok(Settled::failed(diagnostic)),
+                }
+            }
+            StopReason::Stop | StopReason::Length | StopReason::ToolUse => {
+                if !start
+                    .steer_waiting
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    return Ok(Settled::completed());
+                }
+            }
+        }
+    }
+}
+
+/// The selected lineage, root first, as the model reads it.
+async fn load_transcript(start: &RunStart) -> Result<Vec<Message>, ShiitakeError> {
+    let Some(leaf) = &start.leaf else {
+        return Ok(Vec::new());
+    };
+    let mut path = start
+        .core
+        .store
+        .lineage(&start.session_id, leaf, usize::MAX)
+        .await?;
+    path.reverse();
+    Ok(path.into_iter().map(|entry| entry.message).collect())
+}
+
+fn tool_specs(core: &AgentCore) -> Vec<ToolSpec> {
+    core.tools
+        .tools()
+        .into_iter()
+        .map(|tool| ToolSpec {
+            name: tool.name.to_string(),
+            description: tool.description,
+            parameters: tool.input_schema,
+        })
+        .collect()
+}
+
+fn model_options(preference: Option<&ModelPreference>) -> ModelOptions {
+    use shiitake_protocol::ReasoningLevel as Wanted;
+    let reasoning = preference
+        .and_then(|p| p.reasoning)
+        .map(|level| match level {
+            Wanted::Minimal => ReasoningLevel::Minimal,
+            Wanted::Low => ReasoningLevel::Low,
+            Wanted::Medium => ReasoningLevel::Medium,
+            Wanted::High | Wanted::Xhigh => ReasoningLevel::High,
+        });
+    ModelOptions {
+        reasoning,
+        tool_choice: ToolChoice::Auto,
+        ..ModelOptions::default()
+    }
+}

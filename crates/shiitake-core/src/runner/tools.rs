@@ -1,0 +1,152 @@
+//! Tool calls of one assistant message: executed one at a time through the execute door.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::Value;
+use shiitake_capabilities::{ExecutionId, InvocationContext, Replay, ToolError};
+use shiitake_protocol::ShiitakeError;
+use shiitake_protocol::message::{InputContent, Message, TextContent, ToolCall, ToolResultMessage};
+
+use super::{OwnerLink, RunStart};
+use crate::clock::now_ms;
+use crate::owner::RunEvent;
+
+/// The text of a call skipped because a steer arrived.
+pub(crate) const SKIPPED: &str = "skipped: a newer message arrived";
+/// The text of a call the run was cancelled during or before.
+pub(crate) const ABORTED: &str = "aborted: the run was cancelled";
+/// The text of a call whose outcome is unknown after a restart.
+pub(crate) const OUTCOME_UNKNOWN: &str = "outcome unknown: the Agent stopped while this tool call \
+     ran, and it was not run again because it is not marked safe to repeat";
+
+/// What executing the calls of one message came to.
+pub(crate) enum Executed {
+    /// Every call has a committed result.
+    Results(Vec<Message>),
+    /// The run was cancelled; every call still has a committed result.
+    Cancelled,
+    /// A tool failed beyond what the model can fix.
+    Fatal(String),
+}
+
+fn result_message(
+    call: &ToolCall,
+    text: String,
+    is_error: bool,
+    details: Option<Value>,
+) -> Message {
+    Message::ToolResult(ToolResultMessage {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content: vec![InputContent::Text(TextContent::new(text))],
+        details,
+        is_error,
+        timestamp: now_ms(),
+        extra: Default::default(),
+    })
+}
+
+/// The text the model reads for a tool's JSON output.
+fn output_text(output: &Value) -> String {
+    match output {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Runs one call through the door; `Err` carries a fatal diagnostic.
+async fn execute_one(start: &RunStart, call: &ToolCall) -> Result<Message, Executed> {
+    let core = &start.core;
+    let execution_id = ExecutionId::new(format!("{}:{}", start.command_id, call.id));
+    let context = InvocationContext::new(execution_id, start.cancel.child_token())
+        .with_timeout(core.config.tool_timeout);
+    let input = Value::Object(call.arguments.clone());
+    match core.tools.execute_tool(&call.name, input, &context).await {
+        Ok(output) => Ok(result_message(call, output_text(&output), false, None)),
+        Err(ToolError::ForModel(error)) => Ok(result_message(
+            call,
+            error.message.clone(),
+            true,
+            Some(error.to_result_json()),
+        )),
+        Err(ToolError::Cancelled) => Ok(result_message(call, ABORTED.to_owned(), true, None)),
+        Err(ToolError::Fatal(error)) => Err(Executed::Fatal(format!(
+            "tool {} failed fatally: {}",
+            call.name,
+            error.message()
+        ))),
+    }
+}
+
+/// Executes the calls in order and has each result committed as it completes.
+///
+/// Before each call: a cancelled run answers it `aborted`; a waiting steer
+/// answers it `skipped`, so the steer enters at the next boundary.
+pub(crate) async fn execute_all(
+    start: &RunStart,
+    link: &OwnerLink,
+    calls: &[ToolCall],
+) -> Result<Executed, ShiitakeError> {
+    let mut results = Vec::with_capacity(calls.len());
+    let mut fatal = None;
+    for call in calls {
+        let message = if start.cancel.is_cancelled() {
+            result_message(call, ABORTED.to_owned(), true, None)
+        } else if fatal.is_some() {
+            result_message(
+                call,
+                "skipped: an earlier tool call failed".to_owned(),
+                true,
+                None,
+            )
+        } else if start.steer_waiting.load(Ordering::SeqCst) {
+            result_message(call, SKIPPED.to_owned(), true, None)
+        } else {
+            link.tell(RunEvent::ActiveTool(Some(call.name.clone())))
+                .await;
+            let outcome = execute_one(start, call).await;
+            link.tell(RunEvent::ActiveTool(None)).await;
+            match outcome {
+                Ok(message) => message,
+                Err(Executed::Fatal(diagnostic)) => {
+                    let message = result_message(call, diagnostic.clone(), true, None);
+                    fatal = Some(diagnostic);
+                    message
+                }
+                Err(_) => result_message(call, ABORTED.to_owned(), true, None),
+            }
+        };
+        link.commit(message.clone()).await?;
+        results.push(message);
+    }
+    Ok(match fatal {
+        Some(diagnostic) => Executed::Fatal(diagnostic),
+        None if start.cancel.is_cancelled() => Executed::Cancelled,
+        None => Executed::Results(results),
+    })
+}
+
+/// After a restart: re-runs calls marked replay-safe; tells the model the outcome of the others is unknown.
+pub(crate) async fn resolve_after_restart(
+    start: &RunStart,
+    link: &OwnerLink,
+    calls: &[ToolCall],
+) -> Result<Vec<Message>, ShiitakeError> {
+    let mut results = Vec::with_capacity(calls.len());
+    for call in calls {
+        let tools = &start.core.tools;
+        let replay = tools
+            .resolve_tool_name(&call.name)
+            .and_then(|path| tools.replay(&path));
+        let message = match replay {
+            Some(Replay::Safe) => match execute_one(start, call).await {
+                Ok(message) => message,
+                Err(_) => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
+            },
+            _ => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
+        };
+        link.commit(message.clone()).await?;
+        results.push(message);
+    }
+    Ok(results)
+}

@@ -1,0 +1,182 @@
+//! A Session handle: addressing costs nothing; each call goes to the Session's owner.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::Value;
+use shiitake_protocol::{
+    CommandOutcome, ExtensionId, FrameStream, ModelPreference, ReadOptions, RequestId, ResetFrame,
+    ResetReason, SessionApi, SessionCommand, SessionFrame, SessionId, SessionSnapshot,
+    SessionWatch, ShiitakeError, SubscribeOptions, WatchOptions,
+};
+use tokio::sync::{broadcast, oneshot};
+
+use crate::agent::AgentCore;
+use crate::owner::{Published, Reply, Request};
+
+/// Times a call is retried when the owner it reached retired under it.
+const OWNER_RETRIES: usize = 3;
+
+/// One Session of an in-process Agent.
+#[derive(Clone)]
+pub struct LocalSession {
+    core: Arc<AgentCore>,
+    session_id: SessionId,
+}
+
+impl std::fmt::Debug for LocalSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalSession")
+            .field("session_id", &self.session_id)
+            .finish()
+    }
+}
+
+impl LocalSession {
+    pub(crate) fn new(core: Arc<AgentCore>, session_id: SessionId) -> Self {
+        Self { core, session_id }
+    }
+
+    /// Sends one request to the owner, retrying when the owner retired before answering.
+    async fn ask<T>(&self, request: impl Fn(Reply<T>) -> Request) -> Result<T, ShiitakeError> {
+        for _ in 0..OWNER_RETRIES {
+            let mailbox = self.core.owners.mailbox(&self.core, &self.session_id);
+            let (reply, answer) = oneshot::channel();
+            if mailbox.send(request(reply)).await.is_err() {
+                continue;
+            }
+            match answer.await {
+                Ok(result) => return result,
+                Err(_) => continue,
+            }
+        }
+        Err(ShiitakeError::unavailable(format!(
+            "Session {} could not be reached; try again",
+            self.session_id
+        )))
+    }
+
+    async fn watch_parts(
+        &self,
+        options: ReadOptions,
+    ) -> Result<(SessionSnapshot, broadcast::Receiver<Published>), ShiitakeError> {
+        self.ask(|reply| Request::Watch(options.clone(), reply))
+            .await
+    }
+}
+
+/// Turns published changes into frames; a subscriber that falls behind gets one reset.
+fn live_frames(
+    session: LocalSession,
+    receiver: broadcast::Receiver<Published>,
+    include_sandbox_failures: bool,
+) -> FrameStream {
+    futures::stream::unfold(Some((session, receiver)), move |state| async move {
+        let (session, mut receiver) = state?;
+        match receiver.recv().await {
+            Ok(published) => {
+                let frame = to_frame(published, include_sandbox_failures);
+                Some((Ok(frame), Some((session, receiver))))
+            }
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                let options = ReadOptions {
+                    include_sandbox_failures: Some(include_sandbox_failures),
+                    ..ReadOptions::default()
+                };
+                match session.watch_parts(options).await {
+                    Ok((baseline, fresh)) => {
+                        let frame = SessionFrame::Reset(Box::new(ResetFrame {
+                            reason: ResetReason::HistoryUnavailable,
+                            cursor: baseline.cursor.clone(),
+                            baseline,
+                        }));
+                        Some((Ok(frame), Some((session, fresh))))
+                    }
+                    Err(error) => Some((Err(error), None)),
+                }
+            }
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    })
+    .boxed()
+}
+
+fn to_frame(published: Published, include_sandbox_failures: bool) -> SessionFrame {
+    match published {
+        Published::Update(update) => {
+            let mut update = (*update).clone();
+            if include_sandbox_failures {
+                update.sandbox_failures.get_or_insert_with(Vec::new);
+            }
+            SessionFrame::Update(update)
+        }
+        Published::Progress(progress) => SessionFrame::Progress((*progress).clone()),
+        Published::Reset(baseline) => SessionFrame::Reset(Box::new(ResetFrame {
+            reason: ResetReason::HistoryUnavailable,
+            cursor: baseline.cursor.clone(),
+            baseline: (*baseline).clone(),
+        })),
+    }
+}
+
+#[async_trait]
+impl SessionApi for LocalSession {
+    fn session_id(&self) -> &SessionId {
+        &self.session_id
+    }
+
+    fn new_request_id(&self) -> RequestId {
+        crate::ids::request_id()
+    }
+
+    async fn command(&self, command: SessionCommand) -> Result<CommandOutcome, ShiitakeError> {
+        self.ask(|reply| Request::Command(command.clone(), reply))
+            .await
+    }
+
+    async fn read(&self, options: ReadOptions) -> Result<SessionSnapshot, ShiitakeError> {
+        self.ask(|reply| Request::Read(options.clone(), reply))
+            .await
+    }
+
+    async fn subscribe(&self, options: SubscribeOptions) -> Result<FrameStream, ShiitakeError> {
+        let include = options.include_sandbox_failures.unwrap_or(false);
+        let (replay, receiver) = self
+            .ask(|reply| Request::Subscribe(options.clone(), reply))
+            .await?;
+        let live = live_frames(self.clone(), receiver, include);
+        Ok(futures::stream::iter(replay.into_iter().map(Ok))
+            .chain(live)
+            .boxed())
+    }
+
+    async fn watch(&self, options: WatchOptions) -> Result<SessionWatch, ShiitakeError> {
+        let include = options.include_sandbox_failures.unwrap_or(false);
+        let (snapshot, receiver) = self.watch_parts(options).await?;
+        Ok(SessionWatch {
+            snapshot,
+            changes: live_frames(self.clone(), receiver, include),
+        })
+    }
+
+    async fn model_preference(&self) -> Result<Option<ModelPreference>, ShiitakeError> {
+        self.ask(Request::Preference).await
+    }
+
+    async fn set_model_preference(&self, preference: ModelPreference) -> Result<(), ShiitakeError> {
+        self.ask(|reply| Request::SetPreference(preference.clone(), reply))
+            .await
+    }
+
+    async fn call_extension(
+        &self,
+        extension_id: &ExtensionId,
+        _command: &str,
+        _input: Value,
+    ) -> Result<Value, ShiitakeError> {
+        Err(ShiitakeError::not_found(format!(
+            "no extension {extension_id} in this Agent"
+        )))
+    }
+}

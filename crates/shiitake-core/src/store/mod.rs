@@ -1,0 +1,353 @@
+//! The durable store: one small trait, one implementation per database.
+//!
+//! Core speaks to storage only through [`Store`]. Writes are [`Op`] lists that
+//! commit atomically (one [`Store::commit`] call is one transaction, or part of
+//! one group commit); reads are bounded queries whose cost follows the page.
+//! The trait carries domain rows, never SQL, so a PostgreSQL implementation
+//! fits beside the SQLite one without touching the rest of core.
+
+pub mod sqlite;
+
+use async_trait::async_trait;
+use shiitake_protocol::message::Message;
+use shiitake_protocol::{
+    CommandId, EntryId, ModelPreference, RequestId, SessionId, SessionInboxState, TerminalOutcome,
+};
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or failed the operation.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Migrations could not be applied.
+    #[error("migration: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    /// A stored row could not be decoded; the message names the row.
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+    /// The writer task stopped (the Agent is closing).
+    #[error("the store is closed")]
+    Closed,
+}
+
+/// The durable header of one Session, written whole with every change.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionHeader {
+    /// The Session.
+    pub id: SessionId,
+    /// Unix milliseconds of creation.
+    pub created_at: u64,
+    /// Unix milliseconds of the latest command or commit.
+    pub last_activity_at: u64,
+    /// Unix milliseconds at which the latest work settled.
+    pub settled_at: Option<u64>,
+    /// Title shown in the inbox.
+    pub title: String,
+    /// The last sequence taken by a committed change.
+    pub head_sequence: u64,
+    /// The selected lineage leaf.
+    pub leaf: Option<EntryId>,
+    /// Grows by one on every branch; cursors of an older epoch cannot be replayed.
+    pub epoch: u64,
+    /// The model for the next run.
+    pub model_preference: Option<ModelPreference>,
+    /// Inbox state, kept current so listing needs no derivation.
+    pub inbox_state: SessionInboxState,
+}
+
+/// What kind of accepted command a row holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandKind {
+    /// A prompt: queued work.
+    Prompt,
+    /// An operator or party line: appended to the lineage, no run.
+    Operator,
+}
+
+impl CommandKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            CommandKind::Prompt => "prompt",
+            CommandKind::Operator => "operator",
+        }
+    }
+
+    pub(crate) fn parse(value: &str) -> Option<Self> {
+        match value {
+            "prompt" => Some(CommandKind::Prompt),
+            "operator" => Some(CommandKind::Operator),
+            _ => None,
+        }
+    }
+}
+
+/// Where an accepted command is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandState {
+    /// Accepted, waiting to enter the conversation.
+    Pending,
+    /// Its prompt entered the conversation and its run has not settled.
+    Running,
+    /// It has a terminal (or, for an operator line, it was appended).
+    Settled,
+}
+
+impl CommandState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            CommandState::Pending => "pending",
+            CommandState::Running => "running",
+            CommandState::Settled => "settled",
+        }
+    }
+
+    pub(crate) fn parse(value: &str) -> Option<Self> {
+        match value {
+            "pending" => Some(CommandState::Pending),
+            "running" => Some(CommandState::Running),
+            "settled" => Some(CommandState::Settled),
+            _ => None,
+        }
+    }
+}
+
+/// One accepted command as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredCommand {
+    /// Its id.
+    pub id: CommandId,
+    /// The caller's idempotency key, when it had one.
+    pub request_id: Option<RequestId>,
+    /// Prompt or operator line.
+    pub kind: CommandKind,
+    /// The command exactly as accepted (canonical JSON of the `SessionCommand`).
+    pub payload: String,
+    /// The sequence its acceptance took.
+    pub accepted_sequence: u64,
+    /// Pending, running or settled.
+    pub state: CommandState,
+    /// The command whose run absorbed this one (a steer joins the running work).
+    pub run_id: Option<CommandId>,
+    /// How many times recovery resumed it after a crash.
+    pub recoveries: u32,
+}
+
+/// One lineage entry as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredEntry {
+    /// Its id.
+    pub id: EntryId,
+    /// The entry it follows; `None` for a root.
+    pub parent: Option<EntryId>,
+    /// The sequence its commit took.
+    pub sequence: u64,
+    /// The command whose work produced it.
+    pub command_id: Option<CommandId>,
+    /// The message.
+    pub message: Message,
+}
+
+/// One settled work item as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredTerminal {
+    /// The work item.
+    pub command_id: CommandId,
+    /// How it ended.
+    pub outcome: TerminalOutcome,
+    /// The sequence its commit took.
+    pub sequence: u64,
+    /// What a person should know.
+    pub diagnostic: Option<String>,
+    /// The lineage leaf when it settled; places it on a lineage.
+    pub anchor: Option<EntryId>,
+}
+
+/// A Session as loaded by its owner: the header and every command not yet settled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedSession {
+    /// The header.
+    pub header: SessionHeader,
+    /// Pending and running commands in acceptance order.
+    pub open_commands: Vec<StoredCommand>,
+}
+
+/// One change inside a commit.
+#[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
+pub enum Op {
+    /// Creates a Session; with a request id it is the idempotent create.
+    CreateSession {
+        /// The new header.
+        header: SessionHeader,
+        /// The caller's key for the create.
+        request_id: Option<RequestId>,
+    },
+    /// Rewrites a Session's header.
+    PutHeader(SessionHeader),
+    /// Deletes a Session and everything in it.
+    DeleteSession {
+        /// The Session.
+        session_id: SessionId,
+    },
+    /// Records an accepted command.
+    InsertCommand {
+        /// The Session.
+        session_id: SessionId,
+        /// The command.
+        command: StoredCommand,
+    },
+    /// Moves a command through its life.
+    SetCommandState {
+        /// The Session.
+        session_id: SessionId,
+        /// The command.
+        command_id: CommandId,
+        /// Its new state.
+        state: CommandState,
+        /// The run that absorbed it, if any.
+        run_id: Option<CommandId>,
+    },
+    /// Counts one recovery of a running command.
+    CountRecovery {
+        /// The Session.
+        session_id: SessionId,
+        /// The command.
+        command_id: CommandId,
+    },
+    /// Appends a lineage entry.
+    InsertEntry {
+        /// The Session.
+        session_id: SessionId,
+        /// The entry.
+        entry: StoredEntry,
+    },
+    /// Records a terminal.
+    InsertTerminal {
+        /// The Session.
+        session_id: SessionId,
+        /// The terminal.
+        terminal: StoredTerminal,
+    },
+}
+
+/// One row of the inbox listing as the store sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRow {
+    /// Where the row sits in the inbox order; the next page starts after it.
+    pub position: ListPosition,
+    /// The Session, or `Err` with its id when its row could not be decoded.
+    pub header: Result<SessionHeader, SessionId>,
+}
+
+/// A position in the inbox order: rank (needs_you, running, settled), newest activity, id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListPosition {
+    /// 0 needs_you, 1 running, 2 settled.
+    pub rank: u8,
+    /// Unix milliseconds of the latest activity.
+    pub last_activity_at: u64,
+    /// The Session; breaks ties.
+    pub session_id: SessionId,
+}
+
+/// The inbox rank of a state: needs_you first, then running, then everything settled.
+pub fn inbox_rank(state: SessionInboxState) -> u8 {
+    match state {
+        SessionInboxState::NeedsYou => 0,
+        SessionInboxState::Running => 1,
+        SessionInboxState::Errored | SessionInboxState::Done => 2,
+    }
+}
+
+/// The durable store behind an Agent.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Commits `ops` atomically: all of them or none.
+    async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError>;
+
+    /// The Session created with `request_id`, if any.
+    async fn session_by_request(
+        &self,
+        request_id: &RequestId,
+    ) -> Result<Option<SessionId>, StoreError>;
+
+    /// Loads a Session for its owner; `None` when it does not exist.
+    async fn load_session(&self, id: &SessionId) -> Result<Option<LoadedSession>, StoreError>;
+
+    /// Deletes a Session and everything in it; `false` when there was none.
+    async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError>;
+
+    /// The command accepted with `request_id` in a Session, if any.
+    async fn command_by_request(
+        &self,
+        session_id: &SessionId,
+        request_id: &RequestId,
+    ) -> Result<Option<StoredCommand>, StoreError>;
+
+    /// A command by id.
+    async fn command(
+        &self,
+        session_id: &SessionId,
+        command_id: &CommandId,
+    ) -> Result<Option<StoredCommand>, StoreError>;
+
+    /// An entry by id.
+    async fn entry(
+        &self,
+        session_id: &SessionId,
+        entry_id: &EntryId,
+    ) -> Result<Option<StoredEntry>, StoreError>;
+
+    /// The entry whose commit took `sequence`, if it is an entry.
+    async fn entry_at(
+        &self,
+        session_id: &SessionId,
+        sequence: u64,
+    ) -> Result<Option<StoredEntry>, StoreError>;
+
+    /// Walks the lineage from `from` towards the root: at most `limit` entries, newest first.
+    async fn lineage(
+        &self,
+        session_id: &SessionId,
+        from: &EntryId,
+        limit: usize,
+    ) -> Result<Vec<StoredEntry>, StoreError>;
+
+    /// Entries committed strictly after `sequence`, oldest first, at most `limit`.
+    async fn entries_after(
+        &self,
+        session_id: &SessionId,
+        sequence: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEntry>, StoreError>;
+
+    /// Terminals with a sequence in `(after, up_to]`, oldest first, at most `limit`.
+    async fn terminals_between(
+        &self,
+        session_id: &SessionId,
+        after: u64,
+        up_to: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredTerminal>, StoreError>;
+
+    /// Terminals of the given commands.
+    async fn terminals_of(
+        &self,
+        session_id: &SessionId,
+        command_ids: &[CommandId],
+    ) -> Result<Vec<StoredTerminal>, StoreError>;
+
+    /// One inbox page: `needs_you`, `running`, then settled, newest activity first.
+    async fn list_sessions(
+        &self,
+        after: Option<&ListPosition>,
+        limit: usize,
+    ) -> Result<Vec<SummaryRow>, StoreError>;
+
+    /// Commands that are pending or running in any Session, for recovery on open.
+    async fn sessions_with_open_work(&self) -> Result<Vec<SessionId>, StoreError>;
+
+    /// Stops the writer after the commits already handed to it.
+    async fn close(&self);
+}

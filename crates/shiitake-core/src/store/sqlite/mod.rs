@@ -1,0 +1,388 @@
+//! The embedded default store: one SQLite file in WAL mode.
+//!
+//! Reads go through a small pool; every write goes through one writer task
+//! that commits in groups (see [`writer`]).
+
+mod rows;
+mod writer;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use shiitake_protocol::{CommandId, EntryId, RequestId, SessionId};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{ConnectOptions, Connection, SqliteConnection};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use self::rows::{CommandRow, EntryRow, SessionRow, TerminalRow, int, uint};
+use self::writer::WriteRequest;
+use super::{
+    ListPosition, LoadedSession, Op, Store, StoreError, StoredCommand, StoredEntry, StoredTerminal,
+    SummaryRow,
+};
+
+/// How durable a commit is on disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Every commit is fsynced before it is acknowledged (`synchronous = FULL`): survives power loss.
+    #[default]
+    Full,
+    /// Commits survive a process crash but may be lost on power loss (`synchronous = NORMAL`).
+    Normal,
+}
+
+/// The SQLite store.
+pub struct SqliteStore {
+    reads: SqlitePool,
+    writer: Mutex<Option<mpsc::Sender<WriteRequest>>>,
+    writer_task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+/// Queued commits the writer accepts before callers wait for room.
+const WRITE_QUEUE: usize = 4096;
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and applies migrations.
+    pub async fn open(path: &Path, durability: Durability) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(match durability {
+                Durability::Full => SqliteSynchronous::Full,
+                Durability::Normal => SqliteSynchronous::Normal,
+            })
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10))
+            .disable_statement_logging();
+        let mut conn = SqliteConnection::connect_with(&options).await?;
+        sqlx::migrate!("./migrations/sqlite").run(&mut conn).await?;
+        let reads = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.read_only(true))
+            .await?;
+        let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
+        let task = tokio::spawn(writer::run(conn, receiver));
+        Ok(Self {
+            reads,
+            writer: Mutex::new(Some(sender)),
+            writer_task: Mutex::new(Some(task)),
+        })
+    }
+
+    fn sender(&self) -> Option<mpsc::Sender<WriteRequest>> {
+        self.writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+const SESSION_COLUMNS: &str = "id, created_at, last_activity_at, settled_at, title, \
+     head_sequence, leaf_entry_id, lineage_epoch, model_preference, inbox_state, inbox_rank";
+const COMMAND_COLUMNS: &str =
+    "id, request_id, kind, payload, accepted_sequence, state, run_id, recoveries";
+const TERMINAL_COLUMNS: &str = "command_id, outcome, sequence, diagnostic, anchor_entry";
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
+        let sender = self.sender().ok_or(StoreError::Closed)?;
+        let (reply, answer) = oneshot::channel();
+        sender
+            .send(WriteRequest { ops, reply })
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    async fn session_by_request(
+        &self,
+        request_id: &RequestId,
+    ) -> Result<Option<SessionId>, StoreError> {
+        let id: Option<String> =
+            sqlx::query_scalar("SELECT id FROM sessions WHERE create_request_id = ?")
+                .bind(request_id.as_str())
+                .fetch_optional(&self.reads)
+                .await?;
+        id.map(|id| {
+            SessionId::new(id).map_err(|error| StoreError::Corrupt(format!("session id: {error}")))
+        })
+        .transpose()
+    }
+
+    async fn load_session(&self, id: &SessionId) -> Result<Option<LoadedSession>, StoreError> {
+        let mut conn = self.reads.acquire().await?;
+        let mut tx = conn.begin().await?;
+        let row: Option<SessionRow> = sqlx::query_as(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
+        ))
+        .bind(id.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let header = row.decode()?;
+        let commands: Vec<CommandRow> = sqlx::query_as(&format!(
+            "SELECT {COMMAND_COLUMNS} FROM commands WHERE session_id = ? \
+             AND state IN ('pending', 'running') ORDER BY accepted_sequence"
+        ))
+        .bind(id.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let open_commands = commands
+            .into_iter()
+            .map(CommandRow::decode)
+            .collect::<Result<_, _>>()?;
+        Ok(Some(LoadedSession {
+            header,
+            open_commands,
+        }))
+    }
+
+    async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError> {
+        let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sessions WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&self.reads)
+            .await?;
+        if exists.is_none() {
+            return Ok(false);
+        }
+        self.commit(vec![Op::DeleteSession {
+            session_id: id.clone(),
+        }])
+        .await?;
+        Ok(true)
+    }
+
+    async fn command_by_request(
+        &self,
+        session_id: &SessionId,
+        request_id: &RequestId,
+    ) -> Result<Option<StoredCommand>, StoreError> {
+        let row: Option<CommandRow> = sqlx::query_as(&format!(
+            "SELECT {COMMAND_COLUMNS} FROM commands WHERE session_id = ? AND request_id = ?"
+        ))
+        .bind(session_id.as_str())
+        .bind(request_id.as_str())
+        .fetch_optional(&self.reads)
+        .await?;
+        row.map(CommandRow::decode).transpose()
+    }
+
+    async fn command(
+        &self,
+        session_id: &SessionId,
+        command_id: &CommandId,
+    ) -> Result<Option<StoredCommand>, StoreError> {
+        let row: Option<CommandRow> = sqlx::query_as(&format!(
+            "SELECT {COMMAND_COLUMNS} FROM commands WHERE session_id = ? AND id = ?"
+        ))
+        .bind(session_id.as_str())
+        .bind(command_id.as_str())
+        .fetch_optional(&self.reads)
+        .await?;
+        row.map(CommandRow::decode).transpose()
+    }
+
+    async fn entry(
+        &self,
+        session_id: &SessionId,
+        entry_id: &EntryId,
+    ) -> Result<Option<StoredEntry>, StoreError> {
+        let row: Option<EntryRow> = sqlx::query_as(
+            "SELECT id, parent_id, sequence, command_id, message FROM entries \
+             WHERE session_id = ? AND id = ?",
+        )
+        .bind(session_id.as_str())
+        .bind(entry_id.as_str())
+        .fetch_optional(&self.reads)
+        .await?;
+        row.map(EntryRow::decode).transpose()
+    }
+
+    async fn entry_at(
+        &self,
+        session_id: &SessionId,
+        sequence: u64,
+    ) -> Result<Option<StoredEntry>, StoreError> {
+        let row: Option<EntryRow> = sqlx::query_as(
+            "SELECT id, parent_id, sequence, command_id, message FROM entries \
+             WHERE session_id = ? AND sequence = ?",
+        )
+        .bind(session_id.as_str())
+        .bind(int(sequence))
+        .fetch_optional(&self.reads)
+        .await?;
+        row.map(EntryRow::decode).transpose()
+    }
+
+    async fn lineage(
+        &self,
+        session_id: &SessionId,
+        from: &EntryId,
+        limit: usize,
+    ) -> Result<Vec<StoredEntry>, StoreError> {
+        let rows: Vec<EntryRow> = sqlx::query_as(
+            "WITH RECURSIVE path (id, parent_id, sequence, command_id, message, depth) AS ( \
+               SELECT id, parent_id, sequence, command_id, message, 1 FROM entries \
+                 WHERE session_id = ?1 AND id = ?2 \
+               UNION ALL \
+               SELECT e.id, e.parent_id, e.sequence, e.command_id, e.message, p.depth + 1 \
+                 FROM entries e JOIN path p ON e.session_id = ?1 AND e.id = p.parent_id \
+                 WHERE p.depth < ?3 \
+             ) SELECT id, parent_id, sequence, command_id, message FROM path ORDER BY depth",
+        )
+        .bind(session_id.as_str())
+        .bind(from.as_str())
+        .bind(int(limit as u64))
+        .fetch_all(&self.reads)
+        .await?;
+        rows.into_iter().map(EntryRow::decode).collect()
+    }
+
+    async fn entries_after(
+        &self,
+        session_id: &SessionId,
+        sequence: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEntry>, StoreError> {
+        let rows: Vec<EntryRow> = sqlx::query_as(
+            "SELECT id, parent_id, sequence, command_id, message FROM entries \
+             WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+        )
+        .bind(session_id.as_str())
+        .bind(int(sequence))
+        .bind(int(limit as u64))
+        .fetch_all(&self.reads)
+        .await?;
+        rows.into_iter().map(EntryRow::decode).collect()
+    }
+
+    async fn terminals_between(
+        &self,
+        session_id: &SessionId,
+        after: u64,
+        up_to: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredTerminal>, StoreError> {
+        let rows: Vec<TerminalRow> = sqlx::query_as(&format!(
+            "SELECT {TERMINAL_COLUMNS} FROM terminals WHERE session_id = ? \
+             AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?"
+        ))
+        .bind(session_id.as_str())
+        .bind(int(after))
+        .bind(int(up_to))
+        .bind(int(limit as u64))
+        .fetch_all(&self.reads)
+        .await?;
+        rows.into_iter().map(TerminalRow::decode).collect()
+    }
+
+    async fn terminals_of(
+        &self,
+        session_id: &SessionId,
+        command_ids: &[CommandId],
+    ) -> Result<Vec<StoredTerminal>, StoreError> {
+        let mut terminals = Vec::with_capacity(command_ids.len());
+        for command_id in command_ids {
+            let row: Option<TerminalRow> = sqlx::query_as(&format!(
+                "SELECT {TERMINAL_COLUMNS} FROM terminals WHERE session_id = ? AND command_id = ?"
+            ))
+            .bind(session_id.as_str())
+            .bind(command_id.as_str())
+            .fetch_optional(&self.reads)
+            .await?;
+            if let Some(row) = row {
+                terminals.push(row.decode()?);
+            }
+        }
+        Ok(terminals)
+    }
+
+    async fn list_sessions(
+        &self,
+        after: Option<&ListPosition>,
+        limit: usize,
+    ) -> Result<Vec<SummaryRow>, StoreError> {
+        let query = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE ?1 IS NULL \
+               OR inbox_rank > ?1 \
+               OR (inbox_rank = ?1 AND last_activity_at < ?2) \
+               OR (inbox_rank = ?1 AND last_activity_at = ?2 AND id > ?3) \
+             ORDER BY inbox_rank, last_activity_at DESC, id LIMIT ?4"
+        );
+        let rows: Vec<SessionRow> = sqlx::query_as(&query)
+            .bind(after.map(|a| i64::from(a.rank)))
+            .bind(after.map(|a| int(a.last_activity_at)))
+            .bind(after.map(|a| a.session_id.as_str()))
+            .bind(int(limit as u64))
+            .fetch_all(&self.reads)
+            .await?;
+        let mut page = Vec::with_capacity(rows.len());
+        for row in rows {
+            let raw_id = row.id.clone();
+            let Ok(session_id) = SessionId::new(raw_id.clone()) else {
+                tracing::warn!(id = %raw_id, "skipping a Session row whose id is not an id");
+                continue;
+            };
+            let position = ListPosition {
+                rank: u8::try_from(row.inbox_rank).unwrap_or(u8::MAX),
+                last_activity_at: uint(row.last_activity_at, "last_activity_at").unwrap_or(0),
+                session_id: session_id.clone(),
+            };
+            let header = row.decode().map_err(|error| {
+                tracing::warn!(%error, session = %session_id, "unreadable Session row");
+                session_id
+            });
+            page.push(SummaryRow { position, header });
+        }
+        Ok(page)
+    }
+
+    async fn sessions_with_open_work(&self) -> Result<Vec<SessionId>, StoreError> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT session_id FROM commands WHERE state IN ('pending', 'running')",
+        )
+        .fetch_all(&self.reads)
+        .await?;
+        ids.into_iter()
+            .map(|id| {
+                SessionId::new(id)
+                    .map_err(|error| StoreError::Corrupt(format!("session id: {error}")))
+            })
+            .collect()
+    }
+
+    async fn close(&self) {
+        let sender = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        drop(sender);
+        let task = self
+            .writer_task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(task) = task
+            && let Err(error) = task.await
+        {
+            tracing::warn!(%error, "the SQLite writer task ended badly");
+        }
+        self.reads.close().await;
+    }
+}
