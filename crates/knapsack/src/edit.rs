@@ -115,3 +115,19 @@ fn extends(c: char) -> bool {
         | '\u{E0100}'..='\u{E01EF}'
         | '\u{1F3FB}'..='\u{1F3FF}')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn character_splits() {
+        let text = "e\u{301}x\u{200D}y";
+        // After "e" comes a combining accent; after the joiner comes "y".
+        assert!(splits_character(text, 1));
+        assert!(!splits_character(text, 3));
+        assert!(splits_character(text, 7));
+        assert!(!splits_character(text, 0));
+        assert!(!splits_character(text, text.len()));
+    }
+}

@@ -45,3 +45,25 @@ pub fn normalize_relative(path: &str) -> Option<String> {
     }
     Some(parts.join("/"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalisation_resolves_dots_and_refuses_climbing_out() {
+        let cases = [
+            ("a/b", Some("a/b")),
+            ("./a//b/", Some("a/b")),
+            ("a/../b", Some("b")),
+            (".", Some("")),
+            ("a/..", Some("")),
+            ("..", None),
+            ("a/../..", None),
+            ("a/../../a", None),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(normalize_relative(input).as_deref(), expected, "{input}");
+        }
+    }
+}

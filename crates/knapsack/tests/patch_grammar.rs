@@ -96,6 +96,18 @@ fn syntax_line(text: &str) -> usize {
     }
 }
 
+/// Found by the fuzzer: text ending in `\r` must survive printing and parsing.
+#[test]
+fn a_trailing_carriage_return_in_text_round_trips() {
+    let patch = Patch {
+        operations: vec![FileOperation::Add {
+            path: "a".into(),
+            lines: vec!["x\r\r".into(), "\r".into()],
+        }],
+    };
+    assert_eq!(parse_patch(&print_patch(&patch)), Ok(patch));
+}
+
 #[test]
 fn errors_name_the_line() {
     assert_eq!(syntax_line("hello\n*** End Patch\n"), 1);
@@ -215,7 +227,7 @@ fn malformed_corpus_gives_errors() {
 }
 
 fn text_line() -> impl Strategy<Value = String> {
-    "[ -~é]{0,12}"
+    "[ -~é\r]{0,12}"
 }
 
 fn path() -> impl Strategy<Value = String> {

@@ -28,9 +28,19 @@ pub fn parse_patch(text: &str) -> Result<Patch, PatchError> {
         });
     }
     let body = text.strip_suffix('\n').unwrap_or(text);
+    // A patch whose first line ends in CRLF is CRLF throughout: one `\r` is dropped
+    // from every line. Otherwise a trailing `\r` is part of the line's text, so
+    // text ending in `\r` survives a print/parse round trip (found by fuzzing).
+    let crlf = body.split('\n').next().is_some_and(|l| l.ends_with('\r'));
     let lines: Vec<&str> = body
         .split('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .map(|l| {
+            if crlf {
+                l.strip_suffix('\r').unwrap_or(l)
+            } else {
+                l
+            }
+        })
         .collect();
     if lines.first().map(|l| l.trim()) != Some(BEGIN) {
         return Err(syntax(1, format!("expected `{BEGIN}`")));
