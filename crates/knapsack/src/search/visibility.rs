@@ -73,15 +73,31 @@ impl<S: IgnoreSource> SearchVisibility<S> {
         visible
     }
 
+    /// [`SearchVisibility::is_visible`] for an entry whose parent directory is
+    /// already known to be visible (a walk descends only into visible directories).
+    pub(crate) fn is_visible_child(&mut self, path: &str, is_dir: bool) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if name == ".git" {
+            return false;
+        }
+        let visible = self.own_rules_allow(path, is_dir);
+        if is_dir {
+            self.directories.insert(path.to_owned(), visible);
+        }
+        visible
+    }
+
     /// Consults the matchers of the enclosing directories, deepest first.
     fn own_rules_allow(&mut self, path: &str, is_dir: bool) -> bool {
-        let segments: Vec<&str> = path.split('/').collect();
-        for depth in (0..segments.len()).rev() {
-            let dir = segments[..depth].join("/");
-            let Some(matcher) = self.matcher(&dir) else {
+        let full = virtual_path(path);
+        let parents = path
+            .rmatch_indices('/')
+            .map(|(at, _)| &path[..at])
+            .chain(std::iter::once(""));
+        for dir in parents {
+            let Some(matcher) = self.matcher(dir) else {
                 continue;
             };
-            let full = virtual_path(path);
             match matcher.matched(&full, is_dir) {
                 Match::Ignore(_) => return false,
                 Match::Whitelist(_) => return true,

@@ -5,7 +5,10 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use globset::{GlobBuilder, GlobMatcher};
-use grep_regex::RegexMatcherBuilder;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 
@@ -92,7 +95,7 @@ fn walk_dir(
         } else {
             format!("{dir_rel}/{name}")
         };
-        if !visibility.is_visible(&rel, kind == EntryKind::Dir) {
+        if !visibility.is_visible_child(&rel, kind == EntryKind::Dir) {
             continue;
         }
         if visit(&rel, kind).is_break() {
@@ -147,6 +150,11 @@ pub(crate) fn compile_glob(pattern: &str) -> Result<GlobMatcher, FilesError> {
 }
 
 /// Greps visible regular files under `start_rel` (or the file itself).
+///
+/// The walk lists the files first; then one searcher per available core takes
+/// files in walk order. Results are merged in that order, so the first 256
+/// matches are the same however the work was split; once the finished prefix
+/// of files holds more than 256 matches, the workers stop.
 pub(crate) fn grep(
     root: &Path,
     start_rel: &str,
@@ -162,63 +170,110 @@ pub(crate) fn grep(
             pattern: pattern.to_owned(),
             message: e.to_string(),
         })?;
-    let mut searcher = SearcherBuilder::new()
-        .line_number(true)
-        .binary_detection(BinaryDetection::quit(0))
-        .build();
-    let mut matches: Vec<GrepMatch> = Vec::new();
-    let mut truncated = false;
-    let mut search_file = |rel: &str| -> Result<ControlFlow<()>, FilesError> {
-        if filter.is_some_and(|glob| !glob.is_match(rel)) {
-            return Ok(ControlFlow::Continue(()));
-        }
-        let path = root.join(rel);
-        let sink = Lossy(|line_number, line: &str| {
-            if matches.len() == RESULT_LIMIT {
-                truncated = true;
-                return Ok(false);
-            }
-            let text = line.trim_end_matches(['\n', '\r']);
-            matches.push(GrepMatch {
-                path: rel.to_owned(),
-                line: line_number,
-                text: cut(text, GREP_LINE_LIMIT_BYTES).to_owned(),
-            });
-            Ok(true)
-        });
-        searcher
-            .search_path(&matcher, &path, sink)
-            .map_err(|e| FilesError::io(rel, &e))?;
-        Ok(if truncated {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        })
-    };
+    let wanted = |rel: &str| filter.is_none_or(|glob| glob.is_match(rel));
+    let mut files: Vec<String> = Vec::new();
     if start_is_file {
         let mut visibility = SearchVisibility::new(LocalIgnoreFiles { root });
-        if visibility.is_visible(start_rel, false) {
-            search_file(start_rel).map(drop)?;
+        if visibility.is_visible(start_rel, false) && wanted(start_rel) {
+            files.push(start_rel.to_owned());
         }
     } else {
-        let mut failure = None;
         walk(root, start_rel, true, &mut |rel, kind| {
-            if kind != EntryKind::File {
-                return ControlFlow::Continue(());
+            if kind == EntryKind::File && wanted(rel) {
+                files.push(rel.to_owned());
             }
-            match search_file(rel) {
-                Ok(flow) => flow,
-                Err(error) => {
-                    failure = Some(error);
-                    ControlFlow::Break(())
-                }
-            }
+            ControlFlow::Continue(())
         })?;
-        if let Some(error) = failure {
-            return Err(error);
+    }
+    search_files(root, &files, &matcher)
+}
+
+type FileResult = Result<Vec<GrepMatch>, FilesError>;
+
+fn search_files(
+    root: &Path,
+    files: &[String],
+    matcher: &RegexMatcher,
+) -> Result<GrepOutput, FilesError> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(files.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let slots: Vec<OnceLock<FileResult>> = files.iter().map(|_| OnceLock::new()).collect();
+    // (first file not yet finished, matches in the finished prefix)
+    let frontier = Mutex::new((0usize, 0usize));
+    let work = || {
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .build();
+        while !stop.load(Ordering::Relaxed) {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let (Some(rel), Some(slot)) = (files.get(index), slots.get(index)) else {
+                break;
+            };
+            // Each index is taken once, so the slot is always empty here.
+            let _first = slot.set(search_file(&mut searcher, matcher, root, rel));
+            let mut front = frontier.lock().unwrap_or_else(PoisonError::into_inner);
+            while let Some(done) = slots.get(front.0).and_then(OnceLock::get) {
+                match done {
+                    Ok(found) => front.1 += found.len(),
+                    Err(_) => stop.store(true, Ordering::Relaxed),
+                }
+                front.0 += 1;
+            }
+            if front.1 > RESULT_LIMIT {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    };
+    if workers == 1 {
+        work();
+    } else {
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(work);
+            }
+        });
+    }
+    let mut matches = Vec::new();
+    let mut truncated = false;
+    'files: for slot in &slots {
+        let Some(done) = slot.get() else { break };
+        for found in done.as_ref().map_err(Clone::clone)? {
+            if matches.len() == RESULT_LIMIT {
+                truncated = true;
+                break 'files;
+            }
+            matches.push(found.clone());
         }
     }
     Ok(GrepOutput { matches, truncated })
+}
+
+/// The matches of one file, at most one more than the result bound.
+fn search_file(
+    searcher: &mut grep_searcher::Searcher,
+    matcher: &RegexMatcher,
+    root: &Path,
+    rel: &str,
+) -> FileResult {
+    let mut found = Vec::new();
+    let sink = Lossy(|line_number, line: &str| {
+        let text = line.trim_end_matches(['\n', '\r']);
+        found.push(GrepMatch {
+            path: rel.to_owned(),
+            line: line_number,
+            text: cut(text, GREP_LINE_LIMIT_BYTES).to_owned(),
+        });
+        Ok(found.len() <= RESULT_LIMIT)
+    });
+    searcher
+        .search_path(matcher, root.join(rel), sink)
+        .map_err(|e| FilesError::io(rel, &e))?;
+    Ok(found)
 }
 
 /// The longest prefix of `text` of at most `limit` bytes ending on a character boundary.
