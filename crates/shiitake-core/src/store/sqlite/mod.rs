@@ -68,7 +68,9 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .disable_statement_logging();
         let mut conn = SqliteConnection::connect_with(&options).await?;
-        sqlx::migrate!("./migrations/sqlite").run(&mut conn).await?;
+        sqlx::migrate!("./migrations/sqlite")
+            .run_direct(&mut conn)
+            .await?;
         let reads = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))
@@ -124,8 +126,7 @@ impl Store for SqliteStore {
     }
 
     async fn load_session(&self, id: &SessionId) -> Result<Option<LoadedSession>, StoreError> {
-        let mut conn = self.reads.acquire().await?;
-        let mut tx = conn.begin().await?;
+        let mut tx = self.reads.begin().await?;
         let row: Option<SessionRow> = sqlx::query_as(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
         ))
