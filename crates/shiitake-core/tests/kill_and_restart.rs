@@ -3,6 +3,8 @@
 //! same database file. No accepted command is lost, no settled command runs
 //! again, the unsafe tool runs exactly once, and the run completes.
 
+#![allow(clippy::unwrap_used)] // test support code outside #[test] functions
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
