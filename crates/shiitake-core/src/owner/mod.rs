@@ -343,11 +343,12 @@ pub(crate) async fn run_owner(
     owner.resume().await;
     let idle_for = core.config.owner_idle;
     loop {
-        let idle = owner.idle();
+        // The quiet period restarts with every request; when it passes, an owner
+        // with no work and no subscriber leaves, any other checks again later.
         let request = tokio::select! {
             request = requests.recv() => request,
-            () = tokio::time::sleep(idle_for), if idle => {
-                if core.owners.retire(&session_id, generation) {
+            () = tokio::time::sleep(idle_for) => {
+                if owner.idle() && core.owners.retire(&session_id, generation) {
                     // No new request can reach this mailbox; drop what is queued so
                     // its senders retry against a fresh owner.
                     requests.close();

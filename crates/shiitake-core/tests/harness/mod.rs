@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use shiitake_capabilities::Catalog;
 use shiitake_conformance::{Fixture, TestTools, tools};
 use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, RetryPolicy, SqliteStore};
 use shiitake_model::{Script, ScriptedModel};
@@ -32,10 +33,13 @@ pub fn config(model: Arc<ScriptedModel>) -> AgentConfig {
 }
 
 pub async fn open(path: &Path, counters: Arc<TestTools>, config: AgentConfig) -> Agent {
+    open_with(path, tools::catalog(counters).await, config).await
+}
+
+/// An Agent on `path` with its own tools.
+pub async fn open_with(path: &Path, catalog: Arc<Catalog>, config: AgentConfig) -> Agent {
     let store = SqliteStore::open(path, Durability::Normal).await.unwrap();
-    Agent::open(Arc::new(store), tools::catalog(counters).await, config)
-        .await
-        .unwrap()
+    Agent::open(Arc::new(store), catalog, config).await.unwrap()
 }
 
 impl Local {
