@@ -5,8 +5,9 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use globset::{GlobBuilder, GlobMatcher};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError, mpsc};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
@@ -151,10 +152,10 @@ pub(crate) fn compile_glob(pattern: &str) -> Result<GlobMatcher, FilesError> {
 
 /// Greps visible regular files under `start_rel` (or the file itself).
 ///
-/// The walk lists the files first; then one searcher per available core takes
-/// files in walk order. Results are merged in that order, so the first 256
+/// This thread walks and hands files, numbered in walk order, to one searcher
+/// per available core. Results are merged in walk order, so the first 256
 /// matches are the same however the work was split; once the finished prefix
-/// of files holds more than 256 matches, the workers stop.
+/// of files holds more than 256 matches, the walk and the searchers stop.
 pub(crate) fn grep(
     root: &Path,
     start_rel: &str,
@@ -171,86 +172,106 @@ pub(crate) fn grep(
             message: e.to_string(),
         })?;
     let wanted = |rel: &str| filter.is_none_or(|glob| glob.is_match(rel));
-    let mut files: Vec<String> = Vec::new();
-    if start_is_file {
-        let mut visibility = SearchVisibility::new(LocalIgnoreFiles { root });
-        if visibility.is_visible(start_rel, false) && wanted(start_rel) {
-            files.push(start_rel.to_owned());
-        }
-    } else {
-        walk(root, start_rel, true, &mut |rel, kind| {
-            if kind == EntryKind::File && wanted(rel) {
-                files.push(rel.to_owned());
-            }
-            ControlFlow::Continue(())
-        })?;
-    }
-    search_files(root, &files, &matcher)
-}
-
-type FileResult = Result<Vec<GrepMatch>, FilesError>;
-
-fn search_files(
-    root: &Path,
-    files: &[String],
-    matcher: &RegexMatcher,
-) -> Result<GrepOutput, FilesError> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(files.len())
-        .max(1);
-    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let (tx, rx) = mpsc::channel::<(usize, String)>();
+    let rx = Mutex::new(rx);
+    let progress = Mutex::new(Progress::default());
     let stop = AtomicBool::new(false);
-    let slots: Vec<OnceLock<FileResult>> = files.iter().map(|_| OnceLock::new()).collect();
-    // (first file not yet finished, matches in the finished prefix)
-    let frontier = Mutex::new((0usize, 0usize));
     let work = || {
         let mut searcher = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
             .build();
         while !stop.load(Ordering::Relaxed) {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            let (Some(rel), Some(slot)) = (files.get(index), slots.get(index)) else {
-                break;
-            };
-            // Each index is taken once, so the slot is always empty here.
-            let _first = slot.set(search_file(&mut searcher, matcher, root, rel));
-            let mut front = frontier.lock().unwrap_or_else(PoisonError::into_inner);
-            while let Some(done) = slots.get(front.0).and_then(OnceLock::get) {
-                match done {
-                    Ok(found) => front.1 += found.len(),
-                    Err(_) => stop.store(true, Ordering::Relaxed),
-                }
-                front.0 += 1;
-            }
-            if front.1 > RESULT_LIMIT {
+            let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
+            let Ok((index, rel)) = next else { break };
+            let result = search_file(&mut searcher, &matcher, root, &rel);
+            let mut progress = progress.lock().unwrap_or_else(PoisonError::into_inner);
+            if progress.finish(index, result) {
                 stop.store(true, Ordering::Relaxed);
             }
         }
     };
-    if workers == 1 {
-        work();
-    } else {
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(work);
-            }
-        });
-    }
-    let mut matches = Vec::new();
-    let mut truncated = false;
-    'files: for slot in &slots {
-        let Some(done) = slot.get() else { break };
-        for found in done.as_ref().map_err(Clone::clone)? {
-            if matches.len() == RESULT_LIMIT {
-                truncated = true;
-                break 'files;
-            }
-            matches.push(found.clone());
+    let walked = std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(work);
         }
+        let mut index = 0usize;
+        let mut send = |rel: &str| {
+            // A send fails only when every searcher has stopped.
+            let sent = tx.send((index, rel.to_owned())).is_ok();
+            index += 1;
+            sent
+        };
+        let walked = if start_is_file {
+            let mut visibility = SearchVisibility::new(LocalIgnoreFiles { root });
+            if visibility.is_visible(start_rel, false) && wanted(start_rel) {
+                send(start_rel);
+            }
+            Ok(())
+        } else {
+            walk(root, start_rel, true, &mut |rel, kind| {
+                if stop.load(Ordering::Relaxed) {
+                    return ControlFlow::Break(());
+                }
+                if kind == EntryKind::File && wanted(rel) && !send(rel) {
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
+            })
+        };
+        drop(tx);
+        walked
+    });
+    walked?;
+    progress
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .into_output()
+}
+
+type FileResult = Result<Vec<GrepMatch>, FilesError>;
+
+/// The results of searched files, and how far the finished prefix reaches.
+#[derive(Default)]
+struct Progress {
+    done: BTreeMap<usize, FileResult>,
+    /// The first file index not yet finished.
+    frontier: usize,
+    /// Matches in the finished prefix.
+    matches: usize,
+}
+
+impl Progress {
+    /// Records one file; returns whether the search can stop.
+    fn finish(&mut self, index: usize, result: FileResult) -> bool {
+        self.done.insert(index, result);
+        let mut failed = false;
+        while let Some(done) = self.done.get(&self.frontier) {
+            match done {
+                Ok(found) => self.matches += found.len(),
+                Err(_) => failed = true,
+            }
+            self.frontier += 1;
+        }
+        failed || self.matches > RESULT_LIMIT
     }
-    Ok(GrepOutput { matches, truncated })
+
+    /// The first 256 matches of the finished prefix, in walk order.
+    fn into_output(self) -> Result<GrepOutput, FilesError> {
+        let mut matches = Vec::new();
+        let mut truncated = false;
+        'files: for (_, done) in self.done.into_iter().take(self.frontier) {
+            for found in done? {
+                if matches.len() == RESULT_LIMIT {
+                    truncated = true;
+                    break 'files;
+                }
+                matches.push(found);
+            }
+        }
+        Ok(GrepOutput { matches, truncated })
+    }
 }
 
 /// The matches of one file, at most one more than the result bound.
