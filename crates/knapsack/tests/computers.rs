@@ -236,6 +236,7 @@ fn recorder() -> (Arc<Mutex<Vec<Unavailable>>>, ComputersOptions) {
 async fn the_list_drops_failing_computers_and_describes_eight_at_a_time() {
     let active = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
+    let files_root = tempfile::tempdir().unwrap();
     let mut list = Vec::new();
     for i in 0..12 {
         let behaviour = match i {
@@ -244,6 +245,10 @@ async fn the_list_drops_failing_computers_and_describes_eight_at_a_time() {
             _ => Behaviour::Slow(Duration::from_millis(100)),
         };
         let mut c = computer(behaviour, vec![op("ping")]);
+        // Computers 0 and 3 have Files; 3 fails, and its Files go with it.
+        if i == 0 || i == 3 {
+            c.files = Some(Arc::new(LocalFiles::new(files_root.path()).unwrap()));
+        }
         if i == 7 {
             c.operations[0].input_schema = json!(true);
         }
@@ -257,11 +262,19 @@ async fn the_list_drops_failing_computers_and_describes_eight_at_a_time() {
     let started = tokio::time::Instant::now();
     let modules = source.modules().await.unwrap();
     let names: Vec<String> = modules.iter().map(|m| m.path().to_string()).collect();
-    let expected: Vec<String> = [0, 1, 2, 4, 6, 8, 9, 10, 11]
+    let mut expected: Vec<String> = [0, 1, 2, 4, 6, 8, 9, 10, 11]
         .iter()
         .map(|i| format!("env.computers.c{i}"))
         .collect();
+    expected.insert(1, "env.computers.c0.files".to_owned());
     assert_eq!(names, expected);
+    // The commands and the files of a Computer share its authority id.
+    for path in ["env.computers.c0", "env.computers.c0.files"] {
+        let path = ModulePath::new(path).unwrap();
+        assert_eq!(source.authority(&path).as_deref(), Some("id0"));
+    }
+    let failed = ModulePath::new("env.computers.c3.files").unwrap();
+    assert_eq!(source.authority(&failed), None);
     assert_eq!(peak.load(Ordering::SeqCst), 8);
     // The hanging Computer costs the default 10 s timeout, not forever.
     assert_eq!(started.elapsed().as_secs(), 10);

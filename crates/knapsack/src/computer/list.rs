@@ -1,12 +1,13 @@
 //! `Knapsack::computers`: a capability source over a host-owned, changing Computer list.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use shiitake_capabilities::{
-    CapabilitySource, Invalidations, Invalidator, Module, SourceError, SourceId,
+    CapabilitySource, Invalidations, Invalidator, Module, ModulePath, SourceError, SourceId,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -71,6 +72,7 @@ pub struct ComputersSource {
     options: ComputersOptions,
     invalidator: Arc<Invalidator>,
     closed: CancellationToken,
+    authorities: Mutex<BTreeMap<ModulePath, String>>,
 }
 
 impl std::fmt::Debug for ComputersSource {
@@ -112,7 +114,18 @@ impl ComputersSource {
             options,
             invalidator,
             closed,
+            authorities: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// The authority id of the Computer whose module (commands or files) is at
+    /// `path`, as of the last acquisition.
+    pub fn authority(&self, path: &ModulePath) -> Option<String> {
+        self.authorities
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(path)
+            .cloned()
     }
 
     /// Captures every Computer of the current list; cancelling `cancel` rejects
@@ -142,9 +155,15 @@ impl ComputersSource {
         };
         results.sort_by_key(|(index, _, _)| *index);
         let mut modules = Vec::new();
+        let mut authorities = BTreeMap::new();
         for (_, connection, result) in results {
             match result {
-                Ok(captured) => modules.extend(captured),
+                Ok(captured) => {
+                    for module in &captured {
+                        authorities.insert(module.path().clone(), connection.id.clone());
+                    }
+                    modules.extend(captured);
+                }
                 Err(ComputerError::Cancelled) => return Err(ComputerError::Cancelled),
                 Err(error) => (self.options.on_unavailable)(Unavailable {
                     id: connection.id.clone(),
@@ -153,6 +172,10 @@ impl ComputersSource {
                 }),
             }
         }
+        *self
+            .authorities
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = authorities;
         Ok(modules)
     }
 }
