@@ -14,6 +14,7 @@ use shiitake_capabilities::{
 
 use crate::edit::edit;
 use crate::error::FilesError;
+use crate::path::validate_path;
 use crate::port::Files;
 use crate::types::{EditInput, GlobInput, GrepInput, ListInput, PatchInput, ReadInput};
 
@@ -37,28 +38,40 @@ impl FilesConnection {
                 "read",
                 "Reads a window of lines of a UTF-8 file (at most 128 KiB; continue from nextOffset).",
                 Replay::Safe,
-                |port, input| async move { port.read(input).await },
+                |port, input| async move {
+                    validate_path(&input.path)?;
+                    port.read(input).await
+                },
             )?,
             tool::<ListInput, _, _, _>(
                 &port,
                 "list",
                 "Lists a directory's visible entries (at most 256; truncated says when more exist).",
                 Replay::Safe,
-                |port, input| async move { port.list(input).await },
+                |port, input| async move {
+                    validate_path(&input.path)?;
+                    port.list(input).await
+                },
             )?,
             tool::<GlobInput, _, _, _>(
                 &port,
                 "glob",
                 "Finds visible files and directories whose root-relative path matches a glob (at most 256).",
                 Replay::Safe,
-                |port, input| async move { port.glob(input).await },
+                |port, input| async move {
+                    validate_path(&input.path)?;
+                    port.glob(input).await
+                },
             )?,
             tool::<GrepInput, _, _, _>(
                 &port,
                 "grep",
                 "Searches visible files for lines matching a regular expression (at most 256 matches).",
                 Replay::Safe,
-                |port, input| async move { port.grep(input).await },
+                |port, input| async move {
+                    validate_path(&input.path)?;
+                    port.grep(input).await
+                },
             )?,
             tool::<EditInput, _, _, _>(
                 &port,

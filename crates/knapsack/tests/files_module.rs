@@ -195,3 +195,67 @@ async fn apply_patch_only_with_a_patch_engine() {
         .collect();
     assert_eq!(names, vec!["read", "list", "glob", "grep", "edit"]);
 }
+
+/// A port that counts calls, to show Knapsack refuses bad paths before the port sees them.
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl Counting {
+    fn called(&self) -> Result<(), FilesError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Err(FilesError::NotFound { path: "x".into() })
+    }
+}
+
+#[async_trait]
+impl Files for Counting {
+    async fn read(&self, _input: ReadInput) -> Result<ReadOutput, FilesError> {
+        self.called().map(|()| unreachable!())
+    }
+    async fn list(&self, _input: ListInput) -> Result<EntriesOutput, FilesError> {
+        self.called().map(|()| unreachable!())
+    }
+    async fn glob(&self, _input: GlobInput) -> Result<EntriesOutput, FilesError> {
+        self.called().map(|()| unreachable!())
+    }
+    async fn grep(&self, _input: GrepInput) -> Result<GrepOutput, FilesError> {
+        self.called().map(|()| unreachable!())
+    }
+    async fn replace(&self, _request: ReplaceRequest) -> Result<(), FilesError> {
+        self.called()
+    }
+}
+
+#[tokio::test]
+async fn knapsack_validates_paths_before_the_port() {
+    let port = Arc::new(Counting(std::sync::atomic::AtomicUsize::new(0)));
+    let catalog = catalog_for(port.clone()).await;
+    let calls = [
+        ("files.read", json!({ "path": "a\0b" })),
+        ("files.list", json!({ "path": "" })),
+        ("files.glob", json!({ "pattern": "*", "path": "a\0" })),
+        ("files.grep", json!({ "pattern": "x", "path": "a\0" })),
+        (
+            "files.edit",
+            json!({ "path": "\0", "oldText": "a", "newText": "b" }),
+        ),
+    ];
+    for (op, input) in calls {
+        match catalog.execute(&path(op), input, &ctx()).await {
+            Err(ToolError::ForModel(error)) => {
+                assert_eq!(
+                    error.details,
+                    Some(json!({ "kind": "invalid_path" })),
+                    "{op}"
+                );
+            }
+            other => panic!("{op}: unexpected {other:?}"),
+        }
+    }
+    assert_eq!(port.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // A valid path reaches the port.
+    let reached = catalog
+        .execute(&path("files.read"), json!({ "path": "ok" }), &ctx())
+        .await;
+    assert!(reached.is_err());
+    assert_eq!(port.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
