@@ -145,7 +145,9 @@ pub(crate) fn write_atomic(real: &Path, shown: &str, content: &[u8]) -> Result<(
         std::fs::set_permissions(&temp.0, metadata.permissions()).map_err(io)?;
     }
     std::fs::rename(&temp.0, real).map_err(|e| {
-        let _removed = std::fs::remove_file(&temp.0);
+        if let Err(error) = std::fs::remove_file(&temp.0) {
+            tracing::warn!(temp = ?temp.0, %error, "could not remove a temporary file");
+        }
         io(e)
     })
 }

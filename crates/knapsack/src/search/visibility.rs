@@ -117,7 +117,9 @@ impl<S: IgnoreSource> SearchVisibility<S> {
                 for text in &texts {
                     for line in text.lines() {
                         // A malformed line is skipped, as git does.
-                        let _ignored = builder.add_line(None, line);
+                        if let Err(error) = builder.add_line(None, line) {
+                            tracing::debug!(dir, %error, "ignore rule skipped");
+                        }
                     }
                 }
                 builder.build().ok()
