@@ -133,7 +133,7 @@ async fn a_failing_third_hunk_leaves_the_tree_byte_identical() {
 
 #[tokio::test]
 async fn refusals_change_nothing() {
-    let (dir, files) = tree(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let (dir, files) = tree(&[("a.txt", "a\n"), ("b.txt", "b\n"), ("sub/x", "x\n")]);
     let before = snapshot(dir.path());
     let engine = files.patch_engine().unwrap();
     let cases = [
@@ -176,6 +176,20 @@ async fn refusals_change_nothing() {
             FilesError::Patch(PatchError::Syntax {
                 line: 3,
                 message: "expected `*** Add File: `, `*** Delete File: ` or `*** Update File: `, found `*** Oops`".into(),
+            }),
+        ),
+        (
+            "*** Begin Patch\n*** Delete File: a.txt\n*** Add File: sub\n+x\n*** End Patch\n",
+            FilesError::Patch(PatchError::File {
+                path: "sub".into(),
+                message: "is a directory".into(),
+            }),
+        ),
+        (
+            "*** Begin Patch\n*** Update File: a.txt\n*** Move to: sub\n@@\n-a\n+A\n*** End Patch\n",
+            FilesError::Patch(PatchError::File {
+                path: "sub".into(),
+                message: "is a directory".into(),
             }),
         ),
     ];

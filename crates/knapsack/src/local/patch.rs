@@ -136,7 +136,7 @@ fn current(
     let original = match std::fs::symlink_metadata(real) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(FilesError::io(shown, &e)),
-        Ok(m) if m.is_dir() => None,
+        Ok(m) if m.is_dir() => return Err(file_error(shown, "is a directory")),
         Ok(_) => Some(read_bounded(real, shown, TEXT_LIMIT_BYTES)?),
     };
     staged.insert(
@@ -257,4 +257,50 @@ fn create_dirs(dir: &std::path::Path, created: &mut Vec<PathBuf>) -> std::io::Re
         created.push(path);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rename that fails part way through the commit restores the files already changed.
+    #[test]
+    fn a_failed_rename_rolls_back_earlier_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.txt");
+        let blocker = dir.path().join("b");
+        std::fs::write(&a, "a\n").unwrap();
+        std::fs::create_dir(&blocker).unwrap();
+        std::fs::write(blocker.join("inside"), "x").unwrap();
+        let mut staged = BTreeMap::new();
+        staged.insert(
+            a.clone(),
+            Staged {
+                shown: "a.txt".into(),
+                original: Some("a\n".into()),
+                new: Some("A\n".into()),
+            },
+        );
+        // Renaming a file over a non-empty directory fails after a.txt was replaced.
+        staged.insert(
+            blocker.clone(),
+            Staged {
+                shown: "b".into(),
+                original: None,
+                new: Some("b\n".into()),
+            },
+        );
+        assert!(commit(&staged).is_err());
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "a\n");
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, vec!["a.txt", "b"]);
+        assert_eq!(
+            std::fs::read_to_string(blocker.join("inside")).unwrap(),
+            "x"
+        );
+    }
 }
