@@ -305,3 +305,32 @@ proptest! {
         prop_assert_eq!(after, before);
     }
 }
+
+#[tokio::test]
+async fn files_are_patched_up_to_128_kib() {
+    use knapsack::FilesEditError;
+    use knapsack::limits::TEXT_LIMIT_BYTES;
+    let exact = "x".repeat(TEXT_LIMIT_BYTES - 3) + "\na\n";
+    let over = "x".repeat(TEXT_LIMIT_BYTES - 2) + "\na\n";
+    let (dir, files) = tree(&[("exact.txt", &exact), ("over.txt", &over)]);
+    let engine = files.patch_engine().unwrap();
+    let patch = |name: &str| {
+        format!("*** Begin Patch\n*** Update File: {name}\n@@\n-a\n+b\n*** End Patch\n")
+    };
+    engine.apply_patch(&patch("exact.txt")).await.unwrap();
+    let patched = std::fs::read_to_string(dir.path().join("exact.txt")).unwrap();
+    assert_eq!(patched.len(), TEXT_LIMIT_BYTES);
+    assert!(patched.ends_with("\nb\n"));
+    assert_eq!(
+        engine.apply_patch(&patch("over.txt")).await,
+        Err(FilesError::Edit(FilesEditError::OversizedFile {
+            path: "over.txt".into(),
+            size: TEXT_LIMIT_BYTES as u64 + 1,
+            limit: TEXT_LIMIT_BYTES as u64,
+        }))
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("over.txt")).unwrap(),
+        over
+    );
+}
