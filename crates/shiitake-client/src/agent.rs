@@ -1,0 +1,175 @@
+//! The remote Agent: Session management and Agent-scope extensions over HTTP.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use reqwest::header::HeaderValue;
+use reqwest::{Method, Url};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use shiitake_protocol::{
+    AgentApi, Cursor, ExtensionId, ExtensionStatusV0, RequestId, SessionId, SessionSummaryPage,
+    ShiitakeError,
+};
+
+use crate::http::Inner;
+use crate::session::RemoteSession;
+use crate::transport::ReqwestTransport;
+use crate::{ClientError, ClientOptions};
+
+/// An Agent hosted by a `shiitake-server`, reached over HTTP.
+///
+/// Cloning is cheap and shares the connection pool.
+#[derive(Clone)]
+pub struct RemoteAgent {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RemoteAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteAgent")
+            .field("base_url", &self.inner.base.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateBody<'a> {
+    request_id: &'a RequestId,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Created {
+    session_id: SessionId,
+}
+
+#[derive(Deserialize)]
+struct Deleted {
+    deleted: bool,
+}
+
+const NO_BODY: Option<&()> = None;
+
+impl RemoteAgent {
+    /// A client of the server at `options.base_url`; this does no I/O.
+    pub fn new(options: ClientOptions) -> Result<Self, ClientError> {
+        let base = Url::parse(&options.base_url).map_err(|error| ClientError::BaseUrl {
+            url: options.base_url.clone(),
+            reason: error.to_string(),
+        })?;
+        if base.cannot_be_a_base() {
+            return Err(ClientError::BaseUrl {
+                url: options.base_url.clone(),
+                reason: "it cannot carry a path".to_owned(),
+            });
+        }
+        let token = options
+            .token
+            .as_ref()
+            .map(|token| {
+                let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| ClientError::Token)?;
+                value.set_sensitive(true);
+                Ok(value)
+            })
+            .transpose()?;
+        let transport = options
+            .transport
+            .clone()
+            .unwrap_or_else(|| Arc::new(ReqwestTransport::default()));
+        Ok(Self {
+            inner: Arc::new(Inner {
+                base,
+                token,
+                transport,
+                options,
+            }),
+        })
+    }
+}
+
+#[async_trait]
+impl AgentApi for RemoteAgent {
+    type Session = RemoteSession;
+
+    async fn create_session(&self, request_id: RequestId) -> Result<SessionId, ShiitakeError> {
+        let body = CreateBody {
+            request_id: &request_id,
+        };
+        let created: Created = self
+            .inner
+            .call(Method::POST, &["v1", "sessions"], &Vec::new(), Some(&body))
+            .await?;
+        Ok(created.session_id)
+    }
+
+    async fn delete_session(&self, session_id: &SessionId) -> Result<bool, ShiitakeError> {
+        let deleted: Deleted = self
+            .inner
+            .call(
+                Method::DELETE,
+                &["v1", "sessions", session_id.as_str()],
+                &Vec::new(),
+                NO_BODY,
+            )
+            .await?;
+        Ok(deleted.deleted)
+    }
+
+    async fn list_sessions(
+        &self,
+        after: Option<&Cursor>,
+    ) -> Result<SessionSummaryPage, ShiitakeError> {
+        let query = after
+            .map(|after| vec![("after", after.as_str().to_owned())])
+            .unwrap_or_default();
+        self.inner
+            .call(Method::GET, &["v1", "sessions"], &query, NO_BODY)
+            .await
+    }
+
+    fn session(&self, session_id: SessionId) -> RemoteSession {
+        RemoteSession::new(self.inner.clone(), session_id)
+    }
+
+    async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError> {
+        self.inner
+            .call(Method::GET, &["v1", "extensions"], &Vec::new(), NO_BODY)
+            .await
+    }
+
+    async fn resume_extension(
+        &self,
+        extension_id: &ExtensionId,
+    ) -> Result<ExtensionStatusV0, ShiitakeError> {
+        let segments = ["v1", "extensions", extension_id.as_str(), "resume"];
+        self.inner
+            .call(Method::POST, &segments, &Vec::new(), NO_BODY)
+            .await
+    }
+
+    async fn call_extension(
+        &self,
+        extension_id: &ExtensionId,
+        command: &str,
+        input: Value,
+    ) -> Result<Value, ShiitakeError> {
+        let segments = [
+            "v1",
+            "extensions",
+            extension_id.as_str(),
+            "commands",
+            command,
+        ];
+        self.inner
+            .call(Method::POST, &segments, &Vec::new(), Some(&input))
+            .await
+    }
+
+    /// Closing a client releases nothing on the server: the remote Agent keeps running.
+    async fn close(&self) -> Result<(), ShiitakeError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,331 @@
+//! Following a Session's frames over SSE, reconnecting from the last delivered cursor.
+//!
+//! A [`Follow`] owns at most one open SSE connection. When the connection
+//! drops (the server restarted, a proxy cut it, no byte arrived within the
+//! idle timeout) it reconnects after a backoff with `after` = the cursor of the
+//! last frame it delivered; the server replays strictly after that cursor, so
+//! the caller sees no gap and no duplicate. Progress frames carry no cursor and
+//! are not replayed: they are not durable facts. With no cursor yet (a
+//! live-only subscription, or a watch of a Session with no history) it
+//! reconnects through `watch` and, if history appeared meanwhile, delivers one
+//! `reset` frame with the fresh baseline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use eventsource_stream::{Event, Eventsource};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::Method;
+use shiitake_protocol::{
+    Cursor, FrameStream, ReadOptions, ResetFrame, ResetReason, SessionFrame, SessionId,
+    SessionSnapshot, ShiitakeError,
+};
+
+use crate::http::{Inner, QueryPairs};
+
+type Events = BoxStream<'static, Result<Event, String>>;
+
+/// Why opening a stream failed: worth retrying, or final.
+enum OpenError {
+    Retry(ShiitakeError),
+    Fatal(ShiitakeError),
+}
+
+/// One open SSE connection.
+pub(crate) struct Connection {
+    events: Events,
+}
+
+impl Connection {
+    async fn open(inner: &Inner, segments: &[&str], query: &QueryPairs) -> Result<Self, OpenError> {
+        let url = inner.url(segments, query).map_err(OpenError::Fatal)?;
+        let response = inner
+            .send(Method::GET, url, None, "text/event-stream")
+            .await
+            .map_err(|error| {
+                use shiitake_protocol::ErrorCode::{Internal, Unavailable};
+                if matches!(error.code, Unavailable | Internal) {
+                    OpenError::Retry(error)
+                } else {
+                    OpenError::Fatal(error)
+                }
+            })?;
+        let idle = inner.options.idle_timeout;
+        let bytes = futures::stream::unfold(
+            Some(response.bytes_stream().boxed()),
+            move |state| async move {
+                let mut body = state?;
+                match tokio::time::timeout(idle, body.next()).await {
+                    Ok(Some(Ok(chunk))) => Some((Ok::<Bytes, String>(chunk), Some(body))),
+                    Ok(Some(Err(error))) => Some((Err(error.to_string()), None)),
+                    Ok(None) => None,
+                    Err(_) => Some((Err("no byte within the idle timeout".to_owned()), None)),
+                }
+            },
+        );
+        let events = bytes
+            .eventsource()
+            .map(|item| item.map_err(|error| error.to_string()))
+            .boxed();
+        Ok(Self { events })
+    }
+
+    /// The next event; `None` when the connection ended or broke.
+    async fn next(&mut self) -> Option<Event> {
+        match self.events.next().await {
+            Some(Ok(event)) => Some(event),
+            Some(Err(_)) | None => None,
+        }
+    }
+}
+
+fn sandbox_query(include: Option<bool>) -> QueryPairs {
+    match include {
+        Some(include) => vec![("includeSandboxFailures", include.to_string())],
+        None => Vec::new(),
+    }
+}
+
+pub(crate) fn read_query(options: &ReadOptions) -> QueryPairs {
+    let mut query = sandbox_query(options.include_sandbox_failures);
+    if let Some(limit) = options.limit {
+        query.push(("limit", limit.get().to_string()));
+    }
+    if let Some(before) = &options.before {
+        query.push(("before", before.as_str().to_owned()));
+    }
+    query
+}
+
+/// Opens `/events?after=` for `session_id`.
+async fn open_events(
+    inner: &Inner,
+    session_id: &SessionId,
+    after: Option<&Cursor>,
+    include: Option<bool>,
+) -> Result<Connection, OpenError> {
+    let mut query = sandbox_query(include);
+    if let Some(after) = after {
+        query.push(("after", after.as_str().to_owned()));
+    }
+    Connection::open(
+        inner,
+        &["v1", "sessions", session_id.as_str(), "events"],
+        &query,
+    )
+    .await
+}
+
+/// Opens `/watch` and reads its opening `snapshot` event.
+async fn open_watch(
+    inner: &Inner,
+    session_id: &SessionId,
+    options: &ReadOptions,
+) -> Result<(SessionSnapshot, Connection), OpenError> {
+    let segments = ["v1", "sessions", session_id.as_str(), "watch"];
+    let mut connection = Connection::open(inner, &segments, &read_query(options)).await?;
+    loop {
+        let Some(event) = connection.next().await else {
+            return Err(OpenError::Retry(ShiitakeError::unavailable(
+                "the watch stream ended before its snapshot",
+            )));
+        };
+        match event.event.as_str() {
+            "snapshot" => {
+                let snapshot = serde_json::from_str(&event.data).map_err(|error| {
+                    OpenError::Fatal(ShiitakeError::internal(format!(
+                        "the watch snapshot does not decode: {error}"
+                    )))
+                })?;
+                return Ok((snapshot, connection));
+            }
+            "error" => return Err(OpenError::Fatal(decode_error(&event.data))),
+            _ => continue,
+        }
+    }
+}
+
+fn decode_error(data: &str) -> ShiitakeError {
+    serde_json::from_str(data).unwrap_or_else(|_| {
+        ShiitakeError::internal(format!("the server ended the stream with: {data}"))
+    })
+}
+
+/// The state of one followed frame stream.
+pub(crate) struct Follow {
+    inner: Arc<Inner>,
+    session_id: SessionId,
+    include_sandbox_failures: Option<bool>,
+    last: Option<Cursor>,
+    connection: Option<Connection>,
+    failures: u32,
+    done: bool,
+}
+
+impl Follow {
+    /// Subscribes: opens `/events` now (so a failure is the caller's error), follows later.
+    pub(crate) async fn subscribe(
+        inner: Arc<Inner>,
+        session_id: SessionId,
+        after: Option<Cursor>,
+        include: Option<bool>,
+    ) -> Result<FrameStream, ShiitakeError> {
+        let connection = open_events(&inner, &session_id, after.as_ref(), include)
+            .await
+            .map_err(OpenError::into_error)?;
+        let follow = Follow {
+            inner,
+            session_id,
+            include_sandbox_failures: include,
+            last: after,
+            connection: Some(connection),
+            failures: 0,
+            done: false,
+        };
+        Ok(follow.into_stream())
+    }
+
+    /// Watches: the snapshot and its changes from one server-side watch.
+    pub(crate) async fn watch(
+        inner: Arc<Inner>,
+        session_id: SessionId,
+        options: ReadOptions,
+    ) -> Result<(SessionSnapshot, FrameStream), ShiitakeError> {
+        let (snapshot, connection) = open_watch(&inner, &session_id, &options)
+            .await
+            .map_err(OpenError::into_error)?;
+        let follow = Follow {
+            inner,
+            session_id,
+            include_sandbox_failures: options.include_sandbox_failures,
+            last: snapshot.cursor.clone(),
+            connection: Some(connection),
+            failures: 0,
+            done: false,
+        };
+        Ok((snapshot, follow.into_stream()))
+    }
+
+    fn into_stream(self) -> FrameStream {
+        futures::stream::unfold(self, |mut follow| async move {
+            follow.next_frame().await.map(|item| (item, follow))
+        })
+        .boxed()
+    }
+
+    fn backoff(&self) -> Duration {
+        let policy = &self.inner.options.reconnect;
+        let exponent = self.failures.min(16);
+        policy
+            .initial_delay
+            .saturating_mul(1u32 << exponent)
+            .min(policy.max_delay)
+    }
+
+    /// Reconnects; `Some` is a frame to deliver (a reset) or a final error.
+    async fn reconnect(&mut self) -> Option<Result<SessionFrame, ShiitakeError>> {
+        loop {
+            tokio::time::sleep(self.backoff()).await;
+            let opened = match &self.last {
+                Some(after) => open_events(
+                    &self.inner,
+                    &self.session_id,
+                    Some(after),
+                    self.include_sandbox_failures,
+                )
+                .await
+                .map(|connection| (None, connection)),
+                None => {
+                    let options = ReadOptions {
+                        include_sandbox_failures: self.include_sandbox_failures,
+                        ..ReadOptions::default()
+                    };
+                    open_watch(&self.inner, &self.session_id, &options)
+                        .await
+                        .map(|(snapshot, connection)| (Some(snapshot), connection))
+                }
+            };
+            match opened {
+                Ok((baseline, connection)) => {
+                    self.failures = 0;
+                    self.connection = Some(connection);
+                    let baseline = baseline.filter(|baseline| baseline.cursor.is_some())?;
+                    self.last = baseline.cursor.clone();
+                    return Some(Ok(SessionFrame::Reset(Box::new(ResetFrame {
+                        reason: ResetReason::HistoryUnavailable,
+                        cursor: baseline.cursor.clone(),
+                        baseline,
+                    }))));
+                }
+                Err(OpenError::Fatal(error)) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+                Err(OpenError::Retry(error)) => {
+                    self.failures += 1;
+                    if self.failures >= self.inner.options.reconnect.max_attempts {
+                        self.done = true;
+                        return Some(Err(ShiitakeError::unavailable(format!(
+                            "the frame stream could not reconnect after {} attempts: {}",
+                            self.failures, error.message
+                        ))));
+                    }
+                }
+            }
+        }
+    }
+
+    async fn next_frame(&mut self) -> Option<Result<SessionFrame, ShiitakeError>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let Some(connection) = self.connection.as_mut() else {
+                if let Some(delivered) = self.reconnect().await {
+                    return Some(delivered);
+                }
+                continue;
+            };
+            let Some(event) = connection.next().await else {
+                self.connection = None;
+                continue;
+            };
+            match event.event.as_str() {
+                "update" | "progress" | "reset" => {
+                    let frame: SessionFrame = match serde_json::from_str(&event.data) {
+                        Ok(frame) => frame,
+                        Err(error) => {
+                            self.done = true;
+                            return Some(Err(ShiitakeError::internal(format!(
+                                "a frame does not decode: {error}"
+                            ))));
+                        }
+                    };
+                    if let Some(cursor) = frame.cursor() {
+                        self.last = Some(cursor.clone());
+                    }
+                    return Some(Ok(frame));
+                }
+                "error" => {
+                    self.done = true;
+                    return Some(Err(decode_error(&event.data)));
+                }
+                "end" => {
+                    self.done = true;
+                    return None;
+                }
+                _ => continue,
+            }
+        }
+    }
+}
+
+impl OpenError {
+    fn into_error(self) -> ShiitakeError {
+        match self {
+            OpenError::Retry(error) | OpenError::Fatal(error) => error,
+        }
+    }
+}
