@@ -74,6 +74,9 @@ pub enum ForModelKind {
     Unavailable,
     /// The operation ran and reported a failure.
     Failed,
+    /// A sandbox around the operation refused it (network, path, permission);
+    /// the Session records a sandbox failure event besides the tool result.
+    SandboxDenied,
 }
 
 impl fmt::Display for ForModelKind {
@@ -84,6 +87,7 @@ impl fmt::Display for ForModelKind {
             Self::DeadlineExceeded => "deadline_exceeded",
             Self::Unavailable => "unavailable",
             Self::Failed => "failed",
+            Self::SandboxDenied => "sandbox_denied",
         })
     }
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 use shiitake_model::{Model, ModelEnv};
 use shiitake_protocol::ModelPreference;
 
+pub use crate::runner::compaction::CompactionPolicy;
+
 /// Chooses the model for a run from the Session's preference.
 pub trait ModelResolver: Send + Sync {
     /// The model to use, or a diagnostic a person can act on.
@@ -98,6 +100,8 @@ pub struct AgentConfig {
     pub progress_limit_bytes: usize,
     /// Pending prompts listed in snapshots and frames.
     pub pending_view_limit: usize,
+    /// When to summarise older messages; `None` never compacts.
+    pub compaction: Option<CompactionPolicy>,
 }
 
 impl AgentConfig {
@@ -115,6 +119,7 @@ impl AgentConfig {
             max_recoveries: 3,
             progress_limit_bytes: 16 * 1024,
             pending_view_limit: 20,
+            compaction: Some(CompactionPolicy::default()),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Minting identifiers: a kind prefix and a ULID, so ids sort by creation time.
 
-use shiitake_protocol::{BoundedId, CommandId, EntryId, RequestId, SessionId};
+use shiitake_protocol::{BoundedId, CommandId, EntryId, EventId, RequestId, SessionId};
 use ulid::Ulid;
 
 #[allow(clippy::expect_used)]
@@ -28,4 +28,9 @@ pub fn entry_id() -> EntryId {
 /// A new request id for callers that gave none, `req_<ulid>`.
 pub fn request_id() -> RequestId {
     mint("req").into()
+}
+
+/// A new event id (compaction markers, sandbox failures), `evt_<ulid>`.
+pub fn event_id() -> EventId {
+    mint("evt").into()
 }

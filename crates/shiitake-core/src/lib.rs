@@ -23,6 +23,7 @@ pub mod config;
 pub mod cursor;
 mod error;
 pub mod ids;
+pub mod inbox;
 mod owner;
 mod runner;
 mod session;

@@ -106,8 +106,8 @@ fn to_frame(published: Published, include_sandbox_failures: bool) -> SessionFram
     match published {
         Published::Update(update) => {
             let mut update = (*update).clone();
-            if include_sandbox_failures {
-                update.sandbox_failures.get_or_insert_with(Vec::new);
+            if !include_sandbox_failures {
+                update.sandbox_failures = None;
             }
             SessionFrame::Update(update)
         }

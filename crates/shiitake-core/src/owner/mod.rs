@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentCore;
 use crate::clock::now_ms;
+use crate::inbox::{InboxFacts, WorkPhase, inbox_state};
 use crate::store::{CommandState, LoadedSession, Op, SessionHeader, StoredCommand};
 
 /// The answer channel of one request.
@@ -64,7 +65,7 @@ pub(crate) enum Request {
 #[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
 pub(crate) enum RunEvent {
     /// At a model-call boundary: take waiting steers and operator lines into the lineage.
-    Boundary(oneshot::Sender<Result<Vec<Message>, ShiitakeError>>),
+    Boundary(oneshot::Sender<Result<Vec<(EntryId, Message)>, ShiitakeError>>),
     /// Commit one completed message under the given entry id.
     Commit {
         entry_id: EntryId,
@@ -77,6 +78,15 @@ pub(crate) enum RunEvent {
     Retry(Option<RetryState>),
     /// A tool started (`Some(name)`) or finished (`None`).
     ActiveTool(Option<String>),
+    /// Older messages were summarised: the model reads the summary instead of the
+    /// entries before `first_kept`.
+    Compacted {
+        first_kept: EntryId,
+        summary: String,
+        reply: oneshot::Sender<Result<(), ShiitakeError>>,
+    },
+    /// A sandbox refused a tool call.
+    SandboxFailure { capability: String, message: String },
     /// The run settled.
     Finished {
         outcome: TerminalOutcome,
@@ -217,15 +227,19 @@ impl Owner {
 
     /// The inbox state the header should carry now.
     fn inbox_state(&self) -> SessionInboxState {
-        if self.run.is_some() || !self.queue.is_empty() {
-            return SessionInboxState::Running;
-        }
-        match self.last_outcome {
-            Some(TerminalOutcome::Failed | TerminalOutcome::Interrupted) => {
-                SessionInboxState::Errored
-            }
-            _ => SessionInboxState::Done,
-        }
+        let phase = match (&self.run, self.queue.is_empty()) {
+            (Some(_), _) if self.activity.cancellation_requested => WorkPhase::Cancelling,
+            (Some(_), _) if self.activity.retry.is_some() => WorkPhase::Retrying,
+            (Some(_), _) if self.progress.is_some() => WorkPhase::Streaming,
+            (Some(_), _) => WorkPhase::Thinking,
+            (None, false) => WorkPhase::Queued,
+            (None, true) => WorkPhase::Idle,
+        };
+        inbox_state(InboxFacts {
+            waits_on_person: false,
+            phase,
+            last_outcome: self.last_outcome,
+        })
     }
 
     /// A copy of the header with its activity stamped; rows then take sequences with [`take`].

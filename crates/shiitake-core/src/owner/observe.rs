@@ -8,15 +8,16 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use shiitake_protocol::{
-    FrameDelivery, PageLimit, ReadOptions, ResetFrame, ResetReason, SessionFrame, SessionMessage,
-    SessionPendingPrompt, SessionPendingPrompts, SessionSnapshot, SessionTerminal, ShiitakeError,
-    SubscribeOptions, UpdateFrame,
+    FrameDelivery, PageLimit, ReadOptions, ResetFrame, ResetReason, SandboxFailureEvent,
+    SessionCompactionMarker, SessionFrame, SessionMessage, SessionPendingPrompt,
+    SessionPendingPrompts, SessionSnapshot, SessionTerminal, ShiitakeError, SubscribeOptions,
+    UpdateFrame,
 };
 use tokio::sync::broadcast;
 
 use super::{Owner, Published};
 use crate::cursor::Position;
-use crate::store::{StoredEntry, StoredTerminal};
+use crate::store::{StoredCompaction, StoredEntry, StoredSandboxFailure, StoredTerminal};
 
 /// Most entries replayed after a cursor; an older cursor gets a reset instead.
 pub(crate) const REPLAY_LIMIT: usize = 1000;
@@ -36,6 +37,38 @@ pub(crate) fn to_terminal(terminal: StoredTerminal) -> SessionTerminal {
         outcome: terminal.outcome,
         sequence: terminal.sequence,
         diagnostic: terminal.diagnostic,
+    }
+}
+
+/// Rows committed by one change, for its update frame.
+#[derive(Default)]
+pub(crate) struct Changes {
+    pub(crate) entries: Vec<StoredEntry>,
+    pub(crate) terminals: Vec<StoredTerminal>,
+    pub(crate) compactions: Vec<StoredCompaction>,
+    pub(crate) sandbox_failures: Vec<StoredSandboxFailure>,
+}
+
+fn to_marker(compaction: StoredCompaction) -> SessionCompactionMarker {
+    SessionCompactionMarker {
+        id: compaction.id,
+        sequence: compaction.precedes_sequence,
+        at: compaction.at,
+    }
+}
+
+/// Markers as the wire carries them: absent when there are none.
+fn markers(compactions: Vec<StoredCompaction>) -> Option<Vec<SessionCompactionMarker>> {
+    (!compactions.is_empty()).then(|| compactions.into_iter().map(to_marker).collect())
+}
+
+fn to_failure(failure: StoredSandboxFailure) -> SandboxFailureEvent {
+    SandboxFailureEvent {
+        id: failure.id,
+        sequence: failure.sequence,
+        at: failure.at,
+        capability: failure.capability,
+        message: failure.message,
     }
 }
 
@@ -74,14 +107,29 @@ impl Owner {
         entries: Vec<StoredEntry>,
         terminals: Vec<StoredTerminal>,
     ) {
+        self.publish_update(Changes {
+            entries,
+            terminals,
+            ..Changes::default()
+        });
+    }
+
+    /// Publishes one live update; sandbox failures are dropped for subscribers that did not ask.
+    pub(super) fn publish_update(&self, changes: Changes) {
         let frame = UpdateFrame {
             delivery: FrameDelivery::Live,
             cursor: self.cursor(),
             pending: self.pending_view(),
-            messages: entries.into_iter().map(to_message).collect(),
-            terminals: terminals.into_iter().map(to_terminal).collect(),
-            compactions: None,
-            sandbox_failures: None,
+            messages: changes.entries.into_iter().map(to_message).collect(),
+            terminals: changes.terminals.into_iter().map(to_terminal).collect(),
+            compactions: markers(changes.compactions),
+            sandbox_failures: Some(
+                changes
+                    .sandbox_failures
+                    .into_iter()
+                    .map(to_failure)
+                    .collect(),
+            ),
             activity: self.activity.clone(),
             extensions: BTreeMap::new(),
         };
@@ -146,7 +194,21 @@ impl Owner {
                 .encode(),
             )
         });
+        let compactions: Vec<StoredCompaction> = store
+            .compactions(session_id)
+            .await?
+            .into_iter()
+            .filter(|compaction| on_page.contains(&compaction.first_kept))
+            .collect();
         let include_failures = options.include_sandbox_failures.unwrap_or(false);
+        let sandbox_failures = if include_failures {
+            let failures = store
+                .sandbox_failures_between(session_id, lower, upper, limit * 2 + 16)
+                .await?;
+            Some(failures.into_iter().map(to_failure).collect())
+        } else {
+            None
+        };
         Ok(SessionSnapshot {
             session_id: session_id.clone(),
             cursor: self.cursor(),
@@ -154,8 +216,8 @@ impl Owner {
             oldest_cursor: Some(oldest_cursor.flatten()),
             messages: page.into_iter().map(to_message).collect(),
             terminals,
-            compactions: None,
-            sandbox_failures: include_failures.then(Vec::new),
+            compactions: markers(compactions),
+            sandbox_failures,
             pending: self.pending_view(),
             activity: self.activity.clone(),
             progress: self.current_progress(),
@@ -188,25 +250,32 @@ impl Owner {
         if entries.len() > REPLAY_LIMIT {
             return Ok((vec![self.reset_frame(options).await?], receiver));
         }
+        let (after, head) = (position.sequence, self.header.head_sequence);
         let terminals = store
-            .terminals_between(
-                &self.header.id,
-                position.sequence,
-                self.header.head_sequence,
-                REPLAY_LIMIT,
-            )
+            .terminals_between(&self.header.id, after, head, REPLAY_LIMIT)
             .await?;
+        let compactions: Vec<StoredCompaction> = store
+            .compactions(&self.header.id)
+            .await?
+            .into_iter()
+            .filter(|compaction| compaction.commit_sequence > after)
+            .collect();
+        let sandbox_failures = if options.include_sandbox_failures.unwrap_or(false) {
+            let failures = store
+                .sandbox_failures_between(&self.header.id, after, head, REPLAY_LIMIT)
+                .await?;
+            Some(failures.into_iter().map(to_failure).collect())
+        } else {
+            None
+        };
         let frame = UpdateFrame {
             delivery: FrameDelivery::Replay,
             cursor: self.cursor(),
             pending: self.pending_view(),
             messages: entries.into_iter().map(to_message).collect(),
             terminals: terminals.into_iter().map(to_terminal).collect(),
-            compactions: None,
-            sandbox_failures: options
-                .include_sandbox_failures
-                .unwrap_or(false)
-                .then(Vec::new),
+            compactions: markers(compactions),
+            sandbox_failures,
             activity: self.activity.clone(),
             extensions: BTreeMap::new(),
         };

@@ -11,10 +11,14 @@ use shiitake_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use super::commands::prompt_message;
+use super::observe::Changes;
 use super::{ActiveRun, Owner, Published, RunEvent, take};
 use crate::clock::now_ms;
 use crate::runner::{self, RunStart};
-use crate::store::{CommandState, Op, SessionHeader, StoredCommand, StoredEntry, StoredTerminal};
+use crate::store::{
+    CommandState, Op, SessionHeader, StoredCommand, StoredCompaction, StoredEntry,
+    StoredSandboxFailure, StoredTerminal,
+};
 
 impl Owner {
     /// A lineage entry after the current leaf; moves the leaf to it.
@@ -218,6 +222,22 @@ impl Owner {
                 self.activity.active_tool = tool;
                 self.publish_changes(Vec::new(), Vec::new());
             }
+            RunEvent::Compacted {
+                first_kept,
+                summary,
+                reply,
+            } => {
+                let result = self.record_compaction(first_kept, summary).await;
+                if reply.send(result).is_err() {
+                    tracing::trace!("runner left before its compaction answer");
+                }
+            }
+            RunEvent::SandboxFailure {
+                capability,
+                message,
+            } => {
+                self.record_sandbox_failure(capability, message).await;
+            }
             RunEvent::Finished {
                 outcome,
                 diagnostic,
@@ -232,7 +252,7 @@ impl Owner {
     }
 
     /// Takes waiting steers and operator lines into the lineage for the running work.
-    async fn boundary(&mut self) -> Result<Vec<Message>, ShiitakeError> {
+    async fn boundary(&mut self) -> Result<Vec<(EntryId, Message)>, ShiitakeError> {
         let Some(run_id) = self.run.as_ref().map(|run| run.command_id.clone()) else {
             return Ok(Vec::new());
         };
@@ -291,7 +311,10 @@ impl Owner {
                 .extend(steers.into_iter().map(|steer| steer.command_id));
         }
         self.refresh_activity();
-        let messages = entries.iter().map(|entry| entry.message.clone()).collect();
+        let messages = entries
+            .iter()
+            .map(|entry| (entry.id.clone(), entry.message.clone()))
+            .collect();
         self.publish_changes(entries, Vec::new());
         Ok(messages)
     }
@@ -393,6 +416,70 @@ impl Owner {
         }
         self.waiting_lines.clear();
         self.publish_changes(entries, Vec::new());
+    }
+
+    async fn record_compaction(
+        &mut self,
+        first_kept: EntryId,
+        summary: String,
+    ) -> Result<(), ShiitakeError> {
+        let entry = self
+            .core
+            .store
+            .entry(&self.header.id, &first_kept)
+            .await?
+            .ok_or_else(|| {
+                ShiitakeError::internal(format!(
+                    "compaction names entry {first_kept}, which is not stored"
+                ))
+            })?;
+        let mut header = self.next_header();
+        let compaction = StoredCompaction {
+            id: crate::ids::event_id(),
+            commit_sequence: take(&mut header),
+            first_kept,
+            precedes_sequence: entry.sequence,
+            at: now_ms(),
+            summary,
+        };
+        let session_id = self.header.id.clone();
+        self.commit(
+            vec![Op::InsertCompaction {
+                session_id,
+                compaction: compaction.clone(),
+            }],
+            header,
+        )
+        .await?;
+        self.publish_update(Changes {
+            compactions: vec![compaction],
+            ..Changes::default()
+        });
+        Ok(())
+    }
+
+    async fn record_sandbox_failure(&mut self, capability: String, message: String) {
+        let mut header = self.next_header();
+        let failure = StoredSandboxFailure {
+            id: crate::ids::event_id(),
+            sequence: take(&mut header),
+            at: now_ms(),
+            capability,
+            message,
+        };
+        let session_id = self.header.id.clone();
+        let op = Op::InsertSandboxFailure {
+            session_id,
+            failure: failure.clone(),
+        };
+        if let Err(error) = self.commit(vec![op], header).await {
+            tracing::error!(%error, "could not record a sandbox failure");
+            return;
+        }
+        self.publish_update(Changes {
+            sandbox_failures: vec![failure],
+            ..Changes::default()
+        });
     }
 
     /// The current progress, for snapshots.

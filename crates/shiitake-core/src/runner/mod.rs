@@ -8,9 +8,11 @@
 //! run's one token. The runner never writes to the store itself: the owner
 //! commits, so the Session keeps one writer.
 
+pub(crate) mod compaction;
 mod recovery;
 mod stream;
 mod tools;
+mod transcript;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -25,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentCore;
 use crate::owner::{Request, RunEvent};
+use transcript::Transcript;
 
 pub(crate) use recovery::{Resume, plan_resume};
 
@@ -76,7 +79,7 @@ pub(crate) struct OwnerLink {
 }
 
 impl OwnerLink {
-    async fn ask<T>(
+    pub(crate) async fn ask<T>(
         &self,
         event: impl FnOnce(oneshot::Sender<Result<T, ShiitakeError>>) -> RunEvent,
     ) -> Result<T, ShiitakeError> {
@@ -90,27 +93,29 @@ impl OwnerLink {
             .map_err(|_| ShiitakeError::stopped("the Session's owner stopped"))?
     }
 
-    /// Has the owner commit a completed message.
-    pub(crate) async fn commit(&self, message: Message) -> Result<(), ShiitakeError> {
-        let entry_id = crate::ids::entry_id();
-        self.commit_as(entry_id, message).await
+    /// Has the owner commit a completed message; returns its entry id.
+    pub(crate) async fn commit(&self, message: Message) -> Result<EntryId, ShiitakeError> {
+        self.commit_as(crate::ids::entry_id(), message).await
     }
 
+    /// Has the owner commit a completed message under an entry id chosen earlier.
     pub(crate) async fn commit_as(
         &self,
         entry_id: EntryId,
         message: Message,
-    ) -> Result<(), ShiitakeError> {
+    ) -> Result<EntryId, ShiitakeError> {
+        let id = entry_id.clone();
         self.ask(|reply| RunEvent::Commit {
             entry_id,
             message,
             reply,
         })
-        .await
+        .await?;
+        Ok(id)
     }
 
-    /// Takes waiting steers and operator lines; returns the messages now on the lineage.
-    async fn boundary(&self) -> Result<Vec<Message>, ShiitakeError> {
+    /// Takes waiting steers and operator lines; returns the entries now on the lineage.
+    async fn boundary(&self) -> Result<Vec<(EntryId, Message)>, ShiitakeError> {
         self.ask(RunEvent::Boundary).await
     }
 
@@ -151,7 +156,7 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
     };
     let mut transcript = load_transcript(start).await?;
     if start.recovering {
-        match plan_resume(&transcript) {
+        match plan_resume(&transcript.messages()) {
             Resume::Finish(outcome) => {
                 return Ok(Settled {
                     outcome,
@@ -159,16 +164,20 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
                 });
             }
             Resume::ResolveTools(calls) => {
-                let results = tools::resolve_after_restart(start, link, &calls).await?;
-                transcript.extend(results);
+                for (id, message) in tools::resolve_after_restart(start, link, &calls).await? {
+                    transcript.push(id, message);
+                }
             }
             Resume::CallModel => {}
         }
     }
     let options = model_options(start.preference.as_ref());
     let mut calls = 0;
+    let system_tokens = core.config.system_prompt.len().div_ceil(4);
     loop {
-        transcript.extend(link.boundary().await?);
+        for (id, message) in link.boundary().await? {
+            transcript.push(id, message);
+        }
         if start.cancel.is_cancelled() {
             return Ok(Settled::cancelled());
         }
@@ -179,9 +188,10 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
                 core.config.max_model_calls
             )));
         }
+        compaction::maybe_compact(start, link, &*model, &mut transcript, system_tokens).await?;
         let context = ModelContext {
             system_prompt: core.config.system_prompt.clone(),
-            messages: transcript.clone(),
+            messages: transcript.context(),
             tools: tool_specs(core),
         };
         let (message, entry_id) =
@@ -194,8 +204,8 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
         let error_message = message.error_message.clone();
         let tool_calls: Vec<_> = message.tool_calls().cloned().collect();
         let entry = Message::Assistant(message);
-        link.commit_as(entry_id, entry.clone()).await?;
-        transcript.push(entry);
+        let entry_id = link.commit_as(entry_id, entry.clone()).await?;
+        transcript.push(entry_id, entry);
         match stop_reason {
             StopReason::Aborted => return Ok(Settled::cancelled()),
             StopReason::Error => {
@@ -205,7 +215,11 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
             }
             StopReason::ToolUse if !tool_calls.is_empty() => {
                 match tools::execute_all(start, link, &tool_calls).await? {
-                    tools::Executed::Results(results) => transcript.extend(results),
+                    tools::Executed::Results(results) => {
+                        for (id, message) in results {
+                            transcript.push(id, message);
+                        }
+                    }
                     tools::Executed::Cancelled => return Ok(Settled::cancelled()),
                     tools::Executed::Fatal(diagnostic) => return Ok(Settled::failed(diagnostic)),
                 }
@@ -222,18 +236,30 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
     }
 }
 
-/// The selected lineage, root first, as the model reads it.
-async fn load_transcript(start: &RunStart) -> Result<Vec<Message>, ShiitakeError> {
+/// The selected lineage, root first, behind its latest compaction summary.
+async fn load_transcript(start: &RunStart) -> Result<Transcript, ShiitakeError> {
     let Some(leaf) = &start.leaf else {
-        return Ok(Vec::new());
+        return Ok(Transcript::default());
     };
-    let mut path = start
-        .core
-        .store
-        .lineage(&start.session_id, leaf, usize::MAX)
-        .await?;
+    let store = &start.core.store;
+    let mut path = store.lineage(&start.session_id, leaf, usize::MAX).await?;
     path.reverse();
-    Ok(path.into_iter().map(|entry| entry.message).collect())
+    let mut transcript = Transcript::new(
+        path.into_iter()
+            .map(|entry| (entry.id, entry.message))
+            .collect(),
+    );
+    for compaction in store
+        .compactions(&start.session_id)
+        .await?
+        .into_iter()
+        .rev()
+    {
+        if transcript.summarised_before(&compaction.first_kept, compaction.summary) {
+            break;
+        }
+    }
+    Ok(transcript)
 }
 
 fn tool_specs(core: &AgentCore) -> Vec<ToolSpec> {

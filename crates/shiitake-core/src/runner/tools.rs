@@ -3,9 +3,9 @@
 use std::sync::atomic::Ordering;
 
 use serde_json::Value;
-use shiitake_capabilities::{ExecutionId, InvocationContext, Replay, ToolError};
-use shiitake_protocol::ShiitakeError;
+use shiitake_capabilities::{ExecutionId, ForModelKind, InvocationContext, Replay, ToolError};
 use shiitake_protocol::message::{InputContent, Message, TextContent, ToolCall, ToolResultMessage};
+use shiitake_protocol::{EntryId, ShiitakeError};
 
 use super::{OwnerLink, RunStart};
 use crate::clock::now_ms;
@@ -21,8 +21,8 @@ pub(crate) const OUTCOME_UNKNOWN: &str = "outcome unknown: the Agent stopped whi
 
 /// What executing the calls of one message came to.
 pub(crate) enum Executed {
-    /// Every call has a committed result.
-    Results(Vec<Message>),
+    /// Every call has a committed result (with its entry id).
+    Results(Vec<(EntryId, Message)>),
     /// The run was cancelled; every call still has a committed result.
     Cancelled,
     /// A tool failed beyond what the model can fix.
@@ -55,7 +55,11 @@ fn output_text(output: &Value) -> String {
 }
 
 /// Runs one call through the door; `Err` carries a fatal diagnostic.
-async fn execute_one(start: &RunStart, call: &ToolCall) -> Result<Message, Executed> {
+async fn execute_one(
+    start: &RunStart,
+    link: &OwnerLink,
+    call: &ToolCall,
+) -> Result<Message, Executed> {
     let core = &start.core;
     let execution_id = ExecutionId::new(format!("{}:{}", start.command_id, call.id));
     let context = InvocationContext::new(execution_id, start.cancel.child_token())
@@ -63,12 +67,26 @@ async fn execute_one(start: &RunStart, call: &ToolCall) -> Result<Message, Execu
     let input = Value::Object(call.arguments.clone());
     match core.tools.execute_tool(&call.name, input, &context).await {
         Ok(output) => Ok(result_message(call, output_text(&output), false, None)),
-        Err(ToolError::ForModel(error)) => Ok(result_message(
-            call,
-            error.message.clone(),
-            true,
-            Some(error.to_result_json()),
-        )),
+        Err(ToolError::ForModel(error)) => {
+            if error.kind == ForModelKind::SandboxDenied {
+                let capability = core
+                    .tools
+                    .resolve_tool_name(&call.name)
+                    .map_or_else(|| call.name.clone(), |path| path.to_string());
+                let message = error.message.clone();
+                link.tell(RunEvent::SandboxFailure {
+                    capability,
+                    message,
+                })
+                .await;
+            }
+            Ok(result_message(
+                call,
+                error.message.clone(),
+                true,
+                Some(error.to_result_json()),
+            ))
+        }
         Err(ToolError::Cancelled) => Ok(result_message(call, ABORTED.to_owned(), true, None)),
         Err(ToolError::Fatal(error)) => Err(Executed::Fatal(format!(
             "tool {} failed fatally: {}",
@@ -104,7 +122,7 @@ pub(crate) async fn execute_all(
         } else {
             link.tell(RunEvent::ActiveTool(Some(call.name.clone())))
                 .await;
-            let outcome = execute_one(start, call).await;
+            let outcome = execute_one(start, link, call).await;
             link.tell(RunEvent::ActiveTool(None)).await;
             match outcome {
                 Ok(message) => message,
@@ -116,8 +134,8 @@ pub(crate) async fn execute_all(
                 Err(_) => result_message(call, ABORTED.to_owned(), true, None),
             }
         };
-        link.commit(message.clone()).await?;
-        results.push(message);
+        let id = link.commit(message.clone()).await?;
+        results.push((id, message));
     }
     Ok(match fatal {
         Some(diagnostic) => Executed::Fatal(diagnostic),
@@ -131,7 +149,7 @@ pub(crate) async fn resolve_after_restart(
     start: &RunStart,
     link: &OwnerLink,
     calls: &[ToolCall],
-) -> Result<Vec<Message>, ShiitakeError> {
+) -> Result<Vec<(EntryId, Message)>, ShiitakeError> {
     let mut results = Vec::with_capacity(calls.len());
     for call in calls {
         let tools = &start.core.tools;
@@ -139,14 +157,14 @@ pub(crate) async fn resolve_after_restart(
             .resolve_tool_name(&call.name)
             .and_then(|path| tools.replay(&path));
         let message = match replay {
-            Some(Replay::Safe) => match execute_one(start, call).await {
+            Some(Replay::Safe) => match execute_one(start, link, call).await {
                 Ok(message) => message,
                 Err(_) => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
             },
             _ => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
         };
-        link.commit(message.clone()).await?;
-        results.push(message);
+        let id = link.commit(message.clone()).await?;
+        results.push((id, message));
     }
     Ok(results)
 }

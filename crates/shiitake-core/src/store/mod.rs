@@ -11,7 +11,8 @@ pub mod sqlite;
 use async_trait::async_trait;
 use shiitake_protocol::message::Message;
 use shiitake_protocol::{
-    CommandId, EntryId, ModelPreference, RequestId, SessionId, SessionInboxState, TerminalOutcome,
+    CommandId, EntryId, EventId, ModelPreference, RequestId, SessionId, SessionInboxState,
+    TerminalOutcome,
 };
 
 /// Why the store failed.
@@ -163,6 +164,38 @@ pub struct StoredTerminal {
     pub anchor: Option<EntryId>,
 }
 
+/// Where older messages were summarised for the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredCompaction {
+    /// The marker's id.
+    pub id: EventId,
+    /// The sequence its commit took.
+    pub commit_sequence: u64,
+    /// The first entry the model still reads after the summary.
+    pub first_kept: EntryId,
+    /// The sequence of that entry: the marker sits just before it in the timeline.
+    pub precedes_sequence: u64,
+    /// Unix milliseconds of the compaction.
+    pub at: u64,
+    /// What the model reads instead of the entries before `first_kept`.
+    pub summary: String,
+}
+
+/// A sandbox refused a tool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSandboxFailure {
+    /// The event's id.
+    pub id: EventId,
+    /// The sequence its commit took.
+    pub sequence: u64,
+    /// Unix milliseconds.
+    pub at: u64,
+    /// The operation that was refused.
+    pub capability: String,
+    /// What the sandbox said.
+    pub message: String,
+}
+
 /// A Session as loaded by its owner: the header and every command not yet settled.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadedSession {
@@ -221,6 +254,20 @@ pub enum Op {
         session_id: SessionId,
         /// The entry.
         entry: StoredEntry,
+    },
+    /// Records a compaction boundary.
+    InsertCompaction {
+        /// The Session.
+        session_id: SessionId,
+        /// The boundary.
+        compaction: StoredCompaction,
+    },
+    /// Records a sandbox failure.
+    InsertSandboxFailure {
+        /// The Session.
+        session_id: SessionId,
+        /// The event.
+        failure: StoredSandboxFailure,
     },
     /// Records a terminal.
     InsertTerminal {
@@ -337,6 +384,21 @@ pub trait Store: Send + Sync + 'static {
         session_id: &SessionId,
         command_ids: &[CommandId],
     ) -> Result<Vec<StoredTerminal>, StoreError>;
+
+    /// Every compaction of a Session, oldest first (there are few).
+    async fn compactions(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Vec<StoredCompaction>, StoreError>;
+
+    /// Sandbox failures with a sequence in `(after, up_to]`, oldest first, at most `limit`.
+    async fn sandbox_failures_between(
+        &self,
+        session_id: &SessionId,
+        after: u64,
+        up_to: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredSandboxFailure>, StoreError>;
 
     /// One inbox page: `needs_you`, `running`, then settled, newest activity first.
     async fn list_sessions(

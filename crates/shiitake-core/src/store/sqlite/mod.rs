@@ -20,11 +20,13 @@ use sqlx::{ConnectOptions, Connection, SqliteConnection};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use self::rows::{CommandRow, EntryRow, SessionRow, TerminalRow, int, uint};
+use self::rows::{
+    CommandRow, CompactionRow, EntryRow, SandboxFailureRow, SessionRow, TerminalRow, int, uint,
+};
 use self::writer::WriteRequest;
 use super::{
-    ListPosition, LoadedSession, Op, Store, StoreError, StoredCommand, StoredEntry, StoredTerminal,
-    SummaryRow,
+    ListPosition, LoadedSession, Op, Store, StoreError, StoredCommand, StoredCompaction,
+    StoredEntry, StoredSandboxFailure, StoredTerminal, SummaryRow,
 };
 
 /// How durable a commit is on disk.
@@ -311,6 +313,40 @@ impl Store for SqliteStore {
             }
         }
         Ok(terminals)
+    }
+
+    async fn compactions(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Vec<StoredCompaction>, StoreError> {
+        let rows: Vec<CompactionRow> = sqlx::query_as(
+            "SELECT id, commit_sequence, first_kept_entry, precedes_sequence, at, summary \
+             FROM compactions WHERE session_id = ? ORDER BY commit_sequence",
+        )
+        .bind(session_id.as_str())
+        .fetch_all(&self.reads)
+        .await?;
+        rows.into_iter().map(CompactionRow::decode).collect()
+    }
+
+    async fn sandbox_failures_between(
+        &self,
+        session_id: &SessionId,
+        after: u64,
+        up_to: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredSandboxFailure>, StoreError> {
+        let rows: Vec<SandboxFailureRow> = sqlx::query_as(
+            "SELECT id, sequence, at, capability, message FROM sandbox_failures \
+             WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?",
+        )
+        .bind(session_id.as_str())
+        .bind(int(after))
+        .bind(int(up_to))
+        .bind(int(limit as u64))
+        .fetch_all(&self.reads)
+        .await?;
+        rows.into_iter().map(SandboxFailureRow::decode).collect()
     }
 
     async fn list_sessions(

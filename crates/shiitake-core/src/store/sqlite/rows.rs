@@ -1,12 +1,12 @@
 //! Decoding SQLite rows into store types.
 
 use serde::de::DeserializeOwned;
-use shiitake_protocol::{CommandId, EntryId, RequestId, SessionId, SessionInboxState};
+use shiitake_protocol::{CommandId, EntryId, EventId, RequestId, SessionId, SessionInboxState};
 use sqlx::FromRow;
 
 use crate::store::{
-    CommandKind, CommandState, SessionHeader, StoreError, StoredCommand, StoredEntry,
-    StoredTerminal,
+    CommandKind, CommandState, SessionHeader, StoreError, StoredCommand, StoredCompaction,
+    StoredEntry, StoredSandboxFailure, StoredTerminal,
 };
 
 /// SQLite stores integers as i64; every count and time here fits.
@@ -168,6 +168,50 @@ impl TerminalRow {
                 .anchor_entry
                 .map(|a| id::<EntryId>(&a, "anchor"))
                 .transpose()?,
+        })
+    }
+}
+
+#[derive(FromRow)]
+pub(crate) struct CompactionRow {
+    id: String,
+    commit_sequence: i64,
+    first_kept_entry: String,
+    precedes_sequence: i64,
+    at: i64,
+    summary: String,
+}
+
+impl CompactionRow {
+    pub(crate) fn decode(self) -> Result<StoredCompaction, StoreError> {
+        Ok(StoredCompaction {
+            id: id::<EventId>(&self.id, "compaction id")?,
+            commit_sequence: uint(self.commit_sequence, "commit_sequence")?,
+            first_kept: id::<EntryId>(&self.first_kept_entry, "first kept entry")?,
+            precedes_sequence: uint(self.precedes_sequence, "precedes_sequence")?,
+            at: uint(self.at, "at")?,
+            summary: self.summary,
+        })
+    }
+}
+
+#[derive(FromRow)]
+pub(crate) struct SandboxFailureRow {
+    id: String,
+    sequence: i64,
+    at: i64,
+    capability: String,
+    message: String,
+}
+
+impl SandboxFailureRow {
+    pub(crate) fn decode(self) -> Result<StoredSandboxFailure, StoreError> {
+        Ok(StoredSandboxFailure {
+            id: id::<EventId>(&self.id, "sandbox failure id")?,
+            sequence: uint(self.sequence, "sequence")?,
+            at: uint(self.at, "at")?,
+            capability: self.capability,
+            message: self.message,
         })
     }
 }

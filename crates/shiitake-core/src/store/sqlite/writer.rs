@@ -189,6 +189,41 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .execute(&mut *conn)
             .await?;
         }
+        Op::InsertCompaction {
+            session_id,
+            compaction,
+        } => {
+            sqlx::query(
+                "INSERT INTO compactions (session_id, id, commit_sequence, first_kept_entry, \
+                 precedes_sequence, at, summary) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(session_id.as_str())
+            .bind(compaction.id.as_str())
+            .bind(int(compaction.commit_sequence))
+            .bind(compaction.first_kept.as_str())
+            .bind(int(compaction.precedes_sequence))
+            .bind(int(compaction.at))
+            .bind(&compaction.summary)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Op::InsertSandboxFailure {
+            session_id,
+            failure,
+        } => {
+            sqlx::query(
+                "INSERT INTO sandbox_failures (session_id, id, sequence, at, capability, message) \
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .bind(session_id.as_str())
+            .bind(failure.id.as_str())
+            .bind(int(failure.sequence))
+            .bind(int(failure.at))
+            .bind(&failure.capability)
+            .bind(&failure.message)
+            .execute(&mut *conn)
+            .await?;
+        }
         Op::InsertTerminal {
             session_id,
             terminal,

@@ -1,0 +1,175 @@
+//! Compaction: when the context would exceed its token budget, older messages
+//! are summarised by the model and the summary replaces them in later contexts.
+//!
+//! Tokens are estimated as a quarter of the JSON size of each message (a
+//! deliberate over-estimate for English; no tokenizer is assumed). The cut is
+//! made just before a user message, so a tool call is never separated from its
+//! result, and keeps at least the configured number of recent messages.
+
+use futures::StreamExt;
+use shiitake_model::{AssistantEvent, Model, ModelContext, ModelOptions, ToolChoice};
+use shiitake_protocol::ShiitakeError;
+use shiitake_protocol::message::{Message, UserMessage};
+
+use super::transcript::Transcript;
+use super::{OwnerLink, RunStart};
+use crate::clock::now_ms;
+use crate::owner::RunEvent;
+
+/// When and how much to compact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactionPolicy {
+    /// Estimated tokens of context above which older messages are summarised.
+    pub budget_tokens: usize,
+    /// Most recent messages always kept verbatim.
+    pub keep_recent: usize,
+}
+
+impl Default for CompactionPolicy {
+    fn default() -> Self {
+        Self {
+            budget_tokens: 96_000,
+            keep_recent: 8,
+        }
+    }
+}
+
+const INSTRUCTIONS: &str = "You compress conversations. Summarise the conversation you are \
+     given for your own later use: keep facts, decisions, names of files and tools, results, and \
+     open tasks. Be concise. Answer with the summary only.";
+
+/// Estimated tokens of a message.
+pub(crate) fn estimate_tokens(message: &Message) -> usize {
+    serde_json::to_string(message).map_or(0, |json| json.len().div_ceil(4))
+}
+
+/// The index (into `messages`) of the first message to keep, or `None` when no safe cut exists.
+pub(crate) fn cut_index(messages: &[Message], keep_recent: usize) -> Option<usize> {
+    let latest_allowed = messages.len().checked_sub(keep_recent.max(1))?;
+    (1..=latest_allowed)
+        .rev()
+        .find(|&index| matches!(messages[index], Message::User(_)))
+}
+
+/// Summarises and records a compaction when the context is over budget.
+pub(crate) async fn maybe_compact(
+    start: &RunStart,
+    link: &OwnerLink,
+    model: &dyn Model,
+    transcript: &mut Transcript,
+    system_prompt_tokens: usize,
+) -> Result<(), ShiitakeError> {
+    let Some(policy) = &start.core.config.compaction else {
+        return Ok(());
+    };
+    let context = transcript.context();
+    let tokens: usize = system_prompt_tokens + context.iter().map(estimate_tokens).sum::<usize>();
+    if tokens <= policy.budget_tokens {
+        return Ok(());
+    }
+    let read: Vec<Message> = transcript
+        .read_entries()
+        .iter()
+        .map(|(_, m)| m.clone())
+        .collect();
+    let Some(cut) = cut_index(&read, policy.keep_recent) else {
+        return Ok(());
+    };
+    let mut to_summarise = Vec::with_capacity(cut + 2);
+    if let Some(previous) = transcript.summary() {
+        to_summarise.push(super::transcript::summary_message(previous));
+    }
+    to_summarise.extend(read[..cut].iter().cloned());
+    to_summarise.push(Message::User(UserMessage::text(
+        "Summarise the conversation above.",
+        now_ms(),
+    )));
+    let Some(summary) = summarise(start, model, to_summarise).await else {
+        tracing::warn!(session = %start.session_id, "compaction failed; the full context is sent");
+        return Ok(());
+    };
+    let first_kept = transcript.read_entries()[cut].0.clone();
+    link.ask(|reply| RunEvent::Compacted {
+        first_kept: first_kept.clone(),
+        summary: summary.clone(),
+        reply,
+    })
+    .await?;
+    transcript.summarised_before(&first_kept, summary);
+    Ok(())
+}
+
+async fn summarise(start: &RunStart, model: &dyn Model, messages: Vec<Message>) -> Option<String> {
+    let context = ModelContext {
+        system_prompt: INSTRUCTIONS.to_owned(),
+        messages,
+        tools: Vec::new(),
+    };
+    let options = ModelOptions {
+        tool_choice: ToolChoice::None,
+        ..ModelOptions::default()
+    };
+    let mut events = model
+        .stream(context, options, start.cancel.clone())
+        .await
+        .ok()?;
+    while let Some(event) = events.next().await {
+        match event {
+            AssistantEvent::Done { message, .. } => {
+                let text = message.text();
+                return (!text.trim().is_empty()).then_some(text);
+            }
+            AssistantEvent::Error { .. } => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(text: &str) -> Message {
+        serde_json::from_value(json!({"role": "user", "content": text, "timestamp": 0})).unwrap()
+    }
+
+    fn result() -> Message {
+        serde_json::from_value(
+            json!({"role": "toolResult", "toolCallId": "c", "toolName": "t",
+            "content": [], "isError": false, "timestamp": 0}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_cut_lands_on_a_user_message_and_keeps_the_recent_ones() {
+        let messages = [
+            user("a"),
+            result(),
+            user("b"),
+            result(),
+            result(),
+            user("c"),
+            result(),
+        ];
+        assert_eq!(cut_index(&messages, 1), Some(5));
+        assert_eq!(cut_index(&messages, 2), Some(5));
+        assert_eq!(cut_index(&messages, 3), Some(2));
+        assert_eq!(
+            cut_index(&messages, 6),
+            None,
+            "only the first message is a cut before it"
+        );
+        assert_eq!(cut_index(&messages, 7), None);
+        assert_eq!(cut_index(&[], 1), None);
+    }
+
+    #[test]
+    fn tokens_are_a_quarter_of_the_json() {
+        let message = user("abcd");
+        let json = serde_json::to_string(&message).unwrap();
+        assert_eq!(estimate_tokens(&message), json.len().div_ceil(4));
+    }
+}

@@ -1,0 +1,162 @@
+//! Compaction: an over-budget context is summarised by the model; later contexts
+//! read the summary, the transcript keeps every message, and a marker is published.
+
+#![allow(clippy::unwrap_used)]
+
+mod harness;
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use shiitake_conformance::TestTools;
+use shiitake_conformance::support::*;
+use shiitake_core::config::CompactionPolicy;
+use shiitake_model::{Script, ScriptedModel, Turn};
+use shiitake_protocol::*;
+
+#[tokio::test]
+async fn an_over_budget_context_is_summarised_and_marked() {
+    let long = "word ".repeat(200);
+    let script = Script::new(vec![
+        Turn::text(long.clone()),
+        Turn::text("SUMMARY: the person asked twice"),
+        Turn::text("second answer"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(script));
+    let mut config = harness::config(model.clone());
+    config.compaction = Some(CompactionPolicy {
+        budget_tokens: 150,
+        keep_recent: 1,
+    });
+    let agent = harness::open(
+        &dir.path().join("agent.db"),
+        Arc::new(TestTools::default()),
+        config,
+    )
+    .await;
+    let session = new_session(&agent).await;
+    let first = send(&session, "first question").await;
+    terminal_of(&session, &first).await;
+
+    let mut frames = session
+        .subscribe(SubscribeOptions::default())
+        .await
+        .unwrap();
+    let second = send(&session, "second question").await;
+    assert_eq!(
+        terminal_of(&session, &second).await.outcome,
+        TerminalOutcome::Completed
+    );
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "answer, summary, answer");
+    assert_eq!(
+        outline(&requests[1].messages),
+        vec![
+            "user: first question".to_owned(),
+            format!("assistant: {long}"),
+            "user: Summarise the conversation above.".to_owned(),
+        ]
+    );
+    assert!(
+        requests[1].tools.is_empty(),
+        "the summary call offers no tools"
+    );
+    assert_eq!(
+        outline(&requests[2].messages),
+        vec![
+            "user: Summary of the earlier conversation:\n\nSUMMARY: the person asked twice",
+            "user: second question",
+        ]
+    );
+
+    let snapshot = session.read(ReadOptions::default()).await.unwrap();
+    assert_eq!(
+        outline(
+            &snapshot
+                .messages
+                .iter()
+                .map(|m| m.value.clone())
+                .collect::<Vec<_>>()
+        ),
+        vec![
+            "user: first question".to_owned(),
+            format!("assistant: {long}"),
+            "user: second question".to_owned(),
+            "assistant: second answer".to_owned(),
+        ],
+        "the transcript keeps every message"
+    );
+    let markers = snapshot
+        .compactions
+        .expect("the snapshot carries the marker");
+    assert_eq!(markers.len(), 1);
+    assert_eq!(
+        markers[0].sequence, snapshot.messages[2].sequence,
+        "it precedes the first kept message"
+    );
+
+    let mut published = None;
+    while let Some(frame) = frames.next().await {
+        if let SessionFrame::Update(update) = frame.unwrap()
+            && let Some(compactions) = update.compactions
+        {
+            published = Some(compactions);
+            break;
+        }
+    }
+    assert_eq!(published.unwrap(), markers);
+}
+
+#[tokio::test]
+async fn a_later_run_reads_the_stored_summary() {
+    // ~500 estimated tokens: over the budget only while it is in the context.
+    let long = "word ".repeat(400);
+    let script = Script::new(vec![
+        Turn::text(long),
+        Turn::text("SUMMARY ONE"),
+        Turn::text("two"),
+        Turn::text("three"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(script));
+    let mut config = harness::config(model.clone());
+    config.compaction = Some(CompactionPolicy {
+        budget_tokens: 400,
+        keep_recent: 1,
+    });
+    let agent = harness::open(
+        &dir.path().join("agent.db"),
+        Arc::new(TestTools::default()),
+        config,
+    )
+    .await;
+    let session = new_session(&agent).await;
+    for prompt in ["one?", "two?", "three?"] {
+        let command = send(&session, prompt).await;
+        assert_eq!(
+            terminal_of(&session, &command).await.outcome,
+            TerminalOutcome::Completed
+        );
+    }
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4, "one answer each, one summary");
+    // The third run loads the summary the second one stored.
+    assert_eq!(
+        outline(&requests[3].messages),
+        vec![
+            "user: Summary of the earlier conversation:\n\nSUMMARY ONE",
+            "user: two?",
+            "assistant: two",
+            "user: three?",
+        ]
+    );
+    let snapshot = session.read(ReadOptions::default()).await.unwrap();
+    assert_eq!(
+        snapshot.messages.len(),
+        6,
+        "the transcript keeps every message"
+    );
+    assert_eq!(snapshot.compactions.unwrap().len(), 1);
+}
