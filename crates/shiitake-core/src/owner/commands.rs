@@ -122,14 +122,12 @@ impl Owner {
         delivery: PromptDelivery,
         payload: String,
     ) -> Result<Accepted, ShiitakeError> {
-        if let Some(command_id) = self.replayed(&request_id, &payload).await? {
-            return Ok(Accepted { command_id });
-        }
         let mut header = self.next_header();
         if header.title.is_empty() {
             header.title = title_from(&text);
         }
         header.inbox_state = SessionInboxState::Running;
+        let (request_id_for_retry, payload_for_retry) = (request_id.clone(), payload.clone());
         let command = StoredCommand {
             id: ids::command_id(),
             request_id: Some(request_id),
@@ -142,14 +140,26 @@ impl Owner {
         };
         let command_id = command.id.clone();
         let session_id = self.header.id.clone();
-        self.commit(
-            vec![Op::InsertCommand {
-                session_id,
-                command,
-            }],
-            header,
-        )
-        .await?;
+        let committed = self
+            .commit_raw(
+                vec![Op::InsertCommand {
+                    session_id,
+                    command,
+                }],
+                header,
+            )
+            .await;
+        if let Err(error) = committed {
+            // The unique request index refused it: this request id was used before.
+            if error.is_unique_violation()
+                && let Some(command_id) = self
+                    .replayed(&request_id_for_retry, &payload_for_retry)
+                    .await?
+            {
+                return Ok(Accepted { command_id });
+            }
+            return Err(error.into());
+        }
         self.queue.push_back(QueuedPrompt {
             command_id: command_id.clone(),
             text,
@@ -249,8 +259,10 @@ impl Owner {
         header.leaf = Some(entry_id.clone());
         header.epoch += 1;
         self.commit(Vec::new(), header).await?;
-        let baseline = self.snapshot(&Default::default()).await?;
-        self.publish(Published::Reset(std::sync::Arc::new(baseline)));
+        if self.watched() {
+            let baseline = self.snapshot(&Default::default()).await?;
+            self.publish(Published::Reset(std::sync::Arc::new(baseline)));
+        }
         Ok(())
     }
 

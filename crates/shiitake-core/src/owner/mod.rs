@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::AgentCore;
 use crate::clock::now_ms;
 use crate::inbox::{InboxFacts, WorkPhase, inbox_state};
-use crate::store::{CommandState, LoadedSession, Op, SessionHeader, StoredCommand};
+use crate::store::{CommandState, LoadedSession, Op, SessionHeader, StoreError, StoredCommand};
 
 /// The answer channel of one request.
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, ShiitakeError>>;
@@ -149,13 +149,13 @@ pub(crate) struct Owner {
     interrupted: Vec<StoredCommand>,
     /// Steers found running on load: (the run that absorbed them, the steer).
     pending_absorbed: Vec<(CommandId, CommandId)>,
-    publisher: broadcast::Sender<Published>,
+    /// Created with the first subscriber, so an owner nobody watches costs no buffer.
+    publisher: Option<broadcast::Sender<Published>>,
     mailbox: mpsc::Sender<Request>,
 }
 
 impl Owner {
     fn new(core: Arc<AgentCore>, loaded: LoadedSession, mailbox: mpsc::Sender<Request>) -> Self {
-        let (publisher, _) = broadcast::channel(PUBLISH_BUFFER);
         let last_outcome = match loaded.header.inbox_state {
             SessionInboxState::Errored => Some(TerminalOutcome::Failed),
             _ => None,
@@ -172,7 +172,7 @@ impl Owner {
             last_outcome,
             interrupted: Vec::new(),
             pending_absorbed: Vec::new(),
-            publisher,
+            publisher: None,
             mailbox,
         };
         for command in loaded.open_commands {
@@ -250,11 +250,16 @@ impl Owner {
     }
 
     /// Commits `ops` plus `header`, then adopts `header`.
-    async fn commit(
+    async fn commit(&mut self, ops: Vec<Op>, header: SessionHeader) -> Result<(), ShiitakeError> {
+        Ok(self.commit_raw(ops, header).await?)
+    }
+
+    /// [`commit`](Self::commit), keeping the store's error for callers that inspect it.
+    async fn commit_raw(
         &mut self,
         mut ops: Vec<Op>,
         header: SessionHeader,
-    ) -> Result<(), ShiitakeError> {
+    ) -> Result<(), StoreError> {
         ops.push(Op::PutHeader(header.clone()));
         self.core.store.commit(ops).await?;
         self.header = header;
@@ -265,7 +270,7 @@ impl Owner {
         self.run.is_none()
             && self.queue.is_empty()
             && self.waiting_lines.is_empty()
-            && self.publisher.receiver_count() == 0
+            && !self.watched()
     }
 
     async fn handle(&mut self, request: Request) -> Flow {
@@ -279,7 +284,7 @@ impl Owner {
                 let result = self
                     .snapshot(&options)
                     .await
-                    .map(|snapshot| (snapshot, self.publisher.subscribe()));
+                    .map(|snapshot| (snapshot, self.receiver()));
                 send(reply, result);
             }
             Request::Subscribe(options, reply) => send(reply, self.subscribe(&options).await),
@@ -302,10 +307,30 @@ impl Owner {
         Flow::Continue
     }
 
+    /// Whether anyone receives published frames.
+    fn watched(&self) -> bool {
+        self.publisher
+            .as_ref()
+            .is_some_and(|publisher| publisher.receiver_count() > 0)
+    }
+
+    /// A receiver of every frame published from now on.
+    fn receiver(&mut self) -> broadcast::Receiver<Published> {
+        match &self.publisher {
+            Some(publisher) => publisher.subscribe(),
+            None => {
+                let (publisher, receiver) = broadcast::channel(PUBLISH_BUFFER);
+                self.publisher = Some(publisher);
+                receiver
+            }
+        }
+    }
+
     /// Publishes committed changes to every subscriber.
     fn publish(&self, published: Published) {
-        // No receiver is not an error: nobody is watching.
-        if self.publisher.send(published).is_err() {
+        if let Some(publisher) = &self.publisher
+            && publisher.send(published).is_err()
+        {
             tracing::trace!(session = %self.header.id, "published with no subscriber");
         }
     }

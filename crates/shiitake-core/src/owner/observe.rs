@@ -116,6 +116,9 @@ impl Owner {
 
     /// Publishes one live update; sandbox failures are dropped for subscribers that did not ask.
     pub(super) fn publish_update(&self, changes: Changes) {
+        if !self.watched() {
+            return;
+        }
         let frame = UpdateFrame {
             delivery: FrameDelivery::Live,
             cursor: self.cursor(),
@@ -227,10 +230,10 @@ impl Owner {
 
     /// Frames strictly after `options.after`, plus the live receiver that follows them.
     pub(super) async fn subscribe(
-        &self,
+        &mut self,
         options: &SubscribeOptions,
     ) -> Result<(Vec<SessionFrame>, broadcast::Receiver<Published>), ShiitakeError> {
-        let receiver = self.publisher.subscribe();
+        let receiver = self.receiver();
         let Some(after) = &options.after else {
             return Ok((Vec::new(), receiver));
         };

@@ -32,6 +32,13 @@ pub enum StoreError {
     Closed,
 }
 
+impl StoreError {
+    /// Whether a unique index refused the write (an idempotency key already used).
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, StoreError::Database(sqlx::Error::Database(error)) if error.is_unique_violation())
+    }
+}
+
 /// The durable header of one Session, written whole with every change.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionHeader {
