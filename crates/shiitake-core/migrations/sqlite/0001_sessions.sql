@@ -29,7 +29,7 @@ CREATE TABLE entries (
     command_id TEXT,
     message    TEXT NOT NULL,
     PRIMARY KEY (session_id, id)
-);
+) WITHOUT ROWID;
 
 CREATE UNIQUE INDEX entries_by_sequence ON entries (session_id, sequence);
 
@@ -45,11 +45,10 @@ CREATE TABLE commands (
     run_id            TEXT,
     recoveries        INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (session_id, id)
-);
+) WITHOUT ROWID;
 
 CREATE UNIQUE INDEX commands_by_request ON commands (session_id, request_id)
     WHERE request_id IS NOT NULL;
-CREATE INDEX commands_open ON commands (session_id, state, accepted_sequence);
 
 CREATE TABLE terminals (
     session_id   TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
@@ -59,8 +58,9 @@ CREATE TABLE terminals (
     diagnostic   TEXT,
     anchor_entry TEXT,
     PRIMARY KEY (session_id, command_id)
-);
+) WITHOUT ROWID;
 
 CREATE UNIQUE INDEX terminals_by_sequence ON terminals (session_id, sequence);
 
-CREATE INDEX commands_by_state ON commands (state, session_id);
+-- Only open commands are indexed for loading; settled ones leave the index.
+CREATE INDEX commands_open ON commands (session_id, accepted_sequence) WHERE state <> 'settled';

@@ -414,7 +414,8 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<SummaryRow>, StoreError>;
 
-    /// Commands that are pending or running in any Session, for recovery on open.
+    /// Sessions that may have pending or running work (their inbox rank is `needs_you`
+    /// or `running`), for recovery on open.
     async fn sessions_with_open_work(&self) -> Result<Vec<SessionId>, StoreError>;
 
     /// Stops the writer after the commits already handed to it.

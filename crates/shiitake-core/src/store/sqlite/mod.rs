@@ -139,7 +139,7 @@ impl Store for SqliteStore {
         let header = row.decode()?;
         let commands: Vec<CommandRow> = sqlx::query_as(&format!(
             "SELECT {COMMAND_COLUMNS} FROM commands WHERE session_id = ? \
-             AND state IN ('pending', 'running') ORDER BY accepted_sequence"
+             AND state <> 'settled' ORDER BY accepted_sequence"
         ))
         .bind(id.as_str())
         .fetch_all(&mut *tx)
@@ -391,7 +391,7 @@ impl Store for SqliteStore {
 
     async fn sessions_with_open_work(&self) -> Result<Vec<SessionId>, StoreError> {
         let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT session_id FROM commands WHERE state IN ('pending', 'running')",
+            "SELECT id FROM sessions WHERE inbox_rank <= 1",
         )
         .fetch_all(&self.reads)
         .await?;
