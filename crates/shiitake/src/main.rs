@@ -1,0 +1,104 @@
+//! `shiitake`: run a durable Agent and talk to it from a terminal.
+//!
+//! `shiitake serve` runs the Local host: the core Agent on the embedded SQLite
+//! store in a data directory, with the HTTP server on 127.0.0.1 behind a bearer
+//! token written to `<data-dir>/token`. The other commands are clients of that
+//! server (`shiitake-client`): `chat` streams a conversation as it is typed,
+//! `send` queues one prompt, `watch` tails a Session's frames and `sessions`
+//! lists the inbox. `docs/cli.md` describes each command.
+
+mod chat;
+mod commands;
+mod render;
+mod serve;
+mod setup;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Default port of the Local host's HTTP server.
+pub const DEFAULT_PORT: u16 = 8717;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(name = "shiitake", version, about = "A durable agent harness")]
+pub struct Cli {
+    /// Data directory (database and token); default: the platform's data directory.
+    #[arg(long, global = true, env = "SHIITAKE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Server URL for client commands.
+    #[arg(long, global = true, env = "SHIITAKE_URL")]
+    url: Option<String>,
+    /// Bearer token for client commands; default: read `<data-dir>/token`.
+    #[arg(long, global = true, env = "SHIITAKE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the Local host: the Agent on SQLite and the HTTP server on 127.0.0.1.
+    Serve(serve::ServeArgs),
+    /// Open or create a Session and converse, streaming the answer as it is typed.
+    Chat(chat::ChatArgs),
+    /// Queue one prompt on a Session and print its command id.
+    Send(commands::SendArgs),
+    /// Tail a Session's frames.
+    Watch(commands::WatchArgs),
+    /// List the inbox.
+    Sessions(commands::SessionsArgs),
+}
+
+/// A failure that ends the command with a message.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Setting up failed (data directory, token, store, port).
+    #[error("{0}")]
+    Setup(String),
+    /// The Agent answered with an error.
+    #[error("{0}")]
+    Api(#[from] shiitake_protocol::ShiitakeError),
+    /// Terminal input or output failed.
+    #[error("terminal: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SHIITAKE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("shiitake: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        let context = setup::Context::new(cli.data_dir, cli.url, cli.token);
+        match cli.command {
+            Command::Serve(args) => serve::run(&context, args).await,
+            Command::Chat(args) => chat::run(&context, args).await,
+            Command::Send(args) => commands::send(&context, args).await,
+            Command::Watch(args) => commands::watch(&context, args).await,
+            Command::Sessions(args) => commands::sessions(&context, args).await,
+        }
+    });
+    // Open streams and stdin readers must not keep the process alive.
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shiitake: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! `shiitake serve`: the Local host.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use shiitake_capabilities::{Catalog, SourceId};
+use shiitake_core::{Agent, AgentConfig, Durability, SpecResolver, SqliteStore};
+use shiitake_model::ModelEnv;
+use shiitake_protocol::AgentApi;
+use shiitake_server::{ServerConfig, load_or_create_token, router};
+
+use crate::setup::Context;
+use crate::{CliError, DEFAULT_PORT};
+
+/// Options of `serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Model spec used when a Session states no preference (see docs/models.md).
+    #[arg(long, env = "SHIITAKE_MODEL")]
+    model: Option<String>,
+    /// Directory the agent's file tools may read and edit; default: the current directory.
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+}
+
+fn setup(what: &str) -> impl Fn(String) -> CliError + '_ {
+    move |error| CliError::Setup(format!("{what}: {error}"))
+}
+
+/// The tools of the Local host: the Knapsack files module over the workspace directory.
+async fn catalog(workspace: Option<PathBuf>) -> Result<Arc<Catalog>, CliError> {
+    let root = match workspace {
+        Some(root) => root,
+        None => std::env::current_dir()?,
+    };
+    let files = knapsack::LocalFiles::new(&root)
+        .map_err(|error| setup("workspace")(format!("{}: {error}", root.display())))?;
+    let source = knapsack::Knapsack::files(Arc::new(files))
+        .and_then(|connection| connection.source(SourceId::new("files")))
+        .map_err(|error| setup("files tools")(error.to_string()))?;
+    let catalog = Catalog::new();
+    catalog
+        .add_source(Arc::new(source))
+        .await
+        .map_err(|error| setup("files tools")(error.to_string()))?;
+    Ok(Arc::new(catalog))
+}
+
+/// Runs the Local host until Ctrl-C.
+pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
+    let data_dir = context.data_dir()?;
+    let (token, token_path) =
+        load_or_create_token(&data_dir).map_err(|error| setup("token")(error.to_string()))?;
+    let database = data_dir.join("shiitake.db");
+    let store = SqliteStore::open(&database, Durability::Full)
+        .await
+        .map_err(|error| setup("store")(format!("{}: {error}", database.display())))?;
+    let tools = catalog(args.workspace).await?;
+    let models = SpecResolver {
+        default_spec: args.model.clone(),
+        env: ModelEnv::from_env(),
+    };
+    let agent =
+        Arc::new(Agent::open(Arc::new(store), tools, AgentConfig::new(Arc::new(models))).await?);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
+        .await
+        .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
+    let address = listener.local_addr()?;
+    println!("shiitake: data directory {}", data_dir.display());
+    println!("shiitake: token in {}", token_path.display());
+    match &args.model {
+        Some(model) => println!("shiitake: model {model}"),
+        None => println!(
+            "shiitake: no model configured (--model or SHIITAKE_MODEL; see docs/models.md): runs will fail until one is"
+        ),
+    }
+    println!("shiitake: listening on http://{address}");
+    let app = router(agent.clone(), ServerConfig::new(token));
+    tokio::select! {
+        served = axum::serve(listener, app) => served?,
+        stop = tokio::signal::ctrl_c() => {
+            stop?;
+            println!("shiitake: stopping; accepted work resumes on the next start");
+        }
+    }
+    agent.close().await?;
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! Where things are: the data directory, the server URL and the token.
+
+use std::path::PathBuf;
+
+use shiitake_client::{ClientOptions, RemoteAgent};
+
+use crate::{CliError, DEFAULT_PORT};
+
+/// Global options every command shares.
+#[derive(Debug)]
+pub struct Context {
+    data_dir: Option<PathBuf>,
+    url: Option<String>,
+    token: Option<String>,
+}
+
+impl Context {
+    /// The options as given on the command line or in the environment.
+    pub fn new(data_dir: Option<PathBuf>, url: Option<String>, token: Option<String>) -> Self {
+        Self {
+            data_dir,
+            url,
+            token,
+        }
+    }
+
+    /// `--data-dir`, else `<platform data dir>/shiitake`.
+    pub fn data_dir(&self) -> Result<PathBuf, CliError> {
+        if let Some(dir) = &self.data_dir {
+            return Ok(dir.clone());
+        }
+        dirs::data_dir()
+            .map(|dir| dir.join("shiitake"))
+            .ok_or_else(|| {
+                CliError::Setup(
+                    "no platform data directory is known here; pass --data-dir".to_owned(),
+                )
+            })
+    }
+
+    /// A client of the server, with the token from `--token` or the data directory.
+    pub fn agent(&self) -> Result<RemoteAgent, CliError> {
+        let url = self
+            .url
+            .clone()
+            .unwrap_or_else(|| format!("http://127.0.0.1:{DEFAULT_PORT}"));
+        let token = match &self.token {
+            Some(token) => token.clone(),
+            None => {
+                let path = shiitake_server::token_path(&self.data_dir()?);
+                std::fs::read_to_string(&path)
+                    .map_err(|error| {
+                        CliError::Setup(format!(
+                            "cannot read the token at {} ({error}): start `shiitake serve` \
+                             with the same --data-dir first, or pass --token",
+                            path.display()
+                        ))
+                    })?
+                    .trim()
+                    .to_owned()
+            }
+        };
+        RemoteAgent::new(ClientOptions::new(url).with_token(token))
+            .map_err(|error| CliError::Setup(error.to_string()))
+    }
+}

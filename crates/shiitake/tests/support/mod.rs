@@ -1,0 +1,142 @@
+//! Driving the real `shiitake` binary: a `serve` child on a free port, client commands.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_shiitake")
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Writes a scripted-model JSON file and returns its `scripted:` spec.
+pub fn script(dir: &Path, json: &serde_json::Value) -> String {
+    let path = dir.join("script.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(json).unwrap()).unwrap();
+    format!("scripted:{}", path.display())
+}
+
+/// A running `shiitake serve`; killed when dropped.
+pub struct Serve {
+    pub child: Child,
+    pub url: String,
+    pub data_dir: PathBuf,
+}
+
+impl Serve {
+    /// Starts `serve` on `port` and waits for its "listening on" line.
+    pub fn start(data_dir: &Path, workspace: &Path, port: u16, model: Option<&str>) -> Self {
+        let mut command = Command::new(binary());
+        command
+            .args(["serve", "--port", &port.to_string()])
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--workspace")
+            .arg(workspace)
+            .env_remove("SHIITAKE_MODEL")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(model) = model {
+            command.args(["--model", model]);
+        }
+        let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if let Some(url) = line.strip_prefix("shiitake: listening on ") {
+                    let _ = tx.send(url.to_owned());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("serve printed its address");
+        Self {
+            child,
+            url,
+            data_dir: data_dir.to_path_buf(),
+        }
+    }
+
+    /// A client command against this server.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(binary());
+        command
+            .args(args)
+            .arg("--url")
+            .arg(&self.url)
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .env("NO_COLOR", "1");
+        command
+    }
+
+    /// Runs `chat`, typing `input` on its stdin, and returns what it printed.
+    pub fn chat(&self, input: &str, timeout: Duration) -> Output {
+        let mut child = self
+            .command(&["chat"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        wait_with_timeout(child, timeout)
+    }
+
+    /// SIGKILLs the server.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Waits for `child`, killing it after `timeout`.
+pub fn wait_with_timeout(mut child: Child, timeout: Duration) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "the command did not finish in {timeout:?}; stdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Stdout as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
