@@ -1,0 +1,38 @@
+//! `chat` against the bundled local model, when CI provides it (`SHIITAKE_TEST_LOCAL_MODEL_URL`).
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use support::{Serve, free_port, stdout};
+
+#[test]
+fn chat_gets_an_answer_from_the_local_model() {
+    let Ok(url) = std::env::var("SHIITAKE_TEST_LOCAL_MODEL_URL") else {
+        eprintln!(
+            "skipped: SHIITAKE_TEST_LOCAL_MODEL_URL is not set (cargo xtask local-model start)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let model = format!("openai-compatible:{}#smollm2", url.trim_end_matches('/'));
+    let serve = Serve::start(
+        &dir.path().join("data"),
+        dir.path(),
+        free_port(),
+        Some(&model),
+    );
+    let output = serve.chat(
+        "Say hello in one short sentence.\n",
+        Duration::from_secs(300),
+    );
+    let printed = stdout(&output);
+    assert!(output.status.success(), "{printed}");
+    let answered = printed
+        .lines()
+        .any(|line| line.starts_with("assistant: ") && line.len() > 11);
+    assert!(answered, "no streamed answer in:\n{printed}");
+    assert!(printed.contains("[run completed]"), "{printed}");
+}
