@@ -12,6 +12,7 @@ impl From<StoreError> for ShiitakeError {
                 ShiitakeError::unavailable(format!("storage failed: {error}"))
             }
             StoreError::Corrupt(_) => ShiitakeError::internal(error.to_string()),
+            StoreError::Conflict(_) => ShiitakeError::conflict(error.to_string()),
         }
     }
 }

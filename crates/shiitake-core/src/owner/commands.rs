@@ -131,6 +131,7 @@ impl Owner {
         let command = StoredCommand {
             id: ids::command_id(),
             request_id: Some(request_id),
+            origin: None,
             kind: CommandKind::Prompt,
             payload,
             accepted_sequence: take(&mut header),
@@ -325,6 +326,7 @@ impl Owner {
         let mut command = StoredCommand {
             id: command_id.clone(),
             request_id: Some(request_id),
+            origin: None,
             kind: CommandKind::Operator,
             payload,
             accepted_sequence: take(&mut header),

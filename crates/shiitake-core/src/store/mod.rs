@@ -9,10 +9,11 @@
 pub mod sqlite;
 
 use async_trait::async_trait;
+use serde_json::Value;
 use shiitake_protocol::message::Message;
 use shiitake_protocol::{
-    CommandId, EntryId, EventId, ModelPreference, RequestId, SessionId, SessionInboxState,
-    TerminalOutcome,
+    CommandId, EntryId, EventId, ExtensionId, ModelPreference, RequestId, SessionId,
+    SessionInboxState, TerminalOutcome,
 };
 
 /// Why the store failed.
@@ -30,6 +31,9 @@ pub enum StoreError {
     /// The writer task stopped (the Agent is closing).
     #[error("the store is closed")]
     Closed,
+    /// A conditional write found the row changed (a timer already claimed).
+    #[error("conflict: {0}")]
+    Conflict(String),
 }
 
 impl StoreError {
@@ -127,6 +131,8 @@ pub struct StoredCommand {
     pub id: CommandId,
     /// The caller's idempotency key, when it had one.
     pub request_id: Option<RequestId>,
+    /// The extension that admitted it, as JSON `{extensionId, correlation}`.
+    pub origin: Option<Value>,
     /// Prompt or operator line.
     pub kind: CommandKind,
     /// The command exactly as accepted (canonical JSON of the `SessionCommand`).
@@ -203,6 +209,64 @@ pub struct StoredSandboxFailure {
     pub message: String,
 }
 
+/// One stored row of an extension.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExtensionRow {
+    /// `session` or `agent`.
+    pub scope: String,
+    /// The Session, or empty for Agent scope.
+    pub scope_id: String,
+    /// The collection.
+    pub collection: String,
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: Value,
+}
+
+/// An extension's stored revision and state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExtensionStatusRow {
+    /// The extension.
+    pub extension_id: ExtensionId,
+    /// Its revision when last opened.
+    pub revision: String,
+    /// The schema version of its stored state.
+    pub schema_version: u32,
+    /// Why it is stopped, if it is.
+    pub stopped_reason: Option<String>,
+}
+
+/// A durable timer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimerRow {
+    /// Its id (a ULID).
+    pub id: String,
+    /// The extension whose hook it fires.
+    pub extension_id: ExtensionId,
+    /// The Session, for Session-scope timers.
+    pub session_id: Option<SessionId>,
+    /// Unix milliseconds.
+    pub due_at: u64,
+    /// A cron cadence that moves it after each firing.
+    pub cadence: Option<String>,
+    /// What the extension stored with it.
+    pub payload: Value,
+}
+
+/// Attention raised on a Session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttentionRow {
+    /// The extension that raised it.
+    pub extension_id: ExtensionId,
+    /// Its kind.
+    pub kind: String,
+    /// Whether it waits on a person.
+    pub inbox: bool,
+    /// What to show.
+    pub text: String,
+}
+
 /// A Session as loaded by its owner: the header and every command not yet settled.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadedSession {
@@ -275,6 +339,97 @@ pub enum Op {
         session_id: SessionId,
         /// The event.
         failure: StoredSandboxFailure,
+    },
+    /// Writes one row of an extension's state.
+    PutExtensionRow {
+        /// The extension.
+        extension_id: ExtensionId,
+        /// `session` or `agent`.
+        scope: &'static str,
+        /// The Session, or empty for Agent scope.
+        scope_id: String,
+        /// The collection.
+        collection: String,
+        /// The key.
+        key: String,
+        /// The value.
+        value: Value,
+    },
+    /// Deletes one row of an extension's state.
+    DeleteExtensionRow {
+        /// The extension.
+        extension_id: ExtensionId,
+        /// `session` or `agent`.
+        scope: &'static str,
+        /// The Session, or empty for Agent scope.
+        scope_id: String,
+        /// The collection.
+        collection: String,
+        /// The key.
+        key: String,
+    },
+    /// Replaces every row of an extension (after a migration).
+    ReplaceExtensionRows {
+        /// The extension.
+        extension_id: ExtensionId,
+        /// The rows: (scope, scope id, collection, key, value).
+        rows: Vec<ExtensionRow>,
+    },
+    /// Records an extension's revision and whether it is stopped.
+    PutExtensionStatus(ExtensionStatusRow),
+    /// Records the answer to a human command under its request id.
+    PutExtensionRequest {
+        /// The extension.
+        extension_id: ExtensionId,
+        /// The Session, or empty for Agent scope.
+        scope_id: String,
+        /// The caller's request id.
+        request_id: String,
+        /// The command and input as received.
+        payload: String,
+        /// The answer.
+        response: Value,
+    },
+    /// Raises (or replaces) attention of one kind.
+    PutAttention {
+        /// The Session.
+        session_id: SessionId,
+        /// The extension that raised it.
+        extension_id: ExtensionId,
+        /// Its kind.
+        kind: String,
+        /// Whether it waits on a person (`needs_you`).
+        inbox: bool,
+        /// What to show.
+        text: String,
+    },
+    /// Clears attention of one kind.
+    DeleteAttention {
+        /// The Session.
+        session_id: SessionId,
+        /// The extension that raised it.
+        extension_id: ExtensionId,
+        /// Its kind.
+        kind: String,
+    },
+    /// Sets a durable timer.
+    PutTimer(TimerRow),
+    /// Clears a timer (of this extension).
+    DeleteTimer {
+        /// The extension.
+        extension_id: ExtensionId,
+        /// The timer.
+        id: String,
+    },
+    /// Claims one firing of a timer: the commit fails unless the timer is still due
+    /// at `due_at`; it is then moved to `next` (a cadence) or deleted.
+    ClaimTimer {
+        /// The timer.
+        id: String,
+        /// The due time the firing saw.
+        due_at: u64,
+        /// The next due time of a cadence.
+        next: Option<u64>,
     },
     /// Records a terminal.
     InsertTerminal {
@@ -417,6 +572,33 @@ pub trait Store: Send + Sync + 'static {
     /// Sessions that may have pending or running work (their inbox rank is `needs_you`
     /// or `running`), for recovery on open.
     async fn sessions_with_open_work(&self) -> Result<Vec<SessionId>, StoreError>;
+
+    /// Every row of one extension (for migrations), or of every extension in one scope id.
+    async fn extension_rows(
+        &self,
+        extension_id: Option<&ExtensionId>,
+        scope_id: Option<&str>,
+    ) -> Result<Vec<(ExtensionId, ExtensionRow)>, StoreError>;
+
+    /// Every extension's stored status.
+    async fn extension_statuses(&self) -> Result<Vec<ExtensionStatusRow>, StoreError>;
+
+    /// The stored answer to a human command: (payload, response).
+    async fn extension_request(
+        &self,
+        extension_id: &ExtensionId,
+        scope_id: &str,
+        request_id: &str,
+    ) -> Result<Option<(String, Value)>, StoreError>;
+
+    /// Attention raised on a Session.
+    async fn attention(&self, session_id: &SessionId) -> Result<Vec<AttentionRow>, StoreError>;
+
+    /// The timer due soonest, if any.
+    async fn next_timer(&self) -> Result<Option<TimerRow>, StoreError>;
+
+    /// Timers due at or before `now`, soonest first, at most `limit`.
+    async fn due_timers(&self, now: u64, limit: usize) -> Result<Vec<TimerRow>, StoreError>;
 
     /// Stops the writer after the commits already handed to it.
     async fn close(&self);

@@ -21,12 +21,17 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use self::rows::{
-    CommandRow, CompactionRow, EntryRow, SandboxFailureRow, SessionRow, TerminalRow, int, uint,
+    AttentionRowRow, CommandRow, CompactionRow, EntryRow, ExtensionRowRow, SandboxFailureRow,
+    SessionRow, StatusRow, TerminalRow, TimerRowRow, int, uint,
 };
 use self::writer::WriteRequest;
+use serde_json::Value;
+use shiitake_protocol::ExtensionId;
+
 use super::{
-    ListPosition, LoadedSession, Op, Store, StoreError, StoredCommand, StoredCompaction,
-    StoredEntry, StoredSandboxFailure, StoredTerminal, SummaryRow,
+    AttentionRow, ExtensionRow, ExtensionStatusRow, ListPosition, LoadedSession, Op, Store,
+    StoreError, StoredCommand, StoredCompaction, StoredEntry, StoredSandboxFailure, StoredTerminal,
+    SummaryRow, TimerRow,
 };
 
 /// How durable a commit is on disk.
@@ -97,7 +102,7 @@ impl SqliteStore {
 const SESSION_COLUMNS: &str = "id, created_at, last_activity_at, settled_at, title, \
      head_sequence, leaf_entry_id, lineage_epoch, model_preference, inbox_state, inbox_rank";
 const COMMAND_COLUMNS: &str =
-    "id, request_id, kind, payload, accepted_sequence, state, run_id, recoveries";
+    "id, request_id, origin, kind, payload, accepted_sequence, state, run_id, recoveries";
 const TERMINAL_COLUMNS: &str = "command_id, outcome, sequence, diagnostic, anchor_entry";
 
 #[async_trait]
@@ -390,17 +395,95 @@ impl Store for SqliteStore {
     }
 
     async fn sessions_with_open_work(&self) -> Result<Vec<SessionId>, StoreError> {
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM sessions WHERE inbox_rank <= 1",
-        )
-        .fetch_all(&self.reads)
-        .await?;
+        let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM sessions WHERE inbox_rank <= 1")
+            .fetch_all(&self.reads)
+            .await?;
         ids.into_iter()
             .map(|id| {
                 SessionId::new(id)
                     .map_err(|error| StoreError::Corrupt(format!("session id: {error}")))
             })
             .collect()
+    }
+
+    async fn extension_rows(
+        &self,
+        extension_id: Option<&ExtensionId>,
+        scope_id: Option<&str>,
+    ) -> Result<Vec<(ExtensionId, ExtensionRow)>, StoreError> {
+        let rows: Vec<ExtensionRowRow> = sqlx::query_as(
+            "SELECT extension_id, scope, scope_id, collection, key, value FROM extension_rows \
+             WHERE (?1 IS NULL OR extension_id = ?1) AND (?2 IS NULL OR scope_id = ?2)",
+        )
+        .bind(extension_id.map(|e| e.as_str()))
+        .bind(scope_id)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.into_iter().map(ExtensionRowRow::decode).collect()
+    }
+
+    async fn extension_statuses(&self) -> Result<Vec<ExtensionStatusRow>, StoreError> {
+        let rows: Vec<StatusRow> = sqlx::query_as(
+            "SELECT extension_id, revision, schema_version, stopped_reason FROM extension_status",
+        )
+        .fetch_all(&self.reads)
+        .await?;
+        rows.into_iter().map(StatusRow::decode).collect()
+    }
+
+    async fn extension_request(
+        &self,
+        extension_id: &ExtensionId,
+        scope_id: &str,
+        request_id: &str,
+    ) -> Result<Option<(String, Value)>, StoreError> {
+        let row: Option<(String, String)> = sqlx::query_as(
+            "SELECT payload, response FROM extension_requests \
+             WHERE extension_id = ? AND scope_id = ? AND request_id = ?",
+        )
+        .bind(extension_id.as_str())
+        .bind(scope_id)
+        .bind(request_id)
+        .fetch_optional(&self.reads)
+        .await?;
+        row.map(|(payload, response)| {
+            serde_json::from_str(&response)
+                .map(|response| (payload, response))
+                .map_err(|error| StoreError::Corrupt(format!("extension response: {error}")))
+        })
+        .transpose()
+    }
+
+    async fn attention(&self, session_id: &SessionId) -> Result<Vec<AttentionRow>, StoreError> {
+        let rows: Vec<AttentionRowRow> = sqlx::query_as(
+            "SELECT extension_id, kind, inbox, text FROM attention WHERE session_id = ?",
+        )
+        .bind(session_id.as_str())
+        .fetch_all(&self.reads)
+        .await?;
+        rows.into_iter().map(AttentionRowRow::decode).collect()
+    }
+
+    async fn next_timer(&self) -> Result<Option<TimerRow>, StoreError> {
+        let row: Option<TimerRowRow> = sqlx::query_as(
+            "SELECT id, extension_id, session_id, due_at, cadence, payload FROM timers \
+             ORDER BY due_at LIMIT 1",
+        )
+        .fetch_optional(&self.reads)
+        .await?;
+        row.map(TimerRowRow::decode).transpose()
+    }
+
+    async fn due_timers(&self, now: u64, limit: usize) -> Result<Vec<TimerRow>, StoreError> {
+        let rows: Vec<TimerRowRow> = sqlx::query_as(
+            "SELECT id, extension_id, session_id, due_at, cadence, payload FROM timers \
+             WHERE due_at <= ? ORDER BY due_at LIMIT ?",
+        )
+        .bind(int(now))
+        .bind(int(limit as u64))
+        .fetch_all(&self.reads)
+        .await?;
+        rows.into_iter().map(TimerRowRow::decode).collect()
     }
 
     async fn close(&self) {

@@ -89,6 +89,7 @@ impl SessionRow {
 pub(crate) struct CommandRow {
     id: String,
     request_id: Option<String>,
+    origin: Option<String>,
     kind: String,
     payload: String,
     accepted_sequence: i64,
@@ -101,6 +102,10 @@ impl CommandRow {
     pub(crate) fn decode(self) -> Result<StoredCommand, StoreError> {
         Ok(StoredCommand {
             id: id::<CommandId>(&self.id, "command id")?,
+            origin: self
+                .origin
+                .map(|o| json(&o, "command origin"))
+                .transpose()?,
             request_id: self
                 .request_id
                 .map(|r| id::<RequestId>(&r, "request id"))
@@ -212,6 +217,94 @@ impl SandboxFailureRow {
             at: uint(self.at, "at")?,
             capability: self.capability,
             message: self.message,
+        })
+    }
+}
+
+#[derive(FromRow)]
+pub(crate) struct ExtensionRowRow {
+    pub(crate) extension_id: String,
+    pub(crate) scope: String,
+    pub(crate) scope_id: String,
+    pub(crate) collection: String,
+    pub(crate) key: String,
+    pub(crate) value: String,
+}
+
+impl ExtensionRowRow {
+    pub(crate) fn decode(
+        self,
+    ) -> Result<(shiitake_protocol::ExtensionId, crate::store::ExtensionRow), StoreError> {
+        Ok((
+            id(&self.extension_id, "extension id")?,
+            crate::store::ExtensionRow {
+                scope: self.scope,
+                scope_id: self.scope_id,
+                collection: self.collection,
+                key: self.key,
+                value: json(&self.value, "extension row")?,
+            },
+        ))
+    }
+}
+
+#[derive(FromRow)]
+pub(crate) struct StatusRow {
+    extension_id: String,
+    revision: String,
+    schema_version: i64,
+    stopped_reason: Option<String>,
+}
+
+impl StatusRow {
+    pub(crate) fn decode(self) -> Result<crate::store::ExtensionStatusRow, StoreError> {
+        Ok(crate::store::ExtensionStatusRow {
+            extension_id: id(&self.extension_id, "extension id")?,
+            revision: self.revision,
+            schema_version: u32::try_from(self.schema_version).unwrap_or(0),
+            stopped_reason: self.stopped_reason,
+        })
+    }
+}
+
+#[derive(FromRow)]
+pub(crate) struct TimerRowRow {
+    id: String,
+    extension_id: String,
+    session_id: Option<String>,
+    due_at: i64,
+    cadence: Option<String>,
+    payload: String,
+}
+
+impl TimerRowRow {
+    pub(crate) fn decode(self) -> Result<crate::store::TimerRow, StoreError> {
+        Ok(crate::store::TimerRow {
+            id: self.id,
+            extension_id: id(&self.extension_id, "extension id")?,
+            session_id: self.session_id.map(|s| id(&s, "session id")).transpose()?,
+            due_at: uint(self.due_at, "due_at")?,
+            cadence: self.cadence,
+            payload: json(&self.payload, "timer payload")?,
+        })
+    }
+}
+
+#[derive(FromRow)]
+pub(crate) struct AttentionRowRow {
+    extension_id: String,
+    kind: String,
+    inbox: bool,
+    text: String,
+}
+
+impl AttentionRowRow {
+    pub(crate) fn decode(self) -> Result<crate::store::AttentionRow, StoreError> {
+        Ok(crate::store::AttentionRow {
+            extension_id: id(&self.extension_id, "extension id")?,
+            kind: self.kind,
+            inbox: self.inbox,
+            text: self.text,
         })
     }
 }

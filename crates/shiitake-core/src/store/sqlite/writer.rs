@@ -124,13 +124,186 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
                 .execute(&mut *conn)
                 .await?;
         }
+        Op::PutExtensionRow {
+            extension_id,
+            scope,
+            scope_id,
+            collection,
+            key,
+            value,
+        } => {
+            sqlx::query(
+                "INSERT INTO extension_rows (extension_id, scope, scope_id, collection, key, value) \
+                 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (extension_id, scope, scope_id, collection, key) \
+                 DO UPDATE SET value = excluded.value",
+            )
+            .bind(extension_id.as_str())
+            .bind(*scope)
+            .bind(scope_id)
+            .bind(collection)
+            .bind(key)
+            .bind(value.to_string())
+            .execute(&mut *conn)
+            .await?;
+        }
+        Op::DeleteExtensionRow {
+            extension_id,
+            scope,
+            scope_id,
+            collection,
+            key,
+        } => {
+            sqlx::query(
+                "DELETE FROM extension_rows WHERE extension_id = ? AND scope = ? AND scope_id = ? \
+                 AND collection = ? AND key = ?",
+            )
+            .bind(extension_id.as_str())
+            .bind(*scope)
+            .bind(scope_id)
+            .bind(collection)
+            .bind(key)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Op::ReplaceExtensionRows { extension_id, rows } => {
+            sqlx::query("DELETE FROM extension_rows WHERE extension_id = ?")
+                .bind(extension_id.as_str())
+                .execute(&mut *conn)
+                .await?;
+            for row in rows {
+                sqlx::query(
+                    "INSERT INTO extension_rows (extension_id, scope, scope_id, collection, key, value) \
+                     VALUES (?, ?, ?, ?, ?, ?)",
+                )
+                .bind(extension_id.as_str())
+                .bind(&row.scope)
+                .bind(&row.scope_id)
+                .bind(&row.collection)
+                .bind(&row.key)
+                .bind(row.value.to_string())
+                .execute(&mut *conn)
+                .await?;
+            }
+        }
+        Op::PutExtensionStatus(status) => {
+            sqlx::query(
+                "INSERT INTO extension_status (extension_id, revision, schema_version, stopped_reason) \
+                 VALUES (?, ?, ?, ?) ON CONFLICT (extension_id) DO UPDATE SET revision = excluded.revision, \
+                 schema_version = excluded.schema_version, stopped_reason = excluded.stopped_reason",
+            )
+            .bind(status.extension_id.as_str())
+            .bind(&status.revision)
+            .bind(i64::from(status.schema_version))
+            .bind(status.stopped_reason.as_deref())
+            .execute(&mut *conn)
+            .await?;
+        }
+        Op::PutExtensionRequest {
+            extension_id,
+            scope_id,
+            request_id,
+            payload,
+            response,
+        } => {
+            sqlx::query(
+                "INSERT INTO extension_requests (extension_id, scope_id, request_id, payload, response) \
+                 VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(extension_id.as_str())
+            .bind(scope_id)
+            .bind(request_id)
+            .bind(payload)
+            .bind(response.to_string())
+            .execute(&mut *conn)
+            .await?;
+        }
+        Op::PutAttention {
+            session_id,
+            extension_id,
+            kind,
+            inbox,
+            text,
+        } => {
+            sqlx::query(
+                "INSERT INTO attention (session_id, extension_id, kind, inbox, text) VALUES (?, ?, ?, ?, ?) \
+                 ON CONFLICT (session_id, extension_id, kind) DO UPDATE SET inbox = excluded.inbox, \
+                 text = excluded.text",
+            )
+            .bind(session_id.as_str())
+            .bind(extension_id.as_str())
+            .bind(kind)
+            .bind(*inbox)
+            .bind(text)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Op::DeleteAttention {
+            session_id,
+            extension_id,
+            kind,
+        } => {
+            sqlx::query(
+                "DELETE FROM attention WHERE session_id = ? AND extension_id = ? AND kind = ?",
+            )
+            .bind(session_id.as_str())
+            .bind(extension_id.as_str())
+            .bind(kind)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Op::PutTimer(timer) => {
+            sqlx::query(
+                "INSERT INTO timers (id, extension_id, session_id, due_at, cadence, payload) \
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&timer.id)
+            .bind(timer.extension_id.as_str())
+            .bind(timer.session_id.as_ref().map(|s| s.as_str()))
+            .bind(int(timer.due_at))
+            .bind(timer.cadence.as_deref())
+            .bind(timer.payload.to_string())
+            .execute(&mut *conn)
+            .await?;
+        }
+        Op::DeleteTimer { extension_id, id } => {
+            sqlx::query("DELETE FROM timers WHERE id = ? AND extension_id = ?")
+                .bind(id)
+                .bind(extension_id.as_str())
+                .execute(&mut *conn)
+                .await?;
+        }
+        Op::ClaimTimer { id, due_at, next } => {
+            let claimed = match next {
+                Some(next) => {
+                    sqlx::query("UPDATE timers SET due_at = ? WHERE id = ? AND due_at = ?")
+                        .bind(int(*next))
+                        .bind(id)
+                        .bind(int(*due_at))
+                        .execute(&mut *conn)
+                        .await?
+                }
+                None => {
+                    sqlx::query("DELETE FROM timers WHERE id = ? AND due_at = ?")
+                        .bind(id)
+                        .bind(int(*due_at))
+                        .execute(&mut *conn)
+                        .await?
+                }
+            };
+            if claimed.rows_affected() != 1 {
+                return Err(StoreError::Conflict(format!(
+                    "timer {id} was already claimed"
+                )));
+            }
+        }
         Op::InsertCommand {
             session_id,
             command,
         } => {
             sqlx::query(
                 "INSERT INTO commands (session_id, id, request_id, kind, payload, \
-                 accepted_sequence, state, run_id, recoveries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 accepted_sequence, state, run_id, recoveries, origin) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(session_id.as_str())
             .bind(command.id.as_str())
@@ -141,6 +314,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(command.state.as_str())
             .bind(command.run_id.as_ref().map(|r| r.as_str()))
             .bind(i64::from(command.recoveries))
+            .bind(command.origin.as_ref().map(|o| o.to_string()))
             .execute(&mut *conn)
             .await?;
         }
