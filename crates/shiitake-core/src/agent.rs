@@ -13,11 +13,15 @@ use tokio::sync::oneshot;
 
 use crate::clock::now_ms;
 use crate::config::AgentConfig;
+use crate::extension::host::{Host, Registered};
+use crate::extension::{Extension, Grants, lifecycle};
 use crate::ids;
 use crate::owner::Request;
 use crate::owner::registry::Registry;
 use crate::session::LocalSession;
 use crate::store::{ListPosition, Op, SessionHeader, Store};
+use shiitake_protocol::catalog::SessionCatalogs;
+use tokio_util::sync::CancellationToken;
 
 /// What every owner and runner of one Agent shares.
 pub(crate) struct AgentCore {
@@ -25,6 +29,9 @@ pub(crate) struct AgentCore {
     pub(crate) tools: Arc<Catalog>,
     pub(crate) config: AgentConfig,
     pub(crate) owners: Registry,
+    pub(crate) host: Host,
+    /// Cancelled by `close`: the timer scheduler stops.
+    pub(crate) closing: CancellationToken,
 }
 
 /// A durable harness: Sessions, their queues and runs, on one store.
@@ -46,29 +53,97 @@ impl std::fmt::Debug for Agent {
 /// Rows on one inbox page.
 const PAGE_ROWS: usize = SessionSummaryPage::MAX_ROWS;
 
-impl Agent {
-    /// Opens an Agent on `store` and resumes every Session that had work pending or running.
-    pub async fn open(
-        store: Arc<dyn Store>,
-        tools: Arc<Catalog>,
-        config: AgentConfig,
-    ) -> Result<Self, ShiitakeError> {
+/// Builds an Agent with extensions.
+pub struct AgentBuilder {
+    store: Arc<dyn Store>,
+    tools: Arc<Catalog>,
+    config: AgentConfig,
+    extensions: Vec<(Arc<dyn Extension>, Grants)>,
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("extensions", &self.extensions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// Adds an extension with exactly these grants.
+    #[must_use]
+    pub fn extension(mut self, extension: impl Extension, grants: Grants) -> Self {
+        self.extensions.push((Arc::new(extension), grants));
+        self
+    }
+
+    /// Opens the Agent: brings extension state to its current schema version, starts
+    /// the timer scheduler and resumes every Session that had work pending or running.
+    pub async fn open(self) -> Result<Agent, ShiitakeError> {
+        let registered: Vec<Registered> = self
+            .extensions
+            .into_iter()
+            .map(|(extension, grants)| {
+                let definition = extension.definition().clone();
+                let revision = definition.revision();
+                Registered {
+                    extension,
+                    definition,
+                    grants,
+                    revision,
+                }
+            })
+            .collect();
         let core = Arc::new(AgentCore {
-            store,
-            tools,
-            config,
+            store: self.store,
+            tools: self.tools,
+            config: self.config,
             owners: Registry::default(),
+            host: Host::new(registered),
+            closing: CancellationToken::new(),
         });
-        let agent = Self { core };
+        lifecycle::open_extensions(&core).await?;
+        tokio::spawn(crate::timers::run(core.clone()));
+        let agent = Agent { core };
         for session_id in agent.core.store.sessions_with_open_work().await? {
             agent.core.owners.mailbox(&agent.core, &session_id);
         }
         Ok(agent)
     }
+}
+
+impl Agent {
+    /// Opens an Agent on `store` with no extensions; see [`Agent::builder`] for more.
+    pub async fn open(
+        store: Arc<dyn Store>,
+        tools: Arc<Catalog>,
+        config: AgentConfig,
+    ) -> Result<Self, ShiitakeError> {
+        Self::builder(store, tools, config).open().await
+    }
+
+    /// Starts building an Agent, to add extensions with their grants.
+    pub fn builder(
+        store: Arc<dyn Store>,
+        tools: Arc<Catalog>,
+        config: AgentConfig,
+    ) -> AgentBuilder {
+        AgentBuilder {
+            store,
+            tools,
+            config,
+            extensions: Vec::new(),
+        }
+    }
 
     /// How many Sessions have an owner in memory now.
     pub fn live_sessions(&self) -> usize {
         self.core.owners.len()
+    }
+
+    /// The human command catalogs of the Agent's extensions, with whether each can take commands.
+    pub fn catalogs(&self) -> SessionCatalogs {
+        lifecycle::catalogs(&self.core)
     }
 }
 
@@ -187,30 +262,33 @@ impl AgentApi for Agent {
     }
 
     async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError> {
-        Ok(Vec::new())
+        Ok(self
+            .core
+            .host
+            .extensions
+            .iter()
+            .map(|r| lifecycle::status(&self.core, r))
+            .collect())
     }
 
     async fn resume_extension(
         &self,
         extension_id: &ExtensionId,
     ) -> Result<ExtensionStatusV0, ShiitakeError> {
-        Err(ShiitakeError::not_found(format!(
-            "no extension {extension_id}"
-        )))
+        lifecycle::resume(&self.core, extension_id).await
     }
 
     async fn call_extension(
         &self,
         extension_id: &ExtensionId,
-        _command: &str,
-        _input: Value,
+        command: &str,
+        input: Value,
     ) -> Result<Value, ShiitakeError> {
-        Err(ShiitakeError::not_found(format!(
-            "no extension {extension_id}"
-        )))
+        lifecycle::call_agent_command(&self.core, extension_id, command, input).await
     }
 
     async fn close(&self) -> Result<(), ShiitakeError> {
+        self.core.closing.cancel();
         for mailbox in self.core.owners.all() {
             let (done, stopped) = oneshot::channel();
             if mailbox.send(Request::Stop(done)).await.is_ok() {

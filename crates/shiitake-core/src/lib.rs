@@ -22,14 +22,16 @@ pub mod clock;
 pub mod config;
 pub mod cursor;
 mod error;
+pub mod extension;
 pub mod ids;
 pub mod inbox;
 mod owner;
 mod runner;
 mod session;
 pub mod store;
+mod timers;
 
-pub use agent::Agent;
+pub use agent::{Agent, AgentBuilder};
 pub use config::{AgentConfig, FixedModel, ModelResolver, RetryPolicy, SpecResolver};
 pub use session::LocalSession;
 pub use store::sqlite::{Durability, SqliteStore};

@@ -172,11 +172,17 @@ impl SessionApi for LocalSession {
     async fn call_extension(
         &self,
         extension_id: &ExtensionId,
-        _command: &str,
-        _input: Value,
+        command: &str,
+        input: Value,
     ) -> Result<Value, ShiitakeError> {
-        Err(ShiitakeError::not_found(format!(
-            "no extension {extension_id} in this Agent"
-        )))
+        self.ask(|reply| {
+            Request::ExtensionCall(
+                extension_id.clone(),
+                command.to_owned(),
+                input.clone(),
+                reply,
+            )
+        })
+        .await
     }
 }

@@ -165,6 +165,7 @@ impl Owner {
             command_id: command_id.clone(),
             text,
             delivery,
+            origin: None,
         });
         if self.run.is_some() && delivery == PromptDelivery::Steer {
             self.steer_waiting

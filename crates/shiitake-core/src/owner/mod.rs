@@ -6,20 +6,21 @@
 //! model-call boundaries, and settles runs with their terminals.
 
 mod commands;
+mod extensions;
 mod observe;
 pub(crate) mod registry;
 mod runs;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use shiitake_protocol::message::Message;
 use shiitake_protocol::{
-    CommandId, EntryId, ModelPreference, ProgressFrame, PromptDelivery, PromptText, QueueState,
-    ReadOptions, RetryState, SessionActivity, SessionCommand, SessionFrame, SessionInboxState,
-    SessionProgress, SessionSnapshot, ShiitakeError, SubscribeOptions, TerminalOutcome,
-    UpdateFrame,
+    CommandId, EntryId, ExtensionId, ModelPreference, ProgressFrame, PromptDelivery, PromptText,
+    QueueState, ReadOptions, RetryState, SessionActivity, SessionCommand, SessionFrame,
+    SessionInboxState, SessionProgress, SessionSnapshot, ShiitakeError, SubscribeOptions,
+    TerminalOutcome, UpdateFrame,
 };
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -54,6 +55,21 @@ pub(crate) enum Request {
     Preference(Reply<Option<ModelPreference>>),
     /// Persist a model preference.
     SetPreference(ModelPreference, Reply<()>),
+    /// Call a Session-scope extension command.
+    ExtensionCall(
+        ExtensionId,
+        String,
+        serde_json::Value,
+        Reply<serde_json::Value>,
+    ),
+    /// Run a transaction for an extension's tool handler.
+    ExtensionTx {
+        extension_id: ExtensionId,
+        transaction: crate::extension::host::ToolTransaction,
+        reply: Reply<serde_json::Value>,
+    },
+    /// Fire a due timer of this Session in the transaction that claims it.
+    FireTimer(crate::store::TimerRow, Reply<()>),
     /// Stop now (the Session is being deleted, or the Agent closes): runs are
     /// stopped without a terminal, so recovery resumes them on the next open.
     Stop(oneshot::Sender<()>),
@@ -114,6 +130,8 @@ struct QueuedPrompt {
     command_id: CommandId,
     text: PromptText,
     delivery: PromptDelivery,
+    /// The extension that admitted it, if one did.
+    origin: Option<crate::extension::Origin>,
 }
 
 /// An operator line accepted while a run was active, appended at the next boundary.
@@ -149,6 +167,12 @@ pub(crate) struct Owner {
     interrupted: Vec<StoredCommand>,
     /// Steers found running on load: (the run that absorbed them, the steer).
     pending_absorbed: Vec<(CommandId, CommandId)>,
+    /// Session-scope rows of every extension, as committed.
+    extension_rows: HashMap<ExtensionId, extensions::Rows>,
+    /// Attention raised on this Session: (extension, kind) → (inbox, text).
+    attention: BTreeMap<(ExtensionId, String), (bool, String)>,
+    /// Who admitted each open command, when an extension did.
+    origins: HashMap<CommandId, crate::extension::Origin>,
     /// Created with the first subscriber, so an owner nobody watches costs no buffer.
     publisher: Option<broadcast::Sender<Published>>,
     mailbox: mpsc::Sender<Request>,
@@ -172,6 +196,9 @@ impl Owner {
             last_outcome,
             interrupted: Vec::new(),
             pending_absorbed: Vec::new(),
+            extension_rows: HashMap::new(),
+            attention: BTreeMap::new(),
+            origins: HashMap::new(),
             publisher: None,
             mailbox,
         };
@@ -183,6 +210,13 @@ impl Owner {
 
     /// Puts a command loaded from the store back where it was.
     fn restore(&mut self, command: StoredCommand) {
+        let origin: Option<crate::extension::Origin> = command
+            .origin
+            .clone()
+            .and_then(|origin| serde_json::from_value(origin).ok());
+        if let Some(origin) = &origin {
+            self.origins.insert(command.id.clone(), origin.clone());
+        }
         let Ok(parsed) = serde_json::from_str::<SessionCommand>(&command.payload) else {
             tracing::warn!(command = %command.id, "an open command does not decode; it is left alone");
             return;
@@ -193,6 +227,7 @@ impl Owner {
                     command_id: command.id,
                     text,
                     delivery,
+                    origin,
                 });
             }
             (CommandState::Pending, SessionCommand::Operator { author, text, .. }) => {
@@ -205,6 +240,26 @@ impl Owner {
             (CommandState::Running, _) => self.note_interrupted_command(command),
             _ => {}
         }
+    }
+
+    /// Loads this Session's extension rows and attention.
+    async fn load_extension_state(&mut self) -> Result<(), crate::store::StoreError> {
+        let session = self.header.id.as_str().to_owned();
+        for (id, row) in self.core.store.extension_rows(None, Some(&session)).await? {
+            if row.scope == "session" {
+                self.extension_rows
+                    .entry(id)
+                    .or_default()
+                    .insert((row.collection, row.key), row.value);
+            }
+        }
+        for attention in self.core.store.attention(&self.header.id).await? {
+            self.attention.insert(
+                (attention.extension_id, attention.kind),
+                (attention.inbox, attention.text),
+            );
+        }
+        Ok(())
     }
 
     /// The snapshot-and-frame view of what the Session is doing.
@@ -227,7 +282,12 @@ impl Owner {
 
     /// The inbox state the header should carry now.
     fn inbox_state(&self) -> SessionInboxState {
-        let phase = match (&self.run, self.queue.is_empty()) {
+        self.inbox_state_given(self.waits_on_person(), false)
+    }
+
+    /// The inbox state, given whether attention waits on a person and whether work is about to queue.
+    fn inbox_state_given(&self, waits_on_person: bool, queuing: bool) -> SessionInboxState {
+        let phase = match (&self.run, self.queue.is_empty() && !queuing) {
             (Some(_), _) if self.activity.cancellation_requested => WorkPhase::Cancelling,
             (Some(_), _) if self.activity.retry.is_some() => WorkPhase::Retrying,
             (Some(_), _) if self.progress.is_some() => WorkPhase::Streaming,
@@ -236,7 +296,7 @@ impl Owner {
             (None, true) => WorkPhase::Idle,
         };
         inbox_state(InboxFacts {
-            waits_on_person: false,
+            waits_on_person,
             phase,
             last_outcome: self.last_outcome,
         })
@@ -293,6 +353,22 @@ impl Owner {
                 let mut header = self.header.clone();
                 header.model_preference = Some(preference);
                 let result = self.commit(Vec::new(), header).await;
+                send(reply, result);
+            }
+            Request::ExtensionCall(id, command, input, reply) => {
+                let result = self.extension_call(&id, &command, input).await;
+                send(reply, result);
+            }
+            Request::ExtensionTx {
+                extension_id,
+                transaction,
+                reply,
+            } => {
+                let result = self.extension_tx(&extension_id, transaction).await;
+                send(reply, result);
+            }
+            Request::FireTimer(timer, reply) => {
+                let result = self.fire_timer(timer).await;
                 send(reply, result);
             }
             Request::Stop(done) => {
@@ -379,6 +455,9 @@ pub(crate) async fn run_owner(
         }
     };
     let mut owner = Owner::new(core.clone(), loaded, mailbox);
+    if let Err(error) = owner.load_extension_state().await {
+        tracing::error!(%error, session = %session_id, "could not load extension state");
+    }
     owner.resume().await;
     let idle_for = core.config.owner_idle;
     loop {
@@ -424,6 +503,9 @@ fn refuse_all(
             Request::Subscribe(_, reply) => send(reply, Err(failure)),
             Request::Preference(reply) => send(reply, Err(failure)),
             Request::SetPreference(_, reply) => send(reply, Err(failure)),
+            Request::ExtensionCall(_, _, _, reply) => send(reply, Err(failure)),
+            Request::ExtensionTx { reply, .. } => send(reply, Err(failure)),
+            Request::FireTimer(_, reply) => send(reply, Err(failure)),
             Request::Stop(done) => {
                 if done.send(()).is_err() {
                     tracing::trace!("stop requester left");

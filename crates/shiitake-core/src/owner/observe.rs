@@ -4,7 +4,7 @@
 //! replay and the live receiver handed out with it meet at exactly one point of
 //! the Session's order: no gap, no duplicate.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use shiitake_protocol::{
@@ -134,7 +134,7 @@ impl Owner {
                     .collect(),
             ),
             activity: self.activity.clone(),
-            extensions: BTreeMap::new(),
+            extensions: self.slots(),
         };
         self.publish(Published::Update(Arc::new(frame)));
     }
@@ -224,7 +224,7 @@ impl Owner {
             pending: self.pending_view(),
             activity: self.activity.clone(),
             progress: self.current_progress(),
-            extensions: BTreeMap::new(),
+            extensions: self.slots(),
         })
     }
 
@@ -280,7 +280,7 @@ impl Owner {
             compactions: markers(compactions),
             sandbox_failures,
             activity: self.activity.clone(),
-            extensions: BTreeMap::new(),
+            extensions: self.slots(),
         };
         Ok((vec![SessionFrame::Update(frame)], receiver))
     }

@@ -11,9 +11,11 @@ use shiitake_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use super::commands::prompt_message;
+use super::extensions::Staged;
 use super::observe::Changes;
 use super::{ActiveRun, Owner, Published, RunEvent, take};
 use crate::clock::now_ms;
+use crate::extension::Settled;
 use crate::runner::{self, RunStart};
 use crate::store::{
     CommandState, Op, SessionHeader, StoredCommand, StoredCompaction, StoredEntry,
@@ -97,6 +99,9 @@ impl Owner {
                 return;
             }
             self.queue.pop_front();
+            if let Some(origin) = next.origin {
+                self.origins.insert(next.command_id.clone(), origin);
+            }
             self.spawn_runner(next.command_id, false);
             self.refresh_activity();
             self.publish_changes(vec![entry], Vec::new());
@@ -105,6 +110,8 @@ impl Owner {
 
     fn spawn_runner(&mut self, command_id: CommandId, recovering: bool) {
         let cancel = CancellationToken::new();
+        let origin = self.origin_of(&command_id);
+        let (prompt_sections, modules) = self.contributions(origin.as_ref());
         self.steer_waiting.store(
             self.queue
                 .iter()
@@ -121,6 +128,8 @@ impl Owner {
             cancel: cancel.clone(),
             steer_waiting: self.steer_waiting.clone(),
             recovering,
+            prompt_sections,
+            modules,
         };
         let task = tokio::spawn(runner::run(start));
         self.activity.last_model_choice_sequence = None;
@@ -347,7 +356,8 @@ impl Owner {
         Ok(())
     }
 
-    /// Commits the terminals of a run and of the steers it absorbed.
+    /// Commits the terminals of a run and of the steers it absorbed, with every
+    /// extension's settled hook in the same transaction.
     async fn settle(
         &mut self,
         command_id: &CommandId,
@@ -355,6 +365,8 @@ impl Owner {
         outcome: TerminalOutcome,
         diagnostic: Option<String>,
     ) {
+        let core = self.core.clone();
+        let mut agent_rows = core.host.agent_rows.lock().await;
         let mut header = self.next_header();
         let session_id = self.header.id.clone();
         let mut ops = Vec::new();
@@ -373,18 +385,29 @@ impl Owner {
             });
             terminals.push(terminal);
         }
+        let settled = Settled {
+            command_id: command_id.clone(),
+            outcome,
+            origin: self.origin_of(command_id),
+        };
+        let mut staged = Staged::default();
+        self.settled_hooks(&settled, &agent_rows, &mut header, &mut ops, &mut staged);
         let previous = self.last_outcome.replace(outcome);
         header.settled_at = Some(now_ms());
-        header.inbox_state = self.inbox_state();
+        header.inbox_state = self.inbox_state_with(&staged);
         if let Err(error) = self.commit(ops, header).await {
             // The work stays running in the store; recovery settles it on the next open.
             self.last_outcome = previous;
             tracing::error!(%error, session = %self.header.id, "could not commit a terminal");
             return;
         }
+        for id in std::iter::once(command_id).chain(absorbed) {
+            self.origins.remove(id);
+        }
         self.progress = None;
         self.refresh_activity();
         self.publish_changes(Vec::new(), terminals);
+        self.adopt(staged, Some(&mut agent_rows)).await;
     }
 
     /// Appends operator lines that waited for the run to end.

@@ -42,6 +42,10 @@ pub(crate) struct RunStart {
     pub(crate) cancel: CancellationToken,
     pub(crate) steer_waiting: Arc<AtomicBool>,
     pub(crate) recovering: bool,
+    /// Bounded prompt sections of extensions, captured at the start of the run.
+    pub(crate) prompt_sections: Vec<String>,
+    /// Tool modules of extensions, captured at the start of the run.
+    pub(crate) modules: Vec<shiitake_capabilities::Module>,
 }
 
 /// How a run ended.
@@ -164,7 +168,10 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
                 });
             }
             Resume::ResolveTools(calls) => {
-                for (id, message) in tools::resolve_after_restart(start, link, &calls).await? {
+                let run_tools = RunTools::capture(start).await?;
+                for (id, message) in
+                    tools::resolve_after_restart(start, link, &run_tools, &calls).await?
+                {
                     transcript.push(id, message);
                 }
             }
@@ -172,8 +179,10 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
         }
     }
     let options = model_options(start.preference.as_ref());
+    let tools = RunTools::capture(start).await?;
+    let system_prompt = system_prompt(&core.config.system_prompt, &start.prompt_sections);
     let mut calls = 0;
-    let system_tokens = core.config.system_prompt.len().div_ceil(4);
+    let system_tokens = system_prompt.len().div_ceil(4);
     loop {
         for (id, message) in link.boundary().await? {
             transcript.push(id, message);
@@ -190,9 +199,9 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
         }
         compaction::maybe_compact(start, link, &*model, &mut transcript, system_tokens).await?;
         let context = ModelContext {
-            system_prompt: core.config.system_prompt.clone(),
+            system_prompt: system_prompt.clone(),
             messages: transcript.context(),
-            tools: tool_specs(core),
+            tools: tools.specs(),
         };
         let (message, entry_id) =
             match stream::complete(start, link, &*model, context, &options).await? {
@@ -214,7 +223,7 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
                 ));
             }
             StopReason::ToolUse if !tool_calls.is_empty() => {
-                match tools::execute_all(start, link, &tool_calls).await? {
+                match tools::execute_all(start, link, &tools, &tool_calls).await? {
                     tools::Executed::Results(results) => {
                         for (id, message) in results {
                             transcript.push(id, message);
@@ -262,16 +271,65 @@ async fn load_transcript(start: &RunStart) -> Result<Transcript, ShiitakeError> 
     Ok(transcript)
 }
 
-fn tool_specs(core: &AgentCore) -> Vec<ToolSpec> {
-    core.tools
-        .tools()
-        .into_iter()
-        .map(|tool| ToolSpec {
-            name: tool.name.to_string(),
-            description: tool.description,
-            parameters: tool.input_schema,
+/// The system prompt followed by the extensions' sections, each as its own paragraph.
+fn system_prompt(base: &str, sections: &[String]) -> String {
+    let mut prompt = base.to_owned();
+    for section in sections {
+        prompt.push_str("\n\n");
+        prompt.push_str(section);
+    }
+    prompt
+}
+
+/// The tools of one run: the Agent's catalog plus the modules extensions contributed.
+pub(crate) struct RunTools {
+    shared: Arc<shiitake_capabilities::Catalog>,
+    contributed: Option<shiitake_capabilities::Catalog>,
+}
+
+impl RunTools {
+    async fn capture(start: &RunStart) -> Result<Self, ShiitakeError> {
+        let contributed = if start.modules.is_empty() {
+            None
+        } else {
+            let catalog = shiitake_capabilities::Catalog::new();
+            let source = shiitake_capabilities::StaticSource::new(
+                shiitake_capabilities::SourceId::new("extensions"),
+                start.modules.clone(),
+            );
+            catalog
+                .add_source(Arc::new(source))
+                .await
+                .map_err(|error| ShiitakeError::internal(format!("extension tools: {error}")))?;
+            Some(catalog)
+        };
+        Ok(Self {
+            shared: start.core.tools.clone(),
+            contributed,
         })
-        .collect()
+    }
+
+    fn specs(&self) -> Vec<ToolSpec> {
+        let contributed = self.contributed.iter().flat_map(|catalog| catalog.tools());
+        self.shared
+            .tools()
+            .into_iter()
+            .chain(contributed)
+            .map(|tool| ToolSpec {
+                name: tool.name.to_string(),
+                description: tool.description,
+                parameters: tool.input_schema,
+            })
+            .collect()
+    }
+
+    /// The catalog that knows `tool_name`: an extension's first, then the Agent's.
+    pub(crate) fn catalog_for(&self, tool_name: &str) -> &shiitake_capabilities::Catalog {
+        match &self.contributed {
+            Some(catalog) if catalog.resolve_tool_name(tool_name).is_some() => catalog,
+            _ => &self.shared,
+        }
+    }
 }
 
 fn model_options(preference: Option<&ModelPreference>) -> ModelOptions {

@@ -7,7 +7,7 @@ use shiitake_capabilities::{ExecutionId, ForModelKind, InvocationContext, Replay
 use shiitake_protocol::message::{InputContent, Message, TextContent, ToolCall, ToolResultMessage};
 use shiitake_protocol::{EntryId, ShiitakeError};
 
-use super::{OwnerLink, RunStart};
+use super::{OwnerLink, RunStart, RunTools};
 use crate::clock::now_ms;
 use crate::owner::RunEvent;
 
@@ -58,6 +58,7 @@ fn output_text(output: &Value) -> String {
 async fn execute_one(
     start: &RunStart,
     link: &OwnerLink,
+    tools: &RunTools,
     call: &ToolCall,
 ) -> Result<Message, Executed> {
     let core = &start.core;
@@ -65,12 +66,12 @@ async fn execute_one(
     let context = InvocationContext::new(execution_id, start.cancel.child_token())
         .with_timeout(core.config.tool_timeout);
     let input = Value::Object(call.arguments.clone());
-    match core.tools.execute_tool(&call.name, input, &context).await {
+    let catalog = tools.catalog_for(&call.name);
+    match catalog.execute_tool(&call.name, input, &context).await {
         Ok(output) => Ok(result_message(call, output_text(&output), false, None)),
         Err(ToolError::ForModel(error)) => {
             if error.kind == ForModelKind::SandboxDenied {
-                let capability = core
-                    .tools
+                let capability = catalog
                     .resolve_tool_name(&call.name)
                     .map_or_else(|| call.name.clone(), |path| path.to_string());
                 let message = error.message.clone();
@@ -103,6 +104,7 @@ async fn execute_one(
 pub(crate) async fn execute_all(
     start: &RunStart,
     link: &OwnerLink,
+    tools: &RunTools,
     calls: &[ToolCall],
 ) -> Result<Executed, ShiitakeError> {
     let mut results = Vec::with_capacity(calls.len());
@@ -122,7 +124,7 @@ pub(crate) async fn execute_all(
         } else {
             link.tell(RunEvent::ActiveTool(Some(call.name.clone())))
                 .await;
-            let outcome = execute_one(start, link, call).await;
+            let outcome = execute_one(start, link, tools, call).await;
             link.tell(RunEvent::ActiveTool(None)).await;
             match outcome {
                 Ok(message) => message,
@@ -148,6 +150,7 @@ pub(crate) async fn execute_all(
 pub(crate) async fn resolve_after_restart(
     start: &RunStart,
     link: &OwnerLink,
+    run_tools: &RunTools,
     calls: &[ToolCall],
 ) -> Result<Vec<(EntryId, Message)>, ShiitakeError> {
     let mut results = Vec::with_capacity(calls.len());
@@ -157,7 +160,7 @@ pub(crate) async fn resolve_after_restart(
             .resolve_tool_name(&call.name)
             .and_then(|path| tools.replay(&path));
         let message = match replay {
-            Some(Replay::Safe) => match execute_one(start, link, call).await {
+            Some(Replay::Safe) => match execute_one(start, link, run_tools, call).await {
                 Ok(message) => message,
                 Err(_) => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
             },

@@ -1,7 +1,7 @@
 //! The embedded default store: one SQLite file in WAL mode.
 //!
 //! Reads go through a small pool; every write goes through one writer task
-//! that commits in groups (see [`writer`]).
+//! that commits in groups (group commit).
 
 mod rows;
 mod writer;

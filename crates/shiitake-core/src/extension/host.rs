@@ -1,0 +1,388 @@
+//! The host side: registered extensions, their status, running hooks, turning a
+//! finished transaction into store ops.
+
+use std::collections::{BTreeMap, HashMap};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use shiitake_capabilities::ToolError;
+use shiitake_protocol::{ExtensionId, ExtensionSlotV0, SessionId};
+use tokio::sync::{mpsc, oneshot};
+
+use super::definition::ExtensionDefinition;
+use super::tx::{Effect, Rows, StateView, Tx};
+use super::{Extension, Grant, Grants, HookError, StateScope};
+use crate::owner::Request;
+use crate::store::{ExtensionStatusRow, Op, TimerRow};
+
+/// Longest prompt section an extension may contribute to a run, in UTF-8 bytes.
+///
+/// A longer section is cut at the last character boundary that leaves room for
+/// `…[truncated]` and ends with that marker, so the model can tell it was cut.
+pub const PROMPT_SECTION_LIMIT: usize = 4096;
+
+const TRUNCATED: &str = "…[truncated]";
+
+/// Bounds a prompt section as [`PROMPT_SECTION_LIMIT`] documents.
+pub fn bound_prompt_section(section: &str) -> String {
+    if section.len() <= PROMPT_SECTION_LIMIT {
+        return section.to_owned();
+    }
+    let mut cut = PROMPT_SECTION_LIMIT - TRUNCATED.len();
+    while !section.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{TRUNCATED}", &section[..cut])
+}
+
+/// One extension as the host knows it.
+pub(crate) struct Registered {
+    pub(crate) extension: Arc<dyn Extension>,
+    pub(crate) definition: ExtensionDefinition,
+    pub(crate) grants: Grants,
+    pub(crate) revision: String,
+}
+
+/// A prompt an extension admitted, to be accepted with the transaction.
+#[derive(Clone, Debug)]
+pub(crate) struct Admission {
+    pub(crate) text: shiitake_protocol::PromptText,
+    pub(crate) delivery: shiitake_protocol::PromptDelivery,
+    pub(crate) correlation: String,
+}
+
+/// Attention raised (`Some((inbox, text))`) or cleared (`None`).
+pub(crate) type Raised = Option<(bool, String)>;
+
+/// Attention of one kind raised or cleared by a transaction.
+pub(crate) type AttentionChange = (String, Raised);
+
+/// Row writes of one scope: (collection, key) → value, `None` deletes.
+pub(crate) type Writes = Vec<((String, String), Option<Value>)>;
+
+/// A hook that finished: its value and everything to commit with it.
+pub(crate) struct Finished<T> {
+    pub(crate) value: T,
+    pub(crate) ops: Vec<Op>,
+    pub(crate) admissions: Vec<Admission>,
+    pub(crate) attention: Vec<AttentionChange>,
+    pub(crate) session_writes: Writes,
+    pub(crate) agent_writes: Writes,
+    pub(crate) timers_changed: bool,
+}
+
+/// A hook that did not finish.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The caller was wrong (bad input, unknown command, not granted): tell the caller.
+    Caller(HookError),
+    /// The extension failed or panicked: stop it with this reason.
+    Stop(String),
+}
+
+/// The registered extensions of an Agent and their state outside any Session.
+#[derive(Default)]
+pub(crate) struct Host {
+    pub(crate) extensions: Vec<Registered>,
+    stopped: Mutex<HashMap<ExtensionId, String>>,
+    /// Agent-scope rows of every extension; the async lock serialises Agent-scope transactions.
+    pub(crate) agent_rows: tokio::sync::Mutex<HashMap<ExtensionId, Rows>>,
+    /// Woken when a timer is set or cleared, so the scheduler recomputes its sleep.
+    pub(crate) timers_changed: tokio::sync::Notify,
+}
+
+impl Host {
+    pub(crate) fn new(extensions: Vec<Registered>) -> Self {
+        Self {
+            extensions,
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn find(&self, id: &ExtensionId) -> Option<&Registered> {
+        self.extensions
+            .iter()
+            .find(|registered| &registered.definition.id == id)
+    }
+
+    /// Why the extension is stopped, if it is.
+    pub(crate) fn stopped(&self, id: &ExtensionId) -> Option<String> {
+        self.stopped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+    }
+
+    pub(crate) fn mark_stopped(&self, id: &ExtensionId, reason: Option<String>) {
+        let mut stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
+        match reason {
+            Some(reason) => stopped.insert(id.clone(), reason),
+            None => stopped.remove(id),
+        };
+    }
+
+    /// The op that records the extension stopped (or running again).
+    pub(crate) fn status_op(registered: &Registered, reason: Option<String>) -> Op {
+        Op::PutExtensionStatus(ExtensionStatusRow {
+            extension_id: registered.definition.id.clone(),
+            revision: registered.revision.clone(),
+            schema_version: registered.definition.schema_version,
+            stopped_reason: reason,
+        })
+    }
+
+    /// The extension's slot in an observation: absent without the projection grant.
+    pub(crate) fn slot(
+        &self,
+        registered: &Registered,
+        view: StateView<'_>,
+    ) -> Option<ExtensionSlotV0> {
+        if !registered.grants.has(Grant::Projection) {
+            return None;
+        }
+        if let Some(reason) = self.stopped(&registered.definition.id) {
+            return Some(ExtensionSlotV0::Stopped { reason });
+        }
+        let extension = registered.extension.clone();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| extension.projection(&view))) {
+            Ok(value) => Some(ExtensionSlotV0::Running {
+                value: value.unwrap_or(Value::Null),
+            }),
+            Err(panic) => Some(ExtensionSlotV0::Stopped {
+                reason: panic_reason(&panic),
+            }),
+        }
+    }
+}
+
+fn panic_reason(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned());
+    format!("hook panicked: {message}")
+}
+
+/// Where a transaction runs.
+pub(crate) struct Place<'a> {
+    pub(crate) session_id: Option<&'a SessionId>,
+    pub(crate) session_rows: &'a Rows,
+    pub(crate) agent_rows: &'a Rows,
+    pub(crate) now: u64,
+}
+
+/// Runs one hook of `registered` over a transaction and collects what it changed.
+pub(crate) fn run_hook<T>(
+    registered: &Registered,
+    place: &Place<'_>,
+    hook: impl FnOnce(&dyn Extension, &mut Tx<'_>) -> Result<T, HookError>,
+) -> Result<Finished<T>, Failure> {
+    let definition = &registered.definition;
+    let mut tx = Tx {
+        extension_id: &definition.id,
+        grants: &registered.grants,
+        scopes: &definition.scopes,
+        session_id: place.session_id,
+        session_rows: place.session_rows,
+        agent_rows: place.agent_rows,
+        writes: BTreeMap::new(),
+        effects: Vec::new(),
+        now: place.now,
+    };
+    let extension = registered.extension.clone();
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| hook(&*extension, &mut tx)));
+    let value = match outcome {
+        Ok(Ok(value)) => value,
+        Ok(Err(HookError::Failed(reason))) => return Err(Failure::Stop(reason)),
+        Ok(Err(error)) => return Err(Failure::Caller(error)),
+        Err(panic) => return Err(Failure::Stop(panic_reason(&panic))),
+    };
+    Ok(finish(definition, place.session_id, tx, value))
+}
+
+fn finish<T>(
+    definition: &ExtensionDefinition,
+    session_id: Option<&SessionId>,
+    tx: Tx<'_>,
+    value: T,
+) -> Finished<T> {
+    let mut finished = Finished {
+        value,
+        ops: Vec::new(),
+        admissions: Vec::new(),
+        attention: Vec::new(),
+        session_writes: Vec::new(),
+        agent_writes: Vec::new(),
+        timers_changed: false,
+    };
+    let scope_id = |scope: StateScope| match scope {
+        StateScope::Session => session_id
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default(),
+        StateScope::Agent => String::new(),
+    };
+    for ((scope, collection, key), value) in tx.writes {
+        let op = match &value {
+            Some(value) => Op::PutExtensionRow {
+                extension_id: definition.id.clone(),
+                scope: scope.as_str(),
+                scope_id: scope_id(scope),
+                collection: collection.clone(),
+                key: key.clone(),
+                value: value.clone(),
+            },
+            None => Op::DeleteExtensionRow {
+                extension_id: definition.id.clone(),
+                scope: scope.as_str(),
+                scope_id: scope_id(scope),
+                collection: collection.clone(),
+                key: key.clone(),
+            },
+        };
+        finished.ops.push(op);
+        match scope {
+            StateScope::Session => finished.session_writes.push(((collection, key), value)),
+            StateScope::Agent => finished.agent_writes.push(((collection, key), value)),
+        }
+    }
+    for effect in tx.effects {
+        match effect {
+            Effect::Admit {
+                text,
+                delivery,
+                correlation,
+            } => {
+                finished.admissions.push(Admission {
+                    text,
+                    delivery,
+                    correlation,
+                });
+            }
+            Effect::SetTimer {
+                id,
+                due_at,
+                cadence,
+                payload,
+            } => {
+                finished.timers_changed = true;
+                finished.ops.push(Op::PutTimer(TimerRow {
+                    id: id.0,
+                    extension_id: definition.id.clone(),
+                    session_id: session_id.cloned(),
+                    due_at,
+                    cadence,
+                    payload,
+                }));
+            }
+            Effect::ClearTimer(id) => {
+                finished.timers_changed = true;
+                finished.ops.push(Op::DeleteTimer {
+                    extension_id: definition.id.clone(),
+                    id: id.0,
+                });
+            }
+            Effect::RaiseAttention { kind, inbox, text } => {
+                if let Some(session_id) = session_id {
+                    finished.ops.push(Op::PutAttention {
+                        session_id: session_id.clone(),
+                        extension_id: definition.id.clone(),
+                        kind: kind.clone(),
+                        inbox,
+                        text: text.clone(),
+                    });
+                    finished.attention.push((kind, Some((inbox, text))));
+                }
+            }
+            Effect::ClearAttention { kind } => {
+                if let Some(session_id) = session_id {
+                    finished.ops.push(Op::DeleteAttention {
+                        session_id: session_id.clone(),
+                        extension_id: definition.id.clone(),
+                        kind: kind.clone(),
+                    });
+                    finished.attention.push((kind, None));
+                }
+            }
+        }
+    }
+    finished
+}
+
+/// Applies committed writes to an in-memory copy of the rows.
+pub(crate) fn apply_writes(rows: &mut Rows, writes: Writes) {
+    for (key, value) in writes {
+        match value {
+            Some(value) => {
+                rows.insert(key, value);
+            }
+            None => {
+                rows.remove(&key);
+            }
+        }
+    }
+}
+
+/// A boxed transaction a tool handler sends to the Session's owner.
+pub(crate) type ToolTransaction = Box<dyn FnOnce(&mut Tx<'_>) -> Result<Value, HookError> + Send>;
+
+/// Lets an extension's tool handlers change state: each call is an owner
+/// transaction of the run's Session, committed before the tool answers.
+#[derive(Clone)]
+pub struct ToolTx {
+    pub(crate) mailbox: mpsc::Sender<Request>,
+    pub(crate) extension_id: ExtensionId,
+}
+
+impl std::fmt::Debug for ToolTx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolTx")
+            .field("extension_id", &self.extension_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolTx {
+    /// Runs `transaction` in the owner and commits it; its error is told to the model.
+    pub async fn run(
+        &self,
+        transaction: impl FnOnce(&mut Tx<'_>) -> Result<Value, HookError> + Send + 'static,
+    ) -> Result<Value, ToolError> {
+        let (reply, answer) = oneshot::channel();
+        let request = Request::ExtensionTx {
+            extension_id: self.extension_id.clone(),
+            transaction: Box::new(transaction),
+            reply,
+        };
+        self.mailbox
+            .send(request)
+            .await
+            .map_err(|_| ToolError::fatal("the Session's owner stopped"))?;
+        match answer.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(ToolError::for_model(error.message)),
+            Err(_) => Err(ToolError::fatal("the Session's owner stopped")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_sections_are_bounded_at_a_character_boundary() {
+        let exact = "a".repeat(PROMPT_SECTION_LIMIT);
+        assert_eq!(bound_prompt_section(&exact), exact);
+        let over = "é".repeat(PROMPT_SECTION_LIMIT);
+        let bounded = bound_prompt_section(&over);
+        assert!(bounded.len() <= PROMPT_SECTION_LIMIT, "{}", bounded.len());
+        assert!(bounded.ends_with(TRUNCATED));
+        let one_over = "a".repeat(PROMPT_SECTION_LIMIT + 1);
+        let bounded = bound_prompt_section(&one_over);
+        assert_eq!(bounded.len(), PROMPT_SECTION_LIMIT);
+        assert!(bounded.ends_with(TRUNCATED));
+    }
+}

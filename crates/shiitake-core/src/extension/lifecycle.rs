@@ -1,0 +1,272 @@
+//! Extensions across the Agent's life: open (revisions and migrations), status,
+//! resume, Agent-scope commands and catalogs.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+
+use serde_json::Value;
+use shiitake_protocol::catalog::{CatalogEntry, SessionCatalogs};
+use shiitake_protocol::{ExtensionId, ExtensionRunState, ExtensionStatusV0, ShiitakeError};
+
+use super::definition::MigrationTx;
+use super::host::{Failure, Host, Place, Registered, apply_writes, run_hook};
+use super::{Grant, HookError, StateScope};
+use crate::agent::AgentCore;
+use crate::clock::now_ms;
+use crate::store::{ExtensionRow, ExtensionStatusRow, Op};
+
+fn scope_of(name: &str) -> Option<StateScope> {
+    match name {
+        "session" => Some(StateScope::Session),
+        "agent" => Some(StateScope::Agent),
+        _ => None,
+    }
+}
+
+/// Brings every extension's stored state to its schema version, records revisions,
+/// restores stopped reasons and loads Agent-scope rows.
+pub(crate) async fn open_extensions(core: &AgentCore) -> Result<(), ShiitakeError> {
+    let store = &core.store;
+    let stored: HashMap<ExtensionId, ExtensionStatusRow> = store
+        .extension_statuses()
+        .await?
+        .into_iter()
+        .map(|status| (status.extension_id.clone(), status))
+        .collect();
+    let mut ops = Vec::new();
+    for registered in &core.host.extensions {
+        let definition = &registered.definition;
+        let reason = match stored.get(&definition.id) {
+            None => None,
+            Some(status) if status.schema_version > definition.schema_version => Some(format!(
+                "stored state is schema version {}, newer than this build's {}",
+                status.schema_version, definition.schema_version
+            )),
+            Some(status) if status.schema_version < definition.schema_version => {
+                match migrate(core, registered, status.schema_version).await? {
+                    Ok(rows) => {
+                        ops.push(Op::ReplaceExtensionRows {
+                            extension_id: definition.id.clone(),
+                            rows,
+                        });
+                        None
+                    }
+                    Err(reason) => {
+                        // The rows stay as they were, in the old shape, until a fixed build opens them.
+                        ops.push(Op::PutExtensionStatus(ExtensionStatusRow {
+                            stopped_reason: Some(reason.clone()),
+                            ..status.clone()
+                        }));
+                        core.host.mark_stopped(&definition.id, Some(reason));
+                        continue;
+                    }
+                }
+            }
+            Some(status) => status.stopped_reason.clone(),
+        };
+        ops.push(Host::status_op(registered, reason.clone()));
+        core.host.mark_stopped(&definition.id, reason);
+    }
+    if !ops.is_empty() {
+        store.commit(ops).await?;
+    }
+    let mut agent_rows = core.host.agent_rows.lock().await;
+    for (id, row) in store.extension_rows(None, Some("")).await? {
+        if row.scope == "agent" {
+            agent_rows
+                .entry(id)
+                .or_default()
+                .insert((row.collection, row.key), row.value);
+        }
+    }
+    Ok(())
+}
+
+/// Runs the migrations after `from_version`; `Err` carries the stop reason.
+async fn migrate(
+    core: &AgentCore,
+    registered: &Registered,
+    from_version: u32,
+) -> Result<Result<Vec<ExtensionRow>, String>, ShiitakeError> {
+    let definition = &registered.definition;
+    let mut tx = MigrationTx::default();
+    for (_, row) in core
+        .store
+        .extension_rows(Some(&definition.id), None)
+        .await?
+    {
+        if let Some(scope) = scope_of(&row.scope) {
+            tx.rows
+                .insert((scope, row.scope_id, row.collection, row.key), row.value);
+        }
+    }
+    let mut steps: Vec<_> = definition
+        .migrations
+        .iter()
+        .filter(|m| m.to_version > from_version)
+        .collect();
+    steps.sort_by_key(|m| m.to_version);
+    for step in steps {
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| (step.apply)(&mut tx)));
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return Ok(Err(format!("migration `{}` failed: {error}", step.name))),
+            Err(_) => return Ok(Err(format!("migration `{}` panicked", step.name))),
+        }
+    }
+    let rows = tx
+        .rows
+        .into_iter()
+        .map(|((scope, scope_id, collection, key), value)| ExtensionRow {
+            scope: scope.as_str().to_owned(),
+            scope_id,
+            collection,
+            key,
+            value,
+        })
+        .collect();
+    Ok(Ok(rows))
+}
+
+/// The listed status of one extension.
+pub(crate) fn status(core: &AgentCore, registered: &Registered) -> ExtensionStatusV0 {
+    let state = match core.host.stopped(&registered.definition.id) {
+        Some(reason) => ExtensionRunState::Stopped { reason },
+        None => ExtensionRunState::Running,
+    };
+    ExtensionStatusV0 {
+        extension_id: registered.definition.id.clone(),
+        namespace: registered.definition.namespace.clone(),
+        revision: registered.revision.clone(),
+        state,
+    }
+}
+
+/// Restarts a stopped extension.
+pub(crate) async fn resume(
+    core: &AgentCore,
+    id: &ExtensionId,
+) -> Result<ExtensionStatusV0, ShiitakeError> {
+    let registered = core
+        .host
+        .find(id)
+        .ok_or_else(|| ShiitakeError::not_found(format!("no extension {id} in this Agent")))?;
+    if core.host.stopped(id).is_some() {
+        core.store
+            .commit(vec![Host::status_op(registered, None)])
+            .await?;
+        core.host.mark_stopped(id, None);
+    }
+    Ok(status(core, registered))
+}
+
+/// `AgentExtensionControls::call`: an Agent-scope command, idempotent by `requestId`.
+pub(crate) async fn call_agent_command(
+    core: &AgentCore,
+    id: &ExtensionId,
+    command: &str,
+    input: Value,
+) -> Result<Value, ShiitakeError> {
+    let registered = core
+        .host
+        .find(id)
+        .ok_or_else(|| ShiitakeError::not_found(format!("no extension {id} in this Agent")))?;
+    if !registered.grants.has(Grant::Commands) {
+        return Err(ShiitakeError::not_granted(format!(
+            "extension {id} was not granted commands"
+        )));
+    }
+    if let Some(reason) = core.host.stopped(id) {
+        return Err(ShiitakeError::stopped(format!(
+            "extension {id} is stopped: {reason}"
+        )));
+    }
+    let payload = serde_json::json!([command, input]).to_string();
+    let request_id = input
+        .get("requestId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if let Some(request_id) = &request_id {
+        match core.store.extension_request(id, "", request_id).await? {
+            Some((stored, response)) if stored == payload => return Ok(response),
+            Some(_) => {
+                return Err(ShiitakeError::conflict(format!(
+                    "request id {request_id} was already used for a different command"
+                )));
+            }
+            None => {}
+        }
+    }
+    let mut agent_rows = core.host.agent_rows.lock().await;
+    let rows = agent_rows.get(id).cloned().unwrap_or_default();
+    let empty = Default::default();
+    let place = Place {
+        session_id: None,
+        session_rows: &empty,
+        agent_rows: &rows,
+        now: now_ms(),
+    };
+    let command = command.to_owned();
+    match run_hook(registered, &place, |extension, tx| {
+        extension.command(tx, &command, input)
+    }) {
+        Ok(finished) => {
+            let mut ops = finished.ops;
+            if let Some(request_id) = request_id {
+                ops.push(Op::PutExtensionRequest {
+                    extension_id: id.clone(),
+                    scope_id: String::new(),
+                    request_id,
+                    payload,
+                    response: finished.value.clone(),
+                });
+            }
+            core.store.commit(ops).await?;
+            apply_writes(
+                agent_rows.entry(id.clone()).or_default(),
+                finished.agent_writes,
+            );
+            if finished.timers_changed {
+                core.host.timers_changed.notify_one();
+            }
+            Ok(finished.value)
+        }
+        Err(Failure::Caller(error)) => Err(match error {
+            HookError::Invalid(message) => ShiitakeError::invalid(message),
+            HookError::UnknownCommand(command) => {
+                ShiitakeError::not_found(format!("no command `{command}`"))
+            }
+            HookError::NotGranted(grant) => {
+                ShiitakeError::not_granted(format!("the extension was not granted {grant}"))
+            }
+            HookError::Failed(reason) => ShiitakeError::stopped(reason),
+        }),
+        Err(Failure::Stop(reason)) => {
+            core.store
+                .commit(vec![Host::status_op(registered, Some(reason.clone()))])
+                .await?;
+            core.host.mark_stopped(id, Some(reason.clone()));
+            Err(ShiitakeError::stopped(format!(
+                "extension {id} stopped: {reason}"
+            )))
+        }
+    }
+}
+
+/// The catalogs of extensions granted commands.
+pub(crate) fn catalogs(core: &AgentCore) -> SessionCatalogs {
+    let catalogs = core
+        .host
+        .extensions
+        .iter()
+        .filter(|registered| registered.grants.has(Grant::Commands))
+        .filter_map(|registered| {
+            let catalog = registered.extension.catalog()?;
+            Some(CatalogEntry {
+                catalog,
+                state: status(core, registered).state,
+            })
+        })
+        .collect();
+    SessionCatalogs { catalogs }
+}

@@ -1,0 +1,377 @@
+//! The owner transaction an extension hook works in: namespaced state and effects.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use shiitake_protocol::{ExtensionId, PromptDelivery, PromptText, SessionId};
+
+use super::{Grant, Grants, HookError, StateScope};
+
+/// The rows of one extension in one scope: (collection, key) → value.
+pub(crate) type Rows = BTreeMap<(String, String), Value>;
+
+/// Who admitted a prompt: an extension and the correlation it chose.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Origin {
+    /// The extension that admitted it.
+    pub extension_id: ExtensionId,
+    /// The extension's own tag, such as a goal revision; hooks and runs see it.
+    pub correlation: String,
+}
+
+/// A timer's id: a ULID.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TimerId(pub(crate) String);
+
+impl TimerId {
+    /// The id text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// When a timer fires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// At these Unix milliseconds.
+    At(u64),
+    /// This long from now.
+    After(Duration),
+    /// On a cron cadence: 5 fields (minute first) or 6–7 fields (seconds first); repeats until cleared.
+    Cron(String),
+}
+
+/// The first occurrence of `expression` strictly after `after_ms`, in Unix milliseconds.
+pub(crate) fn next_cron(expression: &str, after_ms: u64) -> Result<u64, HookError> {
+    let fields = expression.split_whitespace().count();
+    let normalised = if fields == 5 {
+        format!("0 {expression}")
+    } else {
+        expression.to_owned()
+    };
+    let schedule = cron::Schedule::from_str(&normalised)
+        .map_err(|error| HookError::Invalid(format!("cron cadence `{expression}`: {error}")))?;
+    let after =
+        chrono::DateTime::from_timestamp_millis(i64::try_from(after_ms).unwrap_or(i64::MAX))
+            .ok_or_else(|| HookError::Invalid("time out of range".into()))?;
+    let next = schedule
+        .after(&after)
+        .next()
+        .ok_or_else(|| HookError::Invalid(format!("cron cadence `{expression}` never fires")))?;
+    u64::try_from(next.timestamp_millis())
+        .map_err(|_| HookError::Invalid("time out of range".into()))
+}
+
+/// A change a hook asked for besides its rows; committed with them.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Effect {
+    Admit {
+        text: PromptText,
+        delivery: PromptDelivery,
+        correlation: String,
+    },
+    SetTimer {
+        id: TimerId,
+        due_at: u64,
+        cadence: Option<String>,
+        payload: Value,
+    },
+    ClearTimer(TimerId),
+    RaiseAttention {
+        kind: String,
+        inbox: bool,
+        text: String,
+    },
+    ClearAttention {
+        kind: String,
+    },
+}
+
+/// Read-only committed state of one extension (projections, run contributions).
+#[derive(Clone, Copy, Debug)]
+pub struct StateView<'a> {
+    pub(crate) session: Option<&'a Rows>,
+    pub(crate) agent: Option<&'a Rows>,
+}
+
+fn decode<T: DeserializeOwned>(value: &Value, collection: &str, key: &str) -> Result<T, HookError> {
+    serde_json::from_value(value.clone()).map_err(|error| {
+        HookError::Failed(format!(
+            "stored {collection}/{key} does not decode: {error}"
+        ))
+    })
+}
+
+impl StateView<'_> {
+    fn rows(&self, scope: StateScope) -> Option<&Rows> {
+        match scope {
+            StateScope::Session => self.session,
+            StateScope::Agent => self.agent,
+        }
+    }
+
+    /// One value, if present and decodable.
+    pub fn get<T: DeserializeOwned>(
+        &self,
+        scope: StateScope,
+        collection: &str,
+        key: &str,
+    ) -> Option<T> {
+        let value = self
+            .rows(scope)?
+            .get(&(collection.to_owned(), key.to_owned()))?;
+        decode(value, collection, key).ok()
+    }
+
+    /// Every decodable value of a collection, by key.
+    pub fn scan<T: DeserializeOwned>(
+        &self,
+        scope: StateScope,
+        collection: &str,
+    ) -> Vec<(String, T)> {
+        let Some(rows) = self.rows(scope) else {
+            return Vec::new();
+        };
+        rows.iter()
+            .filter(|((c, _), _)| c == collection)
+            .filter_map(|((c, k), v)| decode(v, c, k).ok().map(|t| (k.clone(), t)))
+            .collect()
+    }
+}
+
+/// One owner transaction of one extension.
+pub struct Tx<'a> {
+    pub(crate) extension_id: &'a ExtensionId,
+    pub(crate) grants: &'a Grants,
+    pub(crate) scopes: &'a [StateScope],
+    pub(crate) session_id: Option<&'a SessionId>,
+    pub(crate) session_rows: &'a Rows,
+    pub(crate) agent_rows: &'a Rows,
+    pub(crate) writes: BTreeMap<(StateScope, String, String), Option<Value>>,
+    pub(crate) effects: Vec<Effect>,
+    pub(crate) now: u64,
+}
+
+impl<'a> Tx<'a> {
+    fn require(&self, grant: Grant) -> Result<(), HookError> {
+        if self.grants.has(grant) {
+            Ok(())
+        } else {
+            Err(HookError::NotGranted(grant))
+        }
+    }
+
+    fn committed(&self, scope: StateScope) -> Result<&'a Rows, HookError> {
+        self.require(Grant::State)?;
+        if !self.scopes.contains(&scope) {
+            return Err(HookError::Failed(format!(
+                "{} state is not declared by {}",
+                scope.as_str(),
+                self.extension_id
+            )));
+        }
+        match scope {
+            StateScope::Session if self.session_id.is_none() => Err(HookError::Invalid(
+                "Session state is not available outside a Session".into(),
+            )),
+            StateScope::Session => Ok(self.session_rows),
+            StateScope::Agent => Ok(self.agent_rows),
+        }
+    }
+
+    /// The Session this transaction belongs to; `None` for Agent-scope hooks.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        self.session_id
+    }
+
+    /// Unix milliseconds when the transaction began.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Reads one value (this transaction's own writes first).
+    pub fn get<T: DeserializeOwned>(
+        &self,
+        scope: StateScope,
+        collection: &str,
+        key: &str,
+    ) -> Result<Option<T>, HookError> {
+        let committed = self.committed(scope)?;
+        let written = self
+            .writes
+            .get(&(scope, collection.to_owned(), key.to_owned()));
+        let value = match written {
+            Some(write) => write.as_ref(),
+            None => committed.get(&(collection.to_owned(), key.to_owned())),
+        };
+        value
+            .map(|value| decode(value, collection, key))
+            .transpose()
+    }
+
+    /// Every value of a collection, by key, with this transaction's writes applied.
+    pub fn scan<T: DeserializeOwned>(
+        &self,
+        scope: StateScope,
+        collection: &str,
+    ) -> Result<Vec<(String, T)>, HookError> {
+        let committed = self.committed(scope)?;
+        let mut merged: BTreeMap<String, Option<&Value>> = committed
+            .iter()
+            .filter(|((c, _), _)| c == collection)
+            .map(|((_, k), v)| (k.clone(), Some(v)))
+            .collect();
+        for ((s, c, k), write) in &self.writes {
+            if *s == scope && c == collection {
+                merged.insert(k.clone(), write.as_ref());
+            }
+        }
+        merged
+            .into_iter()
+            .filter_map(|(key, value)| value.map(|value| (key, value)))
+            .map(|(key, value)| decode(value, collection, &key).map(|t| (key, t)))
+            .collect()
+    }
+
+    /// Writes one value.
+    pub fn put<T: Serialize>(
+        &mut self,
+        scope: StateScope,
+        collection: &str,
+        key: &str,
+        value: &T,
+    ) -> Result<(), HookError> {
+        self.committed(scope)?;
+        let value = serde_json::to_value(value).map_err(|error| {
+            HookError::Failed(format!("{collection}/{key} does not encode: {error}"))
+        })?;
+        self.writes
+            .insert((scope, collection.to_owned(), key.to_owned()), Some(value));
+        Ok(())
+    }
+
+    /// Deletes one value.
+    pub fn delete(
+        &mut self,
+        scope: StateScope,
+        collection: &str,
+        key: &str,
+    ) -> Result<(), HookError> {
+        self.committed(scope)?;
+        self.writes
+            .insert((scope, collection.to_owned(), key.to_owned()), None);
+        Ok(())
+    }
+
+    /// Admits a prompt into this Session through the accepted-command door, tagged with this
+    /// extension and `correlation`; it is queued work once the transaction commits.
+    pub fn admit(
+        &mut self,
+        text: &str,
+        delivery: PromptDelivery,
+        correlation: impl Into<String>,
+    ) -> Result<(), HookError> {
+        self.require(Grant::Admissions)?;
+        if self.session_id.is_none() {
+            return Err(HookError::Invalid(
+                "a prompt can only be admitted into a Session".into(),
+            ));
+        }
+        let text = PromptText::new(text).map_err(|error| HookError::Invalid(error.to_string()))?;
+        self.effects.push(Effect::Admit {
+            text,
+            delivery,
+            correlation: correlation.into(),
+        });
+        Ok(())
+    }
+
+    /// Sets a durable timer; its hook runs in the transaction that claims it.
+    pub fn set_timer(&mut self, due: Due, payload: Value) -> Result<TimerId, HookError> {
+        self.require(Grant::Timers)?;
+        let (due_at, cadence) = match due {
+            Due::At(at) => (at, None),
+            Due::After(wait) => (
+                self.now
+                    .saturating_add(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
+                None,
+            ),
+            Due::Cron(expression) => (next_cron(&expression, self.now)?, Some(expression)),
+        };
+        let id = TimerId(ulid::Ulid::generate().to_string());
+        self.effects.push(Effect::SetTimer {
+            id: id.clone(),
+            due_at,
+            cadence,
+            payload,
+        });
+        Ok(id)
+    }
+
+    /// Clears a timer this extension set.
+    pub fn clear_timer(&mut self, id: &TimerId) -> Result<(), HookError> {
+        self.require(Grant::Timers)?;
+        self.effects.push(Effect::ClearTimer(id.clone()));
+        Ok(())
+    }
+
+    /// Raises attention on this Session; `inbox` attention makes its inbox state `needs_you`.
+    pub fn raise_attention(
+        &mut self,
+        kind: &str,
+        inbox: bool,
+        text: &str,
+    ) -> Result<(), HookError> {
+        self.require(Grant::Attention)?;
+        if self.session_id.is_none() {
+            return Err(HookError::Invalid("attention belongs to a Session".into()));
+        }
+        self.effects.push(Effect::RaiseAttention {
+            kind: kind.to_owned(),
+            inbox,
+            text: text.to_owned(),
+        });
+        Ok(())
+    }
+
+    /// Clears attention of this kind raised by this extension.
+    pub fn clear_attention(&mut self, kind: &str) -> Result<(), HookError> {
+        self.require(Grant::Attention)?;
+        if self.session_id.is_none() {
+            return Err(HookError::Invalid("attention belongs to a Session".into()));
+        }
+        self.effects.push(Effect::ClearAttention {
+            kind: kind.to_owned(),
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_field_cron_is_normalised() {
+        // 2026-11-30T00:00:00Z
+        let midnight = 1_764_460_800_000;
+        assert_eq!(
+            next_cron("*/15 * * * *", midnight).unwrap(),
+            midnight + 15 * 60 * 1000
+        );
+        assert_eq!(
+            next_cron("30 * * * * *", midnight).unwrap(),
+            midnight + 30 * 1000
+        );
+        assert!(matches!(
+            next_cron("not a cadence", midnight),
+            Err(HookError::Invalid(_))
+        ));
+    }
+}

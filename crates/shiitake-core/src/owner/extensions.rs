@@ -1,0 +1,462 @@
+//! The owner's side of the extension host: command calls, tool transactions,
+//! settled and timer hooks, slots, attention and run contributions.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+use shiitake_capabilities::Module;
+use shiitake_protocol::{
+    CommandId, ExtensionId, PromptDelivery, SessionCommand, SessionExtensionSlots, ShiitakeError,
+};
+
+use super::{Owner, QueuedPrompt, take};
+use crate::clock::now_ms;
+use crate::extension::host::{
+    Failure, Finished, Host, Place, Raised, Registered, ToolTransaction, ToolTx, Writes,
+    apply_writes, bound_prompt_section, run_hook,
+};
+use crate::extension::{FiredTimer, Grant, HookError, Origin, RunContext, Settled, StateView};
+use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, TimerRow};
+
+/// Rows of one extension in one scope.
+pub(crate) type Rows = BTreeMap<(String, String), Value>;
+
+/// What a committed transaction changes in the owner's memory, applied only after commit.
+#[derive(Default)]
+pub(super) struct Staged {
+    pub(super) session_writes: Vec<(ExtensionId, Writes)>,
+    pub(super) agent_writes: Vec<(ExtensionId, Writes)>,
+    pub(super) attention: Vec<(ExtensionId, String, Raised)>,
+    pub(super) queued: Vec<QueuedPrompt>,
+    pub(super) stops: Vec<(ExtensionId, String)>,
+    pub(super) timers_changed: bool,
+}
+
+/// How a failed hook answers its caller.
+fn caller_error(error: HookError) -> ShiitakeError {
+    match error {
+        HookError::Invalid(message) => ShiitakeError::invalid(message),
+        HookError::UnknownCommand(command) => {
+            ShiitakeError::not_found(format!("no command `{command}`"))
+        }
+        HookError::NotGranted(grant) => {
+            ShiitakeError::not_granted(format!("the extension was not granted {grant}"))
+        }
+        HookError::Failed(reason) => ShiitakeError::stopped(reason),
+    }
+}
+
+impl Owner {
+    fn rows_of(&self, id: &ExtensionId) -> &Rows {
+        static EMPTY: Rows = BTreeMap::new();
+        self.extension_rows.get(id).unwrap_or(&EMPTY)
+    }
+
+    /// Stages a finished transaction: its ops into `ops`, its effects into `staged`.
+    fn stage<T>(
+        &self,
+        registered: &Registered,
+        finished: Finished<T>,
+        header: &mut SessionHeader,
+        ops: &mut Vec<Op>,
+        staged: &mut Staged,
+    ) -> T {
+        let id = registered.definition.id.clone();
+        ops.extend(finished.ops);
+        for admission in finished.admissions {
+            let origin = Origin {
+                extension_id: id.clone(),
+                correlation: admission.correlation,
+            };
+            let request_id = crate::ids::request_id();
+            let command = SessionCommand::Prompt {
+                request_id: request_id.clone(),
+                text: admission.text.clone(),
+                delivery: admission.delivery,
+            };
+            let stored = StoredCommand {
+                id: crate::ids::command_id(),
+                request_id: Some(request_id),
+                origin: serde_json::to_value(&origin).ok(),
+                kind: CommandKind::Prompt,
+                payload: serde_json::to_string(&command).unwrap_or_default(),
+                accepted_sequence: take(header),
+                state: CommandState::Pending,
+                run_id: None,
+                recoveries: 0,
+            };
+            staged.queued.push(QueuedPrompt {
+                command_id: stored.id.clone(),
+                text: admission.text,
+                delivery: admission.delivery,
+                origin: Some(origin),
+            });
+            ops.push(Op::InsertCommand {
+                session_id: self.header.id.clone(),
+                command: stored,
+            });
+        }
+        for (kind, change) in finished.attention {
+            staged.attention.push((id.clone(), kind, change));
+        }
+        staged
+            .session_writes
+            .push((id.clone(), finished.session_writes));
+        staged.agent_writes.push((id, finished.agent_writes));
+        staged.timers_changed |= finished.timers_changed;
+        finished.value
+    }
+
+    /// Adopts what a committed transaction staged.
+    pub(super) async fn adopt(
+        &mut self,
+        staged: Staged,
+        agent_rows: Option<&mut HashMap<ExtensionId, Rows>>,
+    ) {
+        for (id, writes) in staged.session_writes {
+            apply_writes(self.extension_rows.entry(id).or_default(), writes);
+        }
+        if let Some(agent_rows) = agent_rows {
+            for (id, writes) in staged.agent_writes {
+                apply_writes(agent_rows.entry(id).or_default(), writes);
+            }
+        }
+        for (id, kind, change) in staged.attention {
+            match change {
+                Some(raised) => {
+                    self.attention.insert((id, kind), raised);
+                }
+                None => {
+                    self.attention.remove(&(id, kind));
+                }
+            }
+        }
+        for (id, reason) in staged.stops {
+            tracing::warn!(extension = %id, %reason, "extension stopped");
+            self.core.host.mark_stopped(&id, Some(reason));
+        }
+        if staged.timers_changed {
+            self.core.host.timers_changed.notify_one();
+        }
+        let started = !staged.queued.is_empty();
+        if self.run.is_some()
+            && staged
+                .queued
+                .iter()
+                .any(|q| q.delivery == PromptDelivery::Steer)
+        {
+            self.steer_waiting
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.queue.extend(staged.queued);
+        self.refresh_activity();
+        self.publish_changes(Vec::new(), Vec::new());
+        if started {
+            self.start_next_run().await;
+        }
+    }
+
+    /// Runs one transaction of an extension in this Session and commits it.
+    async fn transact(
+        &mut self,
+        id: &ExtensionId,
+        request: Option<(String, String)>,
+        hook: impl FnOnce(
+            &dyn crate::extension::Extension,
+            &mut crate::extension::Tx<'_>,
+        ) -> Result<Value, HookError>,
+    ) -> Result<Value, ShiitakeError> {
+        let core = self.core.clone();
+        let registered = core
+            .host
+            .find(id)
+            .ok_or_else(|| ShiitakeError::not_found(format!("no extension {id} in this Agent")))?;
+        if let Some(reason) = core.host.stopped(id) {
+            return Err(ShiitakeError::stopped(format!(
+                "extension {id} is stopped: {reason}"
+            )));
+        }
+        let mut agent_rows = core.host.agent_rows.lock().await;
+        let agent = agent_rows.get(id).cloned().unwrap_or_default();
+        let place = Place {
+            session_id: Some(&self.header.id),
+            session_rows: self.rows_of(id),
+            agent_rows: &agent,
+            now: now_ms(),
+        };
+        let outcome = run_hook(registered, &place, hook);
+        let mut header = self.next_header();
+        let mut ops = Vec::new();
+        let mut staged = Staged::default();
+        let value = match outcome {
+            Ok(finished) => self.stage(registered, finished, &mut header, &mut ops, &mut staged),
+            Err(Failure::Caller(error)) => return Err(caller_error(error)),
+            Err(Failure::Stop(reason)) => {
+                ops.push(Host::status_op(registered, Some(reason.clone())));
+                self.commit(ops, header).await?;
+                core.host.mark_stopped(id, Some(reason.clone()));
+                self.publish_changes(Vec::new(), Vec::new());
+                return Err(ShiitakeError::stopped(format!(
+                    "extension {id} stopped: {reason}"
+                )));
+            }
+        };
+        if let Some((request_id, payload)) = request {
+            ops.push(Op::PutExtensionRequest {
+                extension_id: id.clone(),
+                scope_id: self.header.id.as_str().to_owned(),
+                request_id,
+                payload,
+                response: value.clone(),
+            });
+        }
+        take(&mut header);
+        header.inbox_state = self.inbox_state_with(&staged);
+        self.commit(ops, header).await?;
+        self.adopt(staged, Some(&mut agent_rows)).await;
+        Ok(value)
+    }
+
+    /// `SessionExtensionControls::call`: a human or program command, idempotent by `requestId`.
+    pub(super) async fn extension_call(
+        &mut self,
+        id: &ExtensionId,
+        command: &str,
+        input: Value,
+    ) -> Result<Value, ShiitakeError> {
+        if let Some(registered) = self.core.host.find(id)
+            && !registered.grants.has(Grant::Commands)
+        {
+            return Err(ShiitakeError::not_granted(format!(
+                "extension {id} was not granted commands"
+            )));
+        }
+        let request = match input.get("requestId").and_then(Value::as_str) {
+            Some(request_id) => {
+                let payload = serde_json::json!([command, input]).to_string();
+                let stored = self
+                    .core
+                    .store
+                    .extension_request(id, self.header.id.as_str(), request_id)
+                    .await?;
+                match stored {
+                    Some((stored_payload, response)) if stored_payload == payload => {
+                        return Ok(response);
+                    }
+                    Some(_) => {
+                        return Err(ShiitakeError::conflict(format!(
+                            "request id {request_id} was already used for a different command"
+                        )));
+                    }
+                    None => Some((request_id.to_owned(), payload)),
+                }
+            }
+            None => None,
+        };
+        let command = command.to_owned();
+        self.transact(id, request, move |extension, tx| {
+            extension.command(tx, &command, input)
+        })
+        .await
+    }
+
+    /// A transaction sent by an extension's tool handler during a run.
+    pub(super) async fn extension_tx(
+        &mut self,
+        id: &ExtensionId,
+        transaction: ToolTransaction,
+    ) -> Result<Value, ShiitakeError> {
+        self.transact(id, None, move |_extension, tx| transaction(tx))
+            .await
+    }
+
+    /// Runs every extension's settled hook into the terminal's commit; failures stop
+    /// only the extension that failed.
+    pub(super) fn settled_hooks(
+        &self,
+        settled: &Settled,
+        agent: &HashMap<ExtensionId, Rows>,
+        header: &mut SessionHeader,
+        ops: &mut Vec<Op>,
+        staged: &mut Staged,
+    ) {
+        let host = &self.core.host;
+        for registered in &host.extensions {
+            let id = &registered.definition.id;
+            if host.stopped(id).is_some() {
+                continue;
+            }
+            let empty = Rows::new();
+            let place = Place {
+                session_id: Some(&self.header.id),
+                session_rows: self.rows_of(id),
+                agent_rows: agent.get(id).unwrap_or(&empty),
+                now: now_ms(),
+            };
+            match run_hook(registered, &place, |extension, tx| {
+                extension.on_settled(tx, settled)
+            }) {
+                Ok(finished) => self.stage(registered, finished, header, ops, staged),
+                Err(failure) => {
+                    let reason = match failure {
+                        Failure::Caller(error) => format!("settled hook failed: {error}"),
+                        Failure::Stop(reason) => reason,
+                    };
+                    ops.push(Host::status_op(registered, Some(reason.clone())));
+                    staged.stops.push((id.clone(), reason));
+                }
+            }
+        }
+    }
+
+    /// Fires a due Session timer in the transaction that claims it.
+    pub(super) async fn fire_timer(&mut self, timer: TimerRow) -> Result<(), ShiitakeError> {
+        let next = match &timer.cadence {
+            Some(cadence) => Some(
+                crate::extension::tx_next_cron(cadence, timer.due_at.max(now_ms()))
+                    .map_err(|error| ShiitakeError::internal(error.to_string()))?,
+            ),
+            None => None,
+        };
+        let claim = Op::ClaimTimer {
+            id: timer.id.clone(),
+            due_at: timer.due_at,
+            next,
+        };
+        let fired = FiredTimer {
+            id: crate::extension::TimerId(timer.id.clone()),
+            session_id: timer.session_id.clone(),
+            payload: timer.payload.clone(),
+            due_at: timer.due_at,
+        };
+        let core = self.core.clone();
+        let Some(registered) = core.host.find(&timer.extension_id) else {
+            // The extension is gone: drop the timer so it does not fire forever.
+            return Ok(self.core.store.commit(vec![claim]).await?);
+        };
+        if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Timers)
+        {
+            return Ok(());
+        }
+        let mut agent_rows = core.host.agent_rows.lock().await;
+        let agent = agent_rows
+            .get(&timer.extension_id)
+            .cloned()
+            .unwrap_or_default();
+        let place = Place {
+            session_id: Some(&self.header.id),
+            session_rows: self.rows_of(&timer.extension_id),
+            agent_rows: &agent,
+            now: now_ms(),
+        };
+        let mut header = self.next_header();
+        let mut ops = vec![claim];
+        let mut staged = Staged::default();
+        match run_hook(registered, &place, |extension, tx| {
+            extension.on_timer(tx, &fired)
+        }) {
+            Ok(finished) => {
+                self.stage(registered, finished, &mut header, &mut ops, &mut staged);
+            }
+            Err(failure) => {
+                let reason = match failure {
+                    Failure::Caller(error) => format!("timer hook failed: {error}"),
+                    Failure::Stop(reason) => reason,
+                };
+                ops.push(Host::status_op(registered, Some(reason.clone())));
+                staged.stops.push((timer.extension_id.clone(), reason));
+            }
+        }
+        take(&mut header);
+        header.inbox_state = self.inbox_state_with(&staged);
+        self.commit(ops, header).await?;
+        self.adopt(staged, Some(&mut agent_rows)).await;
+        Ok(())
+    }
+
+    /// The inbox state once `staged` is adopted.
+    pub(super) fn inbox_state_with(&self, staged: &Staged) -> shiitake_protocol::SessionInboxState {
+        let mut attention = self.attention.clone();
+        for (id, kind, change) in &staged.attention {
+            match change {
+                Some(raised) => attention.insert((id.clone(), kind.clone()), raised.clone()),
+                None => attention.remove(&(id.clone(), kind.clone())),
+            };
+        }
+        let waits = attention.values().any(|(inbox, _)| *inbox);
+        self.inbox_state_given(waits, !staged.queued.is_empty())
+    }
+
+    /// Whether attention raised on this Session waits on a person.
+    pub(super) fn waits_on_person(&self) -> bool {
+        self.attention.values().any(|(inbox, _)| *inbox)
+    }
+
+    /// The extension slots of this Session for snapshots and frames.
+    pub(super) fn slots(&self) -> SessionExtensionSlots {
+        let host = &self.core.host;
+        let agent = host.agent_rows.try_lock().ok();
+        let mut slots = SessionExtensionSlots::new();
+        for registered in &host.extensions {
+            let id = &registered.definition.id;
+            let agent_rows = agent.as_ref().and_then(|rows| rows.get(id));
+            let view = StateView {
+                session: Some(self.rows_of(id)),
+                agent: agent_rows,
+            };
+            if let Some(slot) = host.slot(registered, view) {
+                slots.insert(id.clone(), slot);
+            }
+        }
+        slots
+    }
+
+    /// Prompt sections and tool modules every running extension contributes to a run.
+    pub(super) fn contributions(&self, origin: Option<&Origin>) -> (Vec<String>, Vec<Module>) {
+        let host = &self.core.host;
+        let agent = host.agent_rows.try_lock().ok();
+        let mut sections = Vec::new();
+        let mut modules = Vec::new();
+        for registered in &host.extensions {
+            let id = &registered.definition.id;
+            let wants_prompt = registered.grants.has(Grant::Prompt);
+            let wants_tools = registered.grants.has(Grant::Tools);
+            if host.stopped(id).is_some() || !(wants_prompt || wants_tools) {
+                continue;
+            }
+            let agent_rows = agent.as_ref().and_then(|rows| rows.get(id));
+            let context = RunContext {
+                session_id: &self.header.id,
+                origin,
+                state: StateView {
+                    session: Some(self.rows_of(id)),
+                    agent: agent_rows,
+                },
+            };
+            let tools = ToolTx {
+                mailbox: self.mailbox.clone(),
+                extension_id: id.clone(),
+            };
+            let extension = registered.extension.clone();
+            let contributed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                extension.contribute(&context, tools)
+            }));
+            let Ok(contribution) = contributed else {
+                tracing::warn!(extension = %id, "contribute panicked; this run goes without it");
+                continue;
+            };
+            if wants_prompt && let Some(section) = contribution.prompt_section {
+                sections.push(bound_prompt_section(&section));
+            }
+            if wants_tools && let Some(module) = contribution.tools {
+                modules.push(module);
+            }
+        }
+        (sections, modules)
+    }
+
+    /// The command ids and origins of a run's commands, for settled hooks.
+    pub(super) fn origin_of(&self, command_id: &CommandId) -> Option<Origin> {
+        self.origins.get(command_id).cloned()
+    }
+}

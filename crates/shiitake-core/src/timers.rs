@@ -1,0 +1,163 @@
+//! The timer scheduler: one task per Agent that sleeps until the next due timer.
+//!
+//! It wakes when the soonest timer comes due, when a transaction sets or clears
+//! a timer, or when the Agent closes; there is no polling loop. Each firing is
+//! claimed by the transaction that runs its hook (the claim moves a cadence to
+//! its next time or deletes a one-shot timer, and fails if another scheduler
+//! claimed it first), so a timer fires once, also after a restart: overdue
+//! timers fire when the Agent opens.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use shiitake_protocol::ShiitakeError;
+use tokio::sync::oneshot;
+
+use crate::agent::AgentCore;
+use crate::clock::now_ms;
+use crate::extension::host::{Failure, Host, Place, run_hook};
+use crate::extension::{FiredTimer, Grant, TimerId};
+use crate::owner::Request;
+use crate::store::{Op, TimerRow};
+
+/// Timers fired in one pass before the scheduler looks again.
+const BATCH: usize = 64;
+/// Wait after a pass in which some firing failed (storage trouble), so a broken
+/// timer cannot spin the scheduler.
+const AFTER_FAILURE: Duration = Duration::from_secs(1);
+
+/// Runs until the Agent closes.
+pub(crate) async fn run(core: Arc<AgentCore>) {
+    loop {
+        let wait = match core.store.next_timer().await {
+            Ok(Some(timer)) if timer.due_at <= now_ms() => {
+                if fire_due(&core).await {
+                    continue;
+                }
+                Some(AFTER_FAILURE)
+            }
+            Ok(Some(timer)) => Some(Duration::from_millis(timer.due_at - now_ms())),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, "timer scheduler could not read timers");
+                Some(AFTER_FAILURE)
+            }
+        };
+        let sleep = async {
+            match wait {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = core.closing.cancelled() => return,
+            () = core.host.timers_changed.notified() => {}
+            () = sleep => {}
+        }
+    }
+}
+
+/// Fires every timer due now; `false` when some firing failed.
+async fn fire_due(core: &Arc<AgentCore>) -> bool {
+    let due = match core.store.due_timers(now_ms(), BATCH).await {
+        Ok(due) => due,
+        Err(error) => {
+            tracing::warn!(%error, "timer scheduler could not read due timers");
+            return false;
+        }
+    };
+    let mut all_fired = true;
+    for timer in due {
+        let id = timer.id.clone();
+        if let Err(error) = fire(core, timer).await {
+            // A conflict means another scheduler claimed it: that is the point.
+            if error.code != shiitake_protocol::ErrorCode::Conflict {
+                tracing::warn!(%error, timer = %id, "timer did not fire");
+                all_fired = false;
+            }
+        }
+    }
+    all_fired
+}
+
+async fn fire(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
+    match timer.session_id.clone() {
+        Some(session_id) => {
+            let mailbox = core.owners.mailbox(core, &session_id);
+            let (reply, answer) = oneshot::channel();
+            mailbox
+                .send(Request::FireTimer(timer, reply))
+                .await
+                .map_err(|_| ShiitakeError::unavailable("the Session's owner stopped"))?;
+            answer
+                .await
+                .map_err(|_| ShiitakeError::unavailable("the Session's owner stopped"))?
+        }
+        None => fire_agent_timer(core, timer).await,
+    }
+}
+
+/// Fires an Agent-scope timer: its hook sees Agent state only.
+async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
+    let next = match &timer.cadence {
+        Some(cadence) => Some(
+            crate::extension::tx_next_cron(cadence, timer.due_at.max(now_ms()))
+                .map_err(|error| ShiitakeError::internal(error.to_string()))?,
+        ),
+        None => None,
+    };
+    let mut ops = vec![Op::ClaimTimer {
+        id: timer.id.clone(),
+        due_at: timer.due_at,
+        next,
+    }];
+    let Some(registered) = core.host.find(&timer.extension_id) else {
+        return Ok(core.store.commit(ops).await?);
+    };
+    if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Timers) {
+        return Ok(());
+    }
+    let mut agent_rows = core.host.agent_rows.lock().await;
+    let rows = agent_rows
+        .get(&timer.extension_id)
+        .cloned()
+        .unwrap_or_default();
+    let empty = Default::default();
+    let place = Place {
+        session_id: None,
+        session_rows: &empty,
+        agent_rows: &rows,
+        now: now_ms(),
+    };
+    let fired = FiredTimer {
+        id: TimerId(timer.id.clone()),
+        session_id: None,
+        payload: timer.payload.clone(),
+        due_at: timer.due_at,
+    };
+    match run_hook(registered, &place, |extension, tx| {
+        extension.on_timer(tx, &fired)
+    }) {
+        Ok(finished) => {
+            ops.extend(finished.ops);
+            core.store.commit(ops).await?;
+            crate::extension::host::apply_writes(
+                agent_rows.entry(timer.extension_id.clone()).or_default(),
+                finished.agent_writes,
+            );
+            if finished.timers_changed {
+                core.host.timers_changed.notify_one();
+            }
+        }
+        Err(failure) => {
+            let reason = match failure {
+                Failure::Caller(error) => format!("timer hook failed: {error}"),
+                Failure::Stop(reason) => reason,
+            };
+            ops.push(Host::status_op(registered, Some(reason.clone())));
+            core.store.commit(ops).await?;
+            core.host.mark_stopped(&timer.extension_id, Some(reason));
+        }
+    }
+    Ok(())
+}
