@@ -1,0 +1,241 @@
+//! A test extension whose commands exercise every part of the extension host.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shiitake_capabilities::{Module, ModulePath, Operation, OperationName};
+use shiitake_core::extension::host::ToolTx;
+use shiitake_core::extension::{
+    Contribution, Due, Extension, ExtensionDefinition, FiredTimer, Grants, HookError, Migration,
+    RunContext, Settled, StateScope, StateView, Tx,
+};
+use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
+use shiitake_model::ScriptedModel;
+use shiitake_protocol::catalog::{Catalog, CatalogCommand, CatalogFormat, CatalogScope};
+use shiitake_protocol::{ExtensionId, PromptDelivery};
+
+pub const ID: &str = "test-probe";
+
+/// The probe; `section` is the prompt section it contributes.
+pub struct Probe {
+    definition: ExtensionDefinition,
+    pub section: String,
+}
+
+impl Probe {
+    pub fn new() -> Self {
+        Self::versioned(1, Vec::new())
+    }
+
+    pub fn versioned(schema_version: u32, migrations: Vec<Migration>) -> Self {
+        Self {
+            definition: ExtensionDefinition {
+                id: ExtensionId::new(ID).unwrap(),
+                namespace: "probe".into(),
+                scopes: vec![StateScope::Session, StateScope::Agent],
+                schema_version,
+                migrations,
+                configuration: json!({}),
+            },
+            section: "Probe context.".into(),
+        }
+    }
+
+    pub fn with_section(mut self, section: String) -> Self {
+        self.section = section;
+        self
+    }
+}
+
+fn count(tx: &Tx<'_>, scope: StateScope, key: &str) -> Result<i64, HookError> {
+    Ok(tx.get::<i64>(scope, "counts", key)?.unwrap_or(0))
+}
+
+fn bump(tx: &mut Tx<'_>, scope: StateScope, key: &str, by: i64) -> Result<i64, HookError> {
+    let next = count(tx, scope, key)? + by;
+    tx.put(scope, "counts", key, &next)?;
+    Ok(next)
+}
+
+impl Extension for Probe {
+    fn definition(&self) -> &ExtensionDefinition {
+        &self.definition
+    }
+
+    fn command(&self, tx: &mut Tx<'_>, command: &str, input: Value) -> Result<Value, HookError> {
+        let arg = |name: &str| input.get(name).cloned().unwrap_or(Value::Null);
+        match command {
+            "add" => {
+                let by = arg("by")
+                    .as_i64()
+                    .ok_or_else(|| HookError::Invalid("`by` must be a number".into()))?;
+                let scope = if tx.session_id().is_some() {
+                    StateScope::Session
+                } else {
+                    StateScope::Agent
+                };
+                Ok(json!(bump(tx, scope, "added", by)?))
+            }
+            "admit" => {
+                let text = arg("text").as_str().unwrap_or("admitted").to_owned();
+                let correlation = arg("correlation").as_str().unwrap_or("probe").to_owned();
+                tx.admit(&text, PromptDelivery::FollowUp, correlation)?;
+                Ok(json!("admitted"))
+            }
+            "fail" => {
+                bump(tx, StateScope::Session, "added", 100)?;
+                tx.admit("should never run", PromptDelivery::FollowUp, "fail")?;
+                Err(HookError::Failed("the probe failed on purpose".into()))
+            }
+            "panic" => {
+                bump(tx, StateScope::Session, "added", 100)?;
+                panic!("the probe panicked on purpose");
+            }
+            "timer" => {
+                let after = arg("afterMs").as_u64().unwrap_or(0);
+                let id = tx.set_timer(
+                    Due::After(Duration::from_millis(after)),
+                    json!({"kind": "test"}),
+                )?;
+                Ok(json!(id.as_str()))
+            }
+            "arm" => {
+                // Agent scope: `count` timers due at once.
+                let count = arg("count").as_u64().unwrap_or(1);
+                let at = arg("atMs").as_u64().unwrap_or(0);
+                for n in 0..count {
+                    tx.set_timer(Due::At(at), json!({"n": n}))?;
+                }
+                Ok(json!(count))
+            }
+            "attention" => {
+                let inbox = arg("inbox").as_bool().unwrap_or(true);
+                tx.raise_attention("question", inbox, "Which option?")?;
+                Ok(Value::Null)
+            }
+            "clear_attention" => {
+                tx.clear_attention("question")?;
+                Ok(Value::Null)
+            }
+            other => Err(HookError::UnknownCommand(other.to_owned())),
+        }
+    }
+
+    fn on_settled(&self, tx: &mut Tx<'_>, settled: &Settled) -> Result<(), HookError> {
+        let correlation = settled.origin.as_ref().map(|o| o.correlation.clone());
+        tx.put(
+            StateScope::Session,
+            "settled",
+            "last",
+            &json!({"outcome": settled.outcome, "correlation": correlation}),
+        )?;
+        bump(tx, StateScope::Session, "settled", 1)?;
+        Ok(())
+    }
+
+    fn on_timer(&self, tx: &mut Tx<'_>, timer: &FiredTimer) -> Result<(), HookError> {
+        match tx.session_id() {
+            Some(_) => {
+                bump(tx, StateScope::Session, "fired", 1)?;
+            }
+            None => {
+                let agent = timer
+                    .payload
+                    .get("agent")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned();
+                tx.put(
+                    StateScope::Agent,
+                    "fired",
+                    &format!("{}-{}", timer.id.as_str(), agent),
+                    &true,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn projection(&self, state: &StateView<'_>) -> Option<Value> {
+        let added: i64 = state
+            .get(StateScope::Session, "counts", "added")
+            .unwrap_or(0);
+        let fired: i64 = state
+            .get(StateScope::Session, "counts", "fired")
+            .unwrap_or(0);
+        let settled: i64 = state
+            .get(StateScope::Session, "counts", "settled")
+            .unwrap_or(0);
+        let bumped: i64 = state
+            .get(StateScope::Session, "counts", "bumped")
+            .unwrap_or(0);
+        let last: Option<Value> = state.get(StateScope::Session, "settled", "last");
+        Some(
+            json!({"added": added, "fired": fired, "settled": settled, "bumped": bumped, "last": last}),
+        )
+    }
+
+    fn contribute(&self, run: &RunContext<'_>, tools: ToolTx) -> Contribution {
+        let directive = match run.origin {
+            Some(origin) if origin.correlation == "continue" => " CONTINUE DIRECTIVE",
+            _ => "",
+        };
+        let bump = Operation::from_fn(
+            OperationName::new("bump").unwrap(),
+            "Bumps the probe counter.",
+            move |_input, _ctx| {
+                let tools = tools.clone();
+                async move {
+                    tools
+                        .run(|tx| Ok(json!(bump(tx, StateScope::Session, "bumped", 1)?)))
+                        .await
+                }
+            },
+        );
+        let module = Module::new(ModulePath::new("probe").unwrap(), "Probe tools.")
+            .with_operation(bump)
+            .unwrap();
+        Contribution {
+            prompt_section: Some(format!("{}{directive}", self.section)),
+            tools: Some(module),
+        }
+    }
+
+    fn catalog(&self) -> Option<Catalog> {
+        Some(Catalog {
+            format: CatalogFormat::V1,
+            extension_id: ExtensionId::new(ID).unwrap(),
+            commands: vec![CatalogCommand {
+                name: "add".into(),
+                summary: "Add to the probe counter".into(),
+                scope: CatalogScope::Session,
+                call: "add".into(),
+                arguments: Vec::new(),
+                steps: Vec::new(),
+            }],
+        })
+    }
+}
+
+/// An Agent with the probe and the given grants on `path`.
+pub async fn agent(path: &Path, model: Arc<ScriptedModel>, probe: Probe, grants: Grants) -> Agent {
+    let store = SqliteStore::open(path, Durability::Normal).await.unwrap();
+    let config: AgentConfig = crate::harness::config(model);
+    Agent::builder(
+        Arc::new(store),
+        Arc::new(shiitake_capabilities::Catalog::new()),
+        config,
+    )
+    .extension(probe, grants)
+    .open()
+    .await
+    .unwrap()
+}
+
+pub fn id() -> ExtensionId {
+    ExtensionId::new(ID).unwrap()
+}
