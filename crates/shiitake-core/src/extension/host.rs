@@ -86,6 +86,8 @@ pub(crate) enum Failure {
 pub(crate) struct Host {
     pub(crate) extensions: Vec<Registered>,
     stopped: Mutex<HashMap<ExtensionId, String>>,
+    /// Stopped because this build cannot read the stored state: resuming cannot help.
+    unreadable: Mutex<std::collections::HashSet<ExtensionId>>,
     /// Agent-scope rows of every extension; the async lock serialises Agent-scope transactions.
     pub(crate) agent_rows: tokio::sync::Mutex<HashMap<ExtensionId, Rows>>,
     /// Woken when a timer is set or cleared, so the scheduler recomputes its sleep.
@@ -121,6 +123,23 @@ impl Host {
             Some(reason) => stopped.insert(id.clone(), reason),
             None => stopped.remove(id),
         };
+    }
+
+    /// Stops an extension whose stored state this build cannot read (until another build opens it).
+    pub(crate) fn mark_unreadable(&self, id: &ExtensionId, reason: String) {
+        self.unreadable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone());
+        self.mark_stopped(id, Some(reason));
+    }
+
+    /// Whether the extension's stored state is unreadable by this build.
+    pub(crate) fn unreadable(&self, id: &ExtensionId) -> bool {
+        self.unreadable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(id)
     }
 
     /// The op that records the extension stopped (or running again).

@@ -38,10 +38,15 @@ pub(crate) async fn open_extensions(core: &AgentCore) -> Result<(), ShiitakeErro
         let definition = &registered.definition;
         let reason = match stored.get(&definition.id) {
             None => None,
-            Some(status) if status.schema_version > definition.schema_version => Some(format!(
-                "stored state is schema version {}, newer than this build's {}",
-                status.schema_version, definition.schema_version
-            )),
+            Some(status) if status.schema_version > definition.schema_version => {
+                // Written by a newer build: refuse it, and leave its status row alone.
+                let reason = format!(
+                    "stored state is schema version {}, newer than this build's {}",
+                    status.schema_version, definition.schema_version
+                );
+                core.host.mark_unreadable(&definition.id, reason);
+                continue;
+            }
             Some(status) if status.schema_version < definition.schema_version => {
                 match migrate(core, registered, status.schema_version).await? {
                     Ok(rows) => {
@@ -49,15 +54,12 @@ pub(crate) async fn open_extensions(core: &AgentCore) -> Result<(), ShiitakeErro
                             extension_id: definition.id.clone(),
                             rows,
                         });
-                        None
+                        status.stopped_reason.clone()
                     }
                     Err(reason) => {
-                        // The rows stay as they were, in the old shape, until a fixed build opens them.
-                        ops.push(Op::PutExtensionStatus(ExtensionStatusRow {
-                            stopped_reason: Some(reason.clone()),
-                            ..status.clone()
-                        }));
-                        core.host.mark_stopped(&definition.id, Some(reason));
+                        // The rows and their status stay as they were, in the old shape,
+                        // until a build that can read them (or a fixed migration) opens them.
+                        core.host.mark_unreadable(&definition.id, reason);
                         continue;
                     }
                 }
@@ -151,6 +153,11 @@ pub(crate) async fn resume(
         .host
         .find(id)
         .ok_or_else(|| ShiitakeError::not_found(format!("no extension {id} in this Agent")))?;
+    if core.host.unreadable(id) {
+        return Err(ShiitakeError::conflict(format!(
+            "extension {id} cannot read its stored state; open it with a build that can"
+        )));
+    }
     if core.host.stopped(id).is_some() {
         core.store
             .commit(vec![Host::status_op(registered, None)])
