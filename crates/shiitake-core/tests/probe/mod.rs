@@ -24,6 +24,10 @@ pub const ID: &str = "test-probe";
 pub struct Probe {
     definition: ExtensionDefinition,
     pub section: String,
+    /// Which Agent this instance runs in, recorded by Agent-scope timer firings.
+    pub name: String,
+    /// How many times an Agent-scope timer hook ran here (committed or not).
+    pub attempts: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Probe {
@@ -42,7 +46,14 @@ impl Probe {
                 configuration: json!({}),
             },
             section: "Probe context.".into(),
+            name: "A".into(),
+            attempts: Arc::default(),
         }
+    }
+
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.to_owned();
+        self
     }
 
     pub fn with_section(mut self, section: String) -> Self {
@@ -143,18 +154,10 @@ impl Extension for Probe {
                 bump(tx, StateScope::Session, "fired", 1)?;
             }
             None => {
-                let agent = timer
-                    .payload
-                    .get("agent")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-                    .to_owned();
-                tx.put(
-                    StateScope::Agent,
-                    "fired",
-                    &format!("{}-{}", timer.id.as_str(), agent),
-                    &true,
-                )?;
+                self.attempts
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let key = format!("{}-{}", timer.id.as_str(), self.name);
+                tx.put(StateScope::Agent, "fired", &key, &true)?;
             }
         }
         Ok(())
