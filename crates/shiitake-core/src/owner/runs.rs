@@ -278,20 +278,7 @@ impl Owner {
         let session_id = self.header.id.clone();
         let mut ops = Vec::new();
         let mut entries = Vec::new();
-        for line in &self.waiting_lines {
-            let entry = self.entry_row(&mut header, None, line.message.clone());
-            ops.push(Op::SetCommandState {
-                session_id: session_id.clone(),
-                command_id: line.command_id.clone(),
-                state: CommandState::Settled,
-                run_id: None,
-            });
-            ops.push(Op::InsertEntry {
-                session_id: session_id.clone(),
-                entry: entry.clone(),
-            });
-            entries.push(entry);
-        }
+        self.waiting_line_rows(&mut header, &mut ops, &mut entries);
         for steer in &steers {
             let entry = self.entry_row(
                 &mut header,
@@ -410,29 +397,38 @@ impl Owner {
         self.adopt(staged, Some(&mut agent_rows)).await;
     }
 
+    /// The rows that append every waiting operator line to the lineage.
+    fn waiting_line_rows(
+        &self,
+        header: &mut SessionHeader,
+        ops: &mut Vec<Op>,
+        entries: &mut Vec<StoredEntry>,
+    ) {
+        for line in &self.waiting_lines {
+            let entry = self.entry_row(header, None, line.message.clone());
+            ops.push(Op::SetCommandState {
+                session_id: self.header.id.clone(),
+                command_id: line.command_id.clone(),
+                state: CommandState::Settled,
+                run_id: None,
+            });
+            ops.push(Op::InsertEntry {
+                session_id: self.header.id.clone(),
+                entry: entry.clone(),
+            });
+            entries.push(entry);
+        }
+    }
+
     /// Appends operator lines that waited for the run to end.
     async fn append_waiting_lines(&mut self) {
         if self.waiting_lines.is_empty() {
             return;
         }
         let mut header = self.next_header();
-        let session_id = self.header.id.clone();
         let mut ops = Vec::new();
         let mut entries = Vec::new();
-        for line in &self.waiting_lines {
-            let entry = self.entry_row(&mut header, None, line.message.clone());
-            ops.push(Op::SetCommandState {
-                session_id: session_id.clone(),
-                command_id: line.command_id.clone(),
-                state: CommandState::Settled,
-                run_id: None,
-            });
-            ops.push(Op::InsertEntry {
-                session_id: session_id.clone(),
-                entry: entry.clone(),
-            });
-            entries.push(entry);
-        }
+        self.waiting_line_rows(&mut header, &mut ops, &mut entries);
         if let Err(error) = self.commit(ops, header).await {
             tracing::error!(%error, "could not append operator lines; they wait for the next open");
             return;
