@@ -4,8 +4,14 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// The workspace root: the parent of this crate's manifest directory.
+///
+/// `cargo run` sets `CARGO_MANIFEST_DIR` for the checkout it runs in; the
+/// compile-time value is only a fallback, since two checkouts may share one
+/// target directory (and so one xtask binary).
 pub fn workspace_root() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }
 

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use crate::clock::now_ms;
 use crate::config::AgentConfig;
 use crate::extension::host::{Host, Registered};
-use crate::extension::{Extension, Grants, lifecycle};
+use crate::extension::{Extension, FilesHandle, Grants, lifecycle};
 use crate::ids;
 use crate::owner::Request;
 use crate::owner::registry::Registry;
@@ -58,7 +58,7 @@ pub struct AgentBuilder {
     store: Arc<dyn Store>,
     tools: Arc<Catalog>,
     config: AgentConfig,
-    extensions: Vec<(Arc<dyn Extension>, Grants)>,
+    extensions: Vec<(Arc<dyn Extension>, Grants, Option<FilesHandle>)>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -73,7 +73,21 @@ impl AgentBuilder {
     /// Adds an extension with exactly these grants.
     #[must_use]
     pub fn extension(mut self, extension: impl Extension, grants: Grants) -> Self {
-        self.extensions.push((Arc::new(extension), grants));
+        self.extensions.push((Arc::new(extension), grants, None));
+        self
+    }
+
+    /// Adds an extension with these grants and a file port its tools may use
+    /// (through [`RunContext::files`](crate::extension::RunContext::files), with the `files` grant).
+    #[must_use]
+    pub fn extension_with_files<F: Send + Sync + 'static>(
+        mut self,
+        extension: impl Extension,
+        grants: Grants,
+        files: Arc<F>,
+    ) -> Self {
+        self.extensions
+            .push((Arc::new(extension), grants, Some(files)));
         self
     }
 
@@ -83,7 +97,7 @@ impl AgentBuilder {
         let registered: Vec<Registered> = self
             .extensions
             .into_iter()
-            .map(|(extension, grants)| {
+            .map(|(extension, grants, files)| {
                 let definition = extension.definition().clone();
                 let revision = definition.revision();
                 Registered {
@@ -91,6 +105,7 @@ impl AgentBuilder {
                     definition,
                     grants,
                     revision,
+                    files,
                 }
             })
             .collect();

@@ -119,3 +119,27 @@ async fn tools_need_their_grant() {
         "the prompt section is still added"
     );
 }
+
+#[tokio::test]
+async fn files_need_their_grant() {
+    let prompt_with = |grants: Grants| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Arc::new(ScriptedModel::new(Script::new(vec![Turn::text("ok")])));
+        let agent =
+            probe::agent_with_files(&dir.path().join("agent.db"), model.clone(), grants).await;
+        let session = new_session(&agent).await;
+        let command = send(&session, "hi").await;
+        terminal_of(&session, &command).await;
+        model.requests()[0].system_prompt.clone()
+    };
+    assert!(
+        prompt_with(Grants::all())
+            .await
+            .contains("[files: the host's files]")
+    );
+    assert!(
+        prompt_with(Grants::all().without(Grant::Files))
+            .await
+            .contains("[files: not granted: files]")
+    );
+}

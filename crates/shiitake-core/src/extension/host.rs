@@ -42,6 +42,7 @@ pub(crate) struct Registered {
     pub(crate) definition: ExtensionDefinition,
     pub(crate) grants: Grants,
     pub(crate) revision: String,
+    pub(crate) files: Option<super::FilesHandle>,
 }
 
 /// A prompt an extension admitted, to be accepted with the transaction.

@@ -20,6 +20,8 @@ pub mod host;
 pub(crate) mod lifecycle;
 mod tx;
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use shiitake_capabilities::Module;
 use shiitake_protocol::catalog::Catalog;
@@ -72,7 +74,7 @@ pub struct FiredTimer {
 }
 
 /// What a run sees of the extension host when it starts; captured once per run.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RunContext<'a> {
     /// The Session.
     pub session_id: &'a SessionId,
@@ -80,6 +82,40 @@ pub struct RunContext<'a> {
     pub origin: Option<&'a Origin>,
     /// The extension's committed state.
     pub state: StateView<'a>,
+    pub(crate) files: Option<&'a FilesHandle>,
+    pub(crate) grants: &'a Grants,
+}
+
+/// A file port the host hands an extension (such as a Knapsack `Files`), type-erased
+/// so core does not depend on any one implementation.
+pub type FilesHandle = Arc<dyn std::any::Any + Send + Sync>;
+
+impl RunContext<'_> {
+    /// The file port the host gave this extension, for its tool handlers.
+    ///
+    /// Fails with `NotGranted(Files)` without the grant, and `Invalid` when the host
+    /// gave none or one of another type.
+    pub fn files<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, HookError> {
+        if !self.grants.has(Grant::Files) {
+            return Err(HookError::NotGranted(Grant::Files));
+        }
+        let handle = self
+            .files
+            .ok_or_else(|| HookError::Invalid("the host gave no file port".into()))?;
+        handle
+            .clone()
+            .downcast::<T>()
+            .map_err(|_| HookError::Invalid("the host's file port is of another type".into()))
+    }
+}
+
+impl std::fmt::Debug for RunContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("session_id", &self.session_id)
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What an extension adds to one run.

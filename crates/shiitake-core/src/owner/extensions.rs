@@ -426,6 +426,8 @@ impl Owner {
             }
             let agent_rows = agent.as_ref().and_then(|rows| rows.get(id));
             let context = RunContext {
+                files: registered.files.as_ref(),
+                grants: &registered.grants,
                 session_id: &self.header.id,
                 origin,
                 state: StateView {

@@ -202,8 +202,12 @@ impl Extension for Probe {
         let module = Module::new(ModulePath::new("probe").unwrap(), "Probe tools.")
             .with_operation(bump)
             .unwrap();
+        let files = match run.files::<String>() {
+            Ok(port) => format!("[files: {port}] "),
+            Err(error) => format!("[files: {error}] "),
+        };
         Contribution {
-            prompt_section: Some(format!("{}{directive}", self.section)),
+            prompt_section: Some(format!("{files}{}{directive}", self.section)),
             tools: Some(module),
         }
     }
@@ -234,6 +238,25 @@ pub async fn agent(path: &Path, model: Arc<ScriptedModel>, probe: Probe, grants:
         config,
     )
     .extension(probe, grants)
+    .open()
+    .await
+    .unwrap()
+}
+
+/// An Agent with the probe, the given grants, and a file port (a string) for it.
+pub async fn agent_with_files(path: &Path, model: Arc<ScriptedModel>, grants: Grants) -> Agent {
+    let store = SqliteStore::open(path, Durability::Normal).await.unwrap();
+    let config: AgentConfig = crate::harness::config(model);
+    Agent::builder(
+        Arc::new(store),
+        Arc::new(shiitake_capabilities::Catalog::new()),
+        config,
+    )
+    .extension_with_files(
+        Probe::new(),
+        grants,
+        Arc::new("the host's files".to_owned()),
+    )
     .open()
     .await
     .unwrap()
