@@ -30,13 +30,22 @@ const PROMPTS: usize = 400;
 const CALLERS: usize = 64;
 const IDLE_SESSIONS: usize = 10_000;
 
+/// `SHIITAKE_BENCH_DURABILITY=normal` measures both sides with `synchronous = NORMAL`
+/// (no fsync per commit), which isolates the CPU cost of acceptance.
+fn durability() -> (Durability, SqliteSynchronous) {
+    match std::env::var("SHIITAKE_BENCH_DURABILITY").as_deref() {
+        Ok("normal") => (Durability::Normal, SqliteSynchronous::Normal),
+        _ => (Durability::Full, SqliteSynchronous::Full),
+    }
+}
+
 async fn raw_commits_per_second(dir: &Path) -> f64 {
     let options = SqliteConnectOptions::from_str("sqlite://")
         .unwrap()
         .filename(dir.join("raw.db"))
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Full);
+        .synchronous(durability().1);
     let mut conn = options.connect().await.unwrap();
     sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY, payload TEXT NOT NULL)")
         .execute(&mut conn)
@@ -56,7 +65,7 @@ async fn raw_commits_per_second(dir: &Path) -> f64 {
 }
 
 async fn agent(dir: &Path, idle: Duration) -> Agent {
-    let store = SqliteStore::open(&dir.join("agent.db"), Durability::Full)
+    let store = SqliteStore::open(&dir.join("agent.db"), durability().0)
         .await
         .unwrap();
     let never = Turn::new(vec![Step::DelayMs(600_000), Step::Text("late".into())]);
