@@ -150,3 +150,45 @@ async fn two_schedulers_racing_fire_each_timer_once() {
     a.close().await.unwrap();
     b.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_cron_cadence_fires_again_and_again_until_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.db");
+    let agent = probe::agent(&path, model(), probe::Probe::new(), Grants::all()).await;
+    let session = new_session(&agent).await;
+    session
+        .call_extension(&probe::id(), "cron", json!({"expression": "* * * * * *"}))
+        .await
+        .unwrap();
+    let fired_twice = wait_for(
+        &session,
+        |snapshot| fired(snapshot).filter(|n| *n >= 2),
+        |frame| match frame {
+            SessionFrame::Update(update) => match update.extensions.get(&probe::id()) {
+                Some(ExtensionSlotV0::Running { value }) => {
+                    value["fired"].as_i64().filter(|n| *n >= 2)
+                }
+                _ => None,
+            },
+            _ => None,
+        },
+    )
+    .await;
+    assert!(fired_twice >= 2);
+    let mut conn = SqliteConnectOptions::from_str("sqlite://")
+        .unwrap()
+        .filename(&path)
+        .connect()
+        .await
+        .unwrap();
+    let cadence: Option<String> = sqlx::query_scalar("SELECT cadence FROM timers")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        cadence.as_deref(),
+        Some("* * * * * *"),
+        "a cadence stays, moved to its next time"
+    );
+}

@@ -114,6 +114,14 @@ impl Extension for Probe {
                 )?;
                 Ok(json!(id.as_str()))
             }
+            "cron" => {
+                let expression = arg("expression")
+                    .as_str()
+                    .unwrap_or("* * * * * *")
+                    .to_owned();
+                let id = tx.set_timer(Due::Cron(expression), json!({"kind": "cadence"}))?;
+                Ok(json!(id.as_str()))
+            }
             "arm" => {
                 // Agent scope: `count` timers due at once.
                 let count = arg("count").as_u64().unwrap_or(1);
