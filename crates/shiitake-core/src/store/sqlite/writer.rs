@@ -65,20 +65,158 @@ async fn commit_group<'a>(
     conn: &mut SqliteConnection,
     groups: impl Iterator<Item = &'a [Op]>,
 ) -> Result<(), StoreError> {
-    let mut tx = conn.begin().await?;
+    let mut batch = Vec::new();
     for ops in groups {
         for op in ops {
-            apply(&mut tx, op).await?;
+            statements(&mut batch, op)?;
+        }
+    }
+    if batch.iter().any(|stmt| stmt.claim) {
+        commit_stepwise(conn, &batch).await
+    } else {
+        commit_fused(conn, &batch).await
+    }
+}
+
+/// The whole transaction as one multi-statement query: one hand-off to SQLite's
+/// worker thread instead of one per statement (about twice the commit rate).
+async fn commit_fused(conn: &mut SqliteConnection, batch: &[Stmt]) -> Result<(), StoreError> {
+    let mut sql = String::from("BEGIN;\n");
+    for stmt in batch {
+        sql.push_str(stmt.sql);
+        sql.push_str(";\n");
+    }
+    sql.push_str("COMMIT;");
+    let mut query = sqlx::query(&sql);
+    for stmt in batch {
+        for value in &stmt.binds {
+            query = value.bind_to(query);
+        }
+    }
+    if let Err(error) = query.execute(&mut *conn).await {
+        // A statement failed before COMMIT: close the transaction it left open.
+        if let Err(rollback) = sqlx::query("ROLLBACK").execute(&mut *conn).await {
+            tracing::trace!(%rollback, "nothing to roll back");
+        }
+        return Err(error.into());
+    }
+    Ok(())
+}
+
+/// One statement at a time, for batches with a claim whose row count decides the commit.
+async fn commit_stepwise(conn: &mut SqliteConnection, batch: &[Stmt]) -> Result<(), StoreError> {
+    let mut tx = conn.begin().await?;
+    for stmt in batch {
+        let mut query = sqlx::query(stmt.sql);
+        for value in &stmt.binds {
+            query = value.bind_to(query);
+        }
+        let done = query.execute(&mut *tx).await?;
+        if stmt.claim && done.rows_affected() != 1 {
+            return Err(StoreError::Conflict(
+                "a timer was already claimed".to_owned(),
+            ));
         }
     }
     tx.commit().await?;
     Ok(())
 }
 
-async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
+/// A value bound to one statement parameter.
+enum Bind {
+    Text(String),
+    Int(i64),
+    Null,
+    Bool(bool),
+}
+
+impl Bind {
+    fn bind_to<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+    ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
+        match self {
+            Bind::Text(text) => query.bind(text.as_str()),
+            Bind::Int(value) => query.bind(*value),
+            Bind::Null => query.bind(None::<String>),
+            Bind::Bool(value) => query.bind(*value),
+        }
+    }
+}
+
+impl From<&str> for Bind {
+    fn from(value: &str) -> Self {
+        Bind::Text(value.to_owned())
+    }
+}
+
+impl From<&String> for Bind {
+    fn from(value: &String) -> Self {
+        Bind::Text(value.clone())
+    }
+}
+
+impl From<String> for Bind {
+    fn from(value: String) -> Self {
+        Bind::Text(value)
+    }
+}
+
+impl From<i64> for Bind {
+    fn from(value: i64) -> Self {
+        Bind::Int(value)
+    }
+}
+
+impl From<bool> for Bind {
+    fn from(value: bool) -> Self {
+        Bind::Bool(value)
+    }
+}
+
+impl<T: Into<Bind>> From<Option<T>> for Bind {
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Bind::Null, Into::into)
+    }
+}
+
+/// One statement of a batch, with its parameters.
+struct Stmt {
+    sql: &'static str,
+    binds: Vec<Bind>,
+    /// The statement must change exactly one row, or the commit fails.
+    claim: bool,
+}
+
+impl Stmt {
+    fn new(sql: &'static str) -> Self {
+        Self {
+            sql,
+            binds: Vec::new(),
+            claim: false,
+        }
+    }
+
+    fn bind(mut self, value: impl Into<Bind>) -> Self {
+        self.binds.push(value.into());
+        self
+    }
+
+    fn claiming(mut self) -> Self {
+        self.claim = true;
+        self
+    }
+
+    fn push(self, batch: &mut Vec<Stmt>) {
+        batch.push(self);
+    }
+}
+
+/// Appends the statements of one op to `batch`.
+fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreError> {
     match op {
         Op::CreateSession { header, request_id } => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO sessions (id, create_request_id, created_at, last_activity_at, \
                  settled_at, title, head_sequence, leaf_entry_id, lineage_epoch, \
                  model_preference, inbox_state, inbox_rank) \
@@ -96,11 +234,10 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(preference_json(header)?)
             .bind(inbox_state_str(header.inbox_state))
             .bind(i64::from(inbox_rank(header.inbox_state)))
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::PutHeader(header) => {
-            sqlx::query(
+            Stmt::new(
                 "UPDATE sessions SET last_activity_at = ?, settled_at = ?, title = ?, \
                  head_sequence = ?, leaf_entry_id = ?, lineage_epoch = ?, model_preference = ?, \
                  inbox_state = ?, inbox_rank = ? WHERE id = ?",
@@ -115,14 +252,12 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(inbox_state_str(header.inbox_state))
             .bind(i64::from(inbox_rank(header.inbox_state)))
             .bind(header.id.as_str())
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::DeleteSession { session_id } => {
-            sqlx::query("DELETE FROM sessions WHERE id = ?")
+            Stmt::new("DELETE FROM sessions WHERE id = ?")
                 .bind(session_id.as_str())
-                .execute(&mut *conn)
-                .await?;
+                .push(batch);
         }
         Op::PutExtensionRow {
             extension_id,
@@ -132,7 +267,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             key,
             value,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO extension_rows (extension_id, scope, scope_id, collection, key, value) \
                  VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (extension_id, scope, scope_id, collection, key) \
                  DO UPDATE SET value = excluded.value",
@@ -143,8 +278,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(collection)
             .bind(key)
             .bind(value.to_string())
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::DeleteExtensionRow {
             extension_id,
@@ -153,7 +287,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             collection,
             key,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "DELETE FROM extension_rows WHERE extension_id = ? AND scope = ? AND scope_id = ? \
                  AND collection = ? AND key = ?",
             )
@@ -162,16 +296,14 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(scope_id)
             .bind(collection)
             .bind(key)
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::ReplaceExtensionRows { extension_id, rows } => {
-            sqlx::query("DELETE FROM extension_rows WHERE extension_id = ?")
+            Stmt::new("DELETE FROM extension_rows WHERE extension_id = ?")
                 .bind(extension_id.as_str())
-                .execute(&mut *conn)
-                .await?;
+                .push(batch);
             for row in rows {
-                sqlx::query(
+                Stmt::new(
                     "INSERT INTO extension_rows (extension_id, scope, scope_id, collection, key, value) \
                      VALUES (?, ?, ?, ?, ?, ?)",
                 )
@@ -181,12 +313,11 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
                 .bind(&row.collection)
                 .bind(&row.key)
                 .bind(row.value.to_string())
-                .execute(&mut *conn)
-                .await?;
+                .push(batch);
             }
         }
         Op::PutExtensionStatus(status) => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO extension_status (extension_id, revision, schema_version, stopped_reason) \
                  VALUES (?, ?, ?, ?) ON CONFLICT (extension_id) DO UPDATE SET revision = excluded.revision, \
                  schema_version = excluded.schema_version, stopped_reason = excluded.stopped_reason",
@@ -195,8 +326,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(&status.revision)
             .bind(i64::from(status.schema_version))
             .bind(status.stopped_reason.as_deref())
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::PutExtensionRequest {
             extension_id,
@@ -205,7 +335,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             payload,
             response,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO extension_requests (extension_id, scope_id, request_id, payload, response) \
                  VALUES (?, ?, ?, ?, ?)",
             )
@@ -214,8 +344,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(request_id)
             .bind(payload)
             .bind(response.to_string())
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::PutAttention {
             session_id,
@@ -224,7 +353,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             inbox,
             text,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO attention (session_id, extension_id, kind, inbox, text) VALUES (?, ?, ?, ?, ?) \
                  ON CONFLICT (session_id, extension_id, kind) DO UPDATE SET inbox = excluded.inbox, \
                  text = excluded.text",
@@ -234,25 +363,23 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(kind)
             .bind(*inbox)
             .bind(text)
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::DeleteAttention {
             session_id,
             extension_id,
             kind,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "DELETE FROM attention WHERE session_id = ? AND extension_id = ? AND kind = ?",
             )
             .bind(session_id.as_str())
             .bind(extension_id.as_str())
             .bind(kind)
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::PutTimer(timer) => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO timers (id, extension_id, session_id, due_at, cadence, payload) \
                  VALUES (?, ?, ?, ?, ?, ?)",
             )
@@ -262,45 +389,32 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(int(timer.due_at))
             .bind(timer.cadence.as_deref())
             .bind(timer.payload.to_string())
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::DeleteTimer { extension_id, id } => {
-            sqlx::query("DELETE FROM timers WHERE id = ? AND extension_id = ?")
+            Stmt::new("DELETE FROM timers WHERE id = ? AND extension_id = ?")
                 .bind(id)
                 .bind(extension_id.as_str())
-                .execute(&mut *conn)
-                .await?;
+                .push(batch);
         }
         Op::ClaimTimer { id, due_at, next } => {
-            let claimed = match next {
-                Some(next) => {
-                    sqlx::query("UPDATE timers SET due_at = ? WHERE id = ? AND due_at = ?")
-                        .bind(int(*next))
-                        .bind(id)
-                        .bind(int(*due_at))
-                        .execute(&mut *conn)
-                        .await?
-                }
-                None => {
-                    sqlx::query("DELETE FROM timers WHERE id = ? AND due_at = ?")
-                        .bind(id)
-                        .bind(int(*due_at))
-                        .execute(&mut *conn)
-                        .await?
-                }
+            // A claim must change exactly one row; `commit_stepwise` checks it.
+            let claim = match next {
+                Some(next) => Stmt::new("UPDATE timers SET due_at = ? WHERE id = ? AND due_at = ?")
+                    .bind(int(*next))
+                    .bind(id)
+                    .bind(int(*due_at)),
+                None => Stmt::new("DELETE FROM timers WHERE id = ? AND due_at = ?")
+                    .bind(id)
+                    .bind(int(*due_at)),
             };
-            if claimed.rows_affected() != 1 {
-                return Err(StoreError::Conflict(format!(
-                    "timer {id} was already claimed"
-                )));
-            }
+            claim.claiming().push(batch);
         }
         Op::InsertCommand {
             session_id,
             command,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO commands (session_id, id, request_id, kind, payload, \
                  accepted_sequence, state, run_id, recoveries, origin) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -315,8 +429,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(command.run_id.as_ref().map(|r| r.as_str()))
             .bind(i64::from(command.recoveries))
             .bind(command.origin.as_ref().map(|o| o.to_string()))
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::SetCommandState {
             session_id,
@@ -324,7 +437,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             state,
             run_id,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "UPDATE commands SET state = ?, run_id = COALESCE(?, run_id) \
                  WHERE session_id = ? AND id = ?",
             )
@@ -332,25 +445,23 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(run_id.as_ref().map(|r| r.as_str()))
             .bind(session_id.as_str())
             .bind(command_id.as_str())
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::CountRecovery {
             session_id,
             command_id,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "UPDATE commands SET recoveries = recoveries + 1 WHERE session_id = ? AND id = ?",
             )
             .bind(session_id.as_str())
             .bind(command_id.as_str())
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::InsertEntry { session_id, entry } => {
             let message = serde_json::to_string(&entry.message)
                 .map_err(|error| StoreError::Corrupt(format!("message: {error}")))?;
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO entries (session_id, id, parent_id, sequence, command_id, message) \
                  VALUES (?, ?, ?, ?, ?, ?)",
             )
@@ -360,14 +471,13 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(int(entry.sequence))
             .bind(entry.command_id.as_ref().map(|c| c.as_str()))
             .bind(message)
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::InsertCompaction {
             session_id,
             compaction,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO compactions (session_id, id, commit_sequence, first_kept_entry, \
                  precedes_sequence, at, summary) VALUES (?, ?, ?, ?, ?, ?, ?)",
             )
@@ -378,14 +488,13 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(int(compaction.precedes_sequence))
             .bind(int(compaction.at))
             .bind(&compaction.summary)
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::InsertSandboxFailure {
             session_id,
             failure,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO sandbox_failures (session_id, id, sequence, at, capability, message) \
                  VALUES (?, ?, ?, ?, ?, ?)",
             )
@@ -395,14 +504,13 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(int(failure.at))
             .bind(&failure.capability)
             .bind(&failure.message)
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
         Op::InsertTerminal {
             session_id,
             terminal,
         } => {
-            sqlx::query(
+            Stmt::new(
                 "INSERT INTO terminals (session_id, command_id, outcome, sequence, diagnostic, \
                  anchor_entry) VALUES (?, ?, ?, ?, ?, ?)",
             )
@@ -412,8 +520,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<(), StoreError> {
             .bind(int(terminal.sequence))
             .bind(terminal.diagnostic.as_deref())
             .bind(terminal.anchor.as_ref().map(|a| a.as_str()))
-            .execute(&mut *conn)
-            .await?;
+            .push(batch);
         }
     }
     Ok(())
