@@ -178,7 +178,13 @@ async fn main() {
     let raw = raw_commits_per_second(dir.path()).await;
     let agent = agent(dir.path(), Duration::from_secs(60)).await;
     let one = one_caller(&agent).await;
-    let many = many_callers(&agent).await;
+    let mut many = many_callers(&agent).await;
+    if std::env::var("SHIITAKE_BENCH_PROFILE_MANY").is_ok() {
+        // For `perf record`: repeat the many-callers phase so it dominates the profile.
+        for _ in 0..10 {
+            many = many_callers(&agent).await;
+        }
+    }
     agent.close().await.unwrap();
     let idle_dir = tempfile::tempdir().unwrap();
     let (per_session, live) = idle_memory(idle_dir.path()).await;
