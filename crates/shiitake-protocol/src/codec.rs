@@ -40,6 +40,21 @@ fn parse<T: serde::de::DeserializeOwned>(
     serde_json::from_str(value).map_err(|source| DecodeError { what, source })
 }
 
+/// The phrase every length-bound refusal carries ("... more than the 128-byte limit").
+pub const TOO_LONG_MARKER: &str = "-byte limit";
+
+/// The canonical failure for input that did not decode: `too_large` when a length
+/// bound refused a value (serde keeps only the message of a [`BoundError`](crate::BoundError)),
+/// `invalid` otherwise. Servers use it for bodies, paths and queries.
+pub fn decode_failure(what: &str, detail: &str) -> ShiitakeError {
+    let message = format!("{what} does not decode: {detail}");
+    if detail.contains(TOO_LONG_MARKER) {
+        ShiitakeError::too_large(message)
+    } else {
+        ShiitakeError::invalid(message)
+    }
+}
+
 /// Parses one serialized command acceptance.
 pub fn parse_accepted(value: &str) -> Result<Accepted, DecodeError> {
     parse("Accepted", value)

@@ -66,3 +66,32 @@ fn every_error_code_has_its_wire_string() {
         );
     }
 }
+
+#[test]
+fn decode_failures_say_too_large_for_length_bounds_only() {
+    let too_long_id = format!(
+        r#"{{"type":"fork","entryId":"{}"}}"#,
+        "e".repeat(BoundedId::MAX_BYTES + 1)
+    );
+    let error = serde_json::from_str::<SessionCommand>(&too_long_id).unwrap_err();
+    assert!(
+        error.to_string().contains(codec::TOO_LONG_MARKER),
+        "{error}"
+    );
+    assert_eq!(
+        codec::decode_failure("the body", &error.to_string()).code,
+        ErrorCode::TooLarge
+    );
+    let bad_char =
+        serde_json::from_str::<SessionCommand>(r#"{"type":"fork","entryId":"a b"}"#).unwrap_err();
+    assert_eq!(
+        codec::decode_failure("the body", &bad_char.to_string()).code,
+        ErrorCode::Invalid
+    );
+    let unknown =
+        serde_json::from_str::<SessionCommand>(&long.replace("abort", "jump")).unwrap_err();
+    assert_eq!(
+        codec::decode_failure("the body", &unknown.to_string()).code,
+        ErrorCode::Invalid
+    );
+}

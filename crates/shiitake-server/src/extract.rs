@@ -10,14 +10,9 @@ use crate::error::HttpError;
 /// Largest request body accepted, in bytes: a 128 KiB prompt whose JSON escaping doubled it.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 
-/// A bound refused while decoding reads "... more than the N-byte limit"; that is `too_large`.
+/// `too_large` when a length bound refused a value, else `invalid` (the protocol decides).
 fn decode_failure(what: &str, detail: &str) -> HttpError {
-    let message = format!("{what} does not decode: {detail}");
-    if detail.contains("-byte limit") {
-        HttpError(ShiitakeError::too_large(message))
-    } else {
-        HttpError(ShiitakeError::invalid(message))
-    }
+    HttpError(shiitake_protocol::codec::decode_failure(what, detail))
 }
 
 /// A JSON request body of at most [`MAX_BODY_BYTES`], decoded into `T`.
