@@ -65,60 +65,86 @@ async fn commit_group<'a>(
     conn: &mut SqliteConnection,
     groups: impl Iterator<Item = &'a [Op]>,
 ) -> Result<(), StoreError> {
-    let mut batch = Vec::new();
+    let mut requests = Vec::new();
     for ops in groups {
+        let mut batch = Vec::new();
         for op in ops {
             statements(&mut batch, op)?;
         }
+        requests.push(batch);
     }
-    if batch.iter().any(|stmt| stmt.claim) {
-        commit_stepwise(conn, &batch).await
-    } else {
-        commit_fused(conn, &batch).await
+    let result = match requests.as_slice() {
+        [only] if !only.iter().any(|stmt| stmt.claim) => {
+            // One request: the whole transaction in one query, one hand-off.
+            run_fused(conn, "BEGIN;\n", only, "COMMIT;").await
+        }
+        _ => commit_requests(conn, &requests).await,
+    };
+    if result.is_err() {
+        // A statement failed before COMMIT: close the transaction it left open.
+        if let Err(rollback) = sqlx::query("ROLLBACK").execute(&mut *conn).await {
+            tracing::trace!(%rollback, "nothing to roll back");
+        }
     }
+    result
 }
 
-/// The whole transaction as one multi-statement query: one hand-off to SQLite's
-/// worker thread instead of one per statement (about twice the commit rate).
-async fn commit_fused(conn: &mut SqliteConnection, batch: &[Stmt]) -> Result<(), StoreError> {
-    let mut sql = String::from("BEGIN;\n");
+/// Several requests in one transaction: each request's statements as one query, so the
+/// prepared statement of a request's shape is reused from group to group.
+async fn commit_requests(
+    conn: &mut SqliteConnection,
+    requests: &[Vec<Stmt>],
+) -> Result<(), StoreError> {
+    sqlx::query("BEGIN").execute(&mut *conn).await?;
+    for batch in requests {
+        if batch.iter().any(|stmt| stmt.claim) {
+            run_stepwise(conn, batch).await?;
+        } else {
+            run_fused(conn, "", batch, "").await?;
+        }
+    }
+    sqlx::query("COMMIT").execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// Runs `batch` as one multi-statement query between `before` and `after`: one
+/// hand-off to SQLite's worker thread instead of one per statement.
+async fn run_fused(
+    conn: &mut SqliteConnection,
+    before: &str,
+    batch: &[Stmt],
+    after: &str,
+) -> Result<(), StoreError> {
+    let mut sql = String::from(before);
     for stmt in batch {
         sql.push_str(stmt.sql);
         sql.push_str(";\n");
     }
-    sql.push_str("COMMIT;");
+    sql.push_str(after);
     let mut query = sqlx::query(&sql);
     for stmt in batch {
         for value in &stmt.binds {
             query = value.bind_to(query);
         }
     }
-    if let Err(error) = query.execute(&mut *conn).await {
-        // A statement failed before COMMIT: close the transaction it left open.
-        if let Err(rollback) = sqlx::query("ROLLBACK").execute(&mut *conn).await {
-            tracing::trace!(%rollback, "nothing to roll back");
-        }
-        return Err(error.into());
-    }
+    query.execute(&mut *conn).await?;
     Ok(())
 }
 
-/// One statement at a time, for batches with a claim whose row count decides the commit.
-async fn commit_stepwise(conn: &mut SqliteConnection, batch: &[Stmt]) -> Result<(), StoreError> {
-    let mut tx = conn.begin().await?;
+/// One statement at a time, inside an open transaction, checking claims.
+async fn run_stepwise(conn: &mut SqliteConnection, batch: &[Stmt]) -> Result<(), StoreError> {
     for stmt in batch {
         let mut query = sqlx::query(stmt.sql);
         for value in &stmt.binds {
             query = value.bind_to(query);
         }
-        let done = query.execute(&mut *tx).await?;
+        let done = query.execute(&mut *conn).await?;
         if stmt.claim && done.rows_affected() != 1 {
             return Err(StoreError::Conflict(
                 "a timer was already claimed".to_owned(),
             ));
         }
     }
-    tx.commit().await?;
     Ok(())
 }
 
