@@ -101,3 +101,34 @@ fn a_wrong_token_is_refused() {
     let error = String::from_utf8_lossy(&output.stderr);
     assert!(error.contains("not_granted"), "{error}");
 }
+
+#[test]
+fn a_retried_model_call_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = script(
+        dir.path(),
+        &json!({"model": "scripted", "turns": [
+            {"steps": [{"fail": {"status": 503, "message": "the provider is overloaded"}}]},
+            {"steps": [{"text": "Here after one retry."}]}
+        ]}),
+    );
+    let serve = Serve::start(
+        &dir.path().join("data"),
+        dir.path(),
+        free_port(),
+        Some(&model),
+    );
+    let output = serve.chat("hello?\n", Duration::from_secs(60));
+    let printed = stdout(&output);
+    let retry = printed
+        .lines()
+        .find(|line| line.starts_with("[retry]"))
+        .unwrap_or_else(|| panic!("no retry notice in:\n{printed}"));
+    assert!(retry.starts_with("[retry] attempt 2/"), "{retry}");
+    assert!(retry.contains("overloaded"), "{retry}");
+    assert!(
+        printed.contains("assistant: Here after one retry."),
+        "{printed}"
+    );
+    assert!(printed.contains("[run completed]"), "{printed}");
+}
