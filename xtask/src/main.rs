@@ -2,6 +2,7 @@
 //!
 //! Each command is a module with one `run` function; this file only dispatches.
 
+mod bench;
 mod local_model;
 mod pack;
 mod stranger;
@@ -13,6 +14,7 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
+  bench        run every benchmark (core acceptance and observation, SSE latency)
   pack         package every publishable crate and check each package's file list
   stranger     build a consumer outside the workspace against the packaged crates only
   local-model  build (or reuse) and start the local OpenAI-compatible model server
@@ -23,6 +25,7 @@ fn main() -> ExitCode {
     let command = args.next();
     let rest: Vec<String> = args.collect();
     let result = match command.as_deref() {
+        Some("bench") => bench::run(&rest),
         Some("pack") => pack::run(&rest).map(|_| ()),
         Some("stranger") => stranger::run(&rest),
         Some("local-model") => local_model::run(&rest),

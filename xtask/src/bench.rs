@@ -1,0 +1,29 @@
+//! `cargo xtask bench`: every benchmark of the workspace, each printing its ratios.
+//!
+//! Runs the bench targets (`cargo bench --workspace`: the core's acceptance and
+//! observation benches) and the server's SSE latency example in release mode. Each
+//! prints ratios measured within its own run; `docs/benchmarks.md` records them.
+
+use std::process::Command;
+
+use crate::util::{run_checked, workspace_root};
+
+/// Runs the benchmarks; extra arguments go to `cargo bench`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let root = workspace_root();
+    run_checked(
+        Command::new(&cargo)
+            .current_dir(&root)
+            .args(["bench", "--workspace"])
+            .args(args),
+    )?;
+    run_checked(Command::new(&cargo).current_dir(&root).args([
+        "run",
+        "--release",
+        "-p",
+        "shiitake-server",
+        "--example",
+        "sse_latency",
+    ]))
+}
