@@ -117,11 +117,8 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
     if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Timers) {
         return Ok(());
     }
-    let mut agent_rows = core.host.agent_rows.lock().await;
-    let rows = agent_rows
-        .get(&timer.extension_id)
-        .cloned()
-        .unwrap_or_default();
+    let _serialised = core.host.agent_transactions.lock().await;
+    let rows = core.host.agent_rows_of(&timer.extension_id);
     let empty = Default::default();
     let place = Place {
         session_id: None,
@@ -141,10 +138,8 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         Ok(finished) => {
             ops.extend(finished.ops);
             core.store.commit(ops).await?;
-            crate::extension::host::apply_writes(
-                agent_rows.entry(timer.extension_id.clone()).or_default(),
-                finished.agent_writes,
-            );
+            core.host
+                .apply_agent_writes(&timer.extension_id, finished.agent_writes);
             if finished.timers_changed {
                 core.host.timers_changed.notify_one();
             }

@@ -89,8 +89,11 @@ pub(crate) struct Host {
     stopped: Mutex<HashMap<ExtensionId, String>>,
     /// Stopped because this build cannot read the stored state: resuming cannot help.
     unreadable: Mutex<std::collections::HashSet<ExtensionId>>,
-    /// Agent-scope rows of every extension; the async lock serialises Agent-scope transactions.
-    pub(crate) agent_rows: tokio::sync::Mutex<HashMap<ExtensionId, Rows>>,
+    /// Committed Agent-scope rows of every extension; readers never wait on a commit.
+    agent_rows: std::sync::RwLock<HashMap<ExtensionId, Rows>>,
+    /// Held for the whole of a transaction that may write Agent-scope rows, so they
+    /// serialise while readers keep reading the committed rows.
+    pub(crate) agent_transactions: tokio::sync::Mutex<()>,
     /// Woken when a timer is set or cleared, so the scheduler recomputes its sleep.
     pub(crate) timers_changed: tokio::sync::Notify,
 }
@@ -141,6 +144,32 @@ impl Host {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .contains(id)
+    }
+
+    /// A copy of one extension's committed Agent-scope rows.
+    pub(crate) fn agent_rows_of(&self, id: &ExtensionId) -> Rows {
+        let rows = self
+            .agent_rows
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        rows.get(id).cloned().unwrap_or_default()
+    }
+
+    /// Every extension's committed Agent-scope rows, for synchronous readers (never
+    /// hold it across an await).
+    pub(crate) fn agent_read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<ExtensionId, Rows>> {
+        self.agent_rows
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Applies committed Agent-scope writes (the caller holds `agent_transactions`).
+    pub(crate) fn apply_agent_writes(&self, id: &ExtensionId, writes: Writes) {
+        let mut rows = self
+            .agent_rows
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        apply_writes(rows.entry(id.clone()).or_default(), writes);
     }
 
     /// The op that records the extension stopped (or running again).

@@ -9,7 +9,7 @@ use shiitake_protocol::catalog::{CatalogEntry, SessionCatalogs};
 use shiitake_protocol::{ExtensionId, ExtensionRunState, ExtensionStatusV0, ShiitakeError};
 
 use super::definition::MigrationTx;
-use super::host::{Failure, Host, Place, Registered, apply_writes, run_hook};
+use super::host::{Failure, Host, Place, Registered, run_hook};
 use super::{Grant, HookError, StateScope};
 use crate::agent::AgentCore;
 use crate::clock::now_ms;
@@ -72,13 +72,10 @@ pub(crate) async fn open_extensions(core: &AgentCore) -> Result<(), ShiitakeErro
     if !ops.is_empty() {
         store.commit(ops).await?;
     }
-    let mut agent_rows = core.host.agent_rows.lock().await;
     for (id, row) in store.extension_rows(None, Some("")).await? {
         if row.scope == "agent" {
-            agent_rows
-                .entry(id)
-                .or_default()
-                .insert((row.collection, row.key), row.value);
+            let write = ((row.collection, row.key), Some(row.value));
+            core.host.apply_agent_writes(&id, vec![write]);
         }
     }
     Ok(())
@@ -204,8 +201,8 @@ pub(crate) async fn call_agent_command(
             None => {}
         }
     }
-    let mut agent_rows = core.host.agent_rows.lock().await;
-    let rows = agent_rows.get(id).cloned().unwrap_or_default();
+    let _serialised = core.host.agent_transactions.lock().await;
+    let rows = core.host.agent_rows_of(id);
     let empty = Default::default();
     let place = Place {
         session_id: None,
@@ -229,10 +226,7 @@ pub(crate) async fn call_agent_command(
                 });
             }
             core.store.commit(ops).await?;
-            apply_writes(
-                agent_rows.entry(id.clone()).or_default(),
-                finished.agent_writes,
-            );
+            core.host.apply_agent_writes(id, finished.agent_writes);
             if finished.timers_changed {
                 core.host.timers_changed.notify_one();
             }

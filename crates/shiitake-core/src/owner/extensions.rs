@@ -108,18 +108,13 @@ impl Owner {
     }
 
     /// Adopts what a committed transaction staged.
-    pub(super) async fn adopt(
-        &mut self,
-        staged: Staged,
-        agent_rows: Option<&mut HashMap<ExtensionId, Rows>>,
-    ) {
+    /// The caller holds `agent_transactions` since before the transaction ran.
+    pub(super) async fn adopt(&mut self, staged: Staged) {
         for (id, writes) in staged.session_writes {
             apply_writes(self.extension_rows.entry(id).or_default(), writes);
         }
-        if let Some(agent_rows) = agent_rows {
-            for (id, writes) in staged.agent_writes {
-                apply_writes(agent_rows.entry(id).or_default(), writes);
-            }
+        for (id, writes) in staged.agent_writes {
+            self.core.host.apply_agent_writes(&id, writes);
         }
         for (id, kind, change) in staged.attention {
             match change {
@@ -176,8 +171,8 @@ impl Owner {
                 "extension {id} is stopped: {reason}"
             )));
         }
-        let mut agent_rows = core.host.agent_rows.lock().await;
-        let agent = agent_rows.get(id).cloned().unwrap_or_default();
+        let _serialised = core.host.agent_transactions.lock().await;
+        let agent = core.host.agent_rows_of(id);
         let place = Place {
             session_id: Some(&self.header.id),
             session_rows: self.rows_of(id),
@@ -213,7 +208,7 @@ impl Owner {
         take(&mut header);
         header.inbox_state = self.inbox_state_with(&staged);
         self.commit(ops, header).await?;
-        self.adopt(staged, Some(&mut agent_rows)).await;
+        self.adopt(staged).await;
         Ok(value)
     }
 
@@ -338,11 +333,8 @@ impl Owner {
         {
             return Ok(());
         }
-        let mut agent_rows = core.host.agent_rows.lock().await;
-        let agent = agent_rows
-            .get(&timer.extension_id)
-            .cloned()
-            .unwrap_or_default();
+        let _serialised = core.host.agent_transactions.lock().await;
+        let agent = core.host.agent_rows_of(&timer.extension_id);
         let place = Place {
             session_id: Some(&self.header.id),
             session_rows: self.rows_of(&timer.extension_id),
@@ -370,7 +362,7 @@ impl Owner {
         take(&mut header);
         header.inbox_state = self.inbox_state_with(&staged);
         self.commit(ops, header).await?;
-        self.adopt(staged, Some(&mut agent_rows)).await;
+        self.adopt(staged).await;
         Ok(())
     }
 
@@ -395,11 +387,11 @@ impl Owner {
     /// The extension slots of this Session for snapshots and frames.
     pub(super) fn slots(&self) -> SessionExtensionSlots {
         let host = &self.core.host;
-        let agent = host.agent_rows.try_lock().ok();
+        let agent = host.agent_read();
         let mut slots = SessionExtensionSlots::new();
         for registered in &host.extensions {
             let id = &registered.definition.id;
-            let agent_rows = agent.as_ref().and_then(|rows| rows.get(id));
+            let agent_rows = agent.get(id);
             let view = StateView {
                 session: Some(self.rows_of(id)),
                 agent: agent_rows,
@@ -414,7 +406,7 @@ impl Owner {
     /// Prompt sections and tool modules every running extension contributes to a run.
     pub(super) fn contributions(&self, origin: Option<&Origin>) -> (Vec<String>, Vec<Module>) {
         let host = &self.core.host;
-        let agent = host.agent_rows.try_lock().ok();
+        let agent = host.agent_read();
         let mut sections = Vec::new();
         let mut modules = Vec::new();
         for registered in &host.extensions {
@@ -424,7 +416,7 @@ impl Owner {
             if host.stopped(id).is_some() || !(wants_prompt || wants_tools) {
                 continue;
             }
-            let agent_rows = agent.as_ref().and_then(|rows| rows.get(id));
+            let agent_rows = agent.get(id);
             let context = RunContext {
                 files: registered.files.as_ref(),
                 grants: &registered.grants,

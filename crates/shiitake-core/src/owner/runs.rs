@@ -353,7 +353,7 @@ impl Owner {
         diagnostic: Option<String>,
     ) {
         let core = self.core.clone();
-        let mut agent_rows = core.host.agent_rows.lock().await;
+        let _serialised = core.host.agent_transactions.lock().await;
         let mut header = self.next_header();
         let session_id = self.header.id.clone();
         let mut ops = Vec::new();
@@ -378,7 +378,10 @@ impl Owner {
             origin: self.origin_of(command_id),
         };
         let mut staged = Staged::default();
-        self.settled_hooks(&settled, &agent_rows, &mut header, &mut ops, &mut staged);
+        {
+            let agent_rows = core.host.agent_read();
+            self.settled_hooks(&settled, &agent_rows, &mut header, &mut ops, &mut staged);
+        }
         let previous = self.last_outcome.replace(outcome);
         header.settled_at = Some(now_ms());
         header.inbox_state = self.inbox_state_with(&staged);
@@ -394,7 +397,7 @@ impl Owner {
         self.progress = None;
         self.refresh_activity();
         self.publish_changes(Vec::new(), terminals);
-        self.adopt(staged, Some(&mut agent_rows)).await;
+        self.adopt(staged).await;
     }
 
     /// The rows that append every waiting operator line to the lineage.
