@@ -333,13 +333,6 @@ pub trait Store: Send + Sync + 'static {
         request_id: &RequestId,
     ) -> Result<Option<StoredCommand>, StoreError>;
 
-    /// A command by id.
-    async fn command(
-        &self,
-        session_id: &SessionId,
-        command_id: &CommandId,
-    ) -> Result<Option<StoredCommand>, StoreError>;
-
     /// An entry by id.
     async fn entry(
         &self,
@@ -377,13 +370,6 @@ pub trait Store: Send + Sync + 'static {
         after: u64,
         up_to: u64,
         limit: usize,
-    ) -> Result<Vec<StoredTerminal>, StoreError>;
-
-    /// Terminals of the given commands.
-    async fn terminals_of(
-        &self,
-        session_id: &SessionId,
-        command_ids: &[CommandId],
     ) -> Result<Vec<StoredTerminal>, StoreError>;
 
     /// Every compaction of a Session, oldest first (there are few).

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use shiitake_protocol::{CommandId, EntryId, RequestId, SessionId};
+use shiitake_protocol::{EntryId, RequestId, SessionId};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -190,21 +190,6 @@ impl Store for SqliteStore {
         row.map(CommandRow::decode).transpose()
     }
 
-    async fn command(
-        &self,
-        session_id: &SessionId,
-        command_id: &CommandId,
-    ) -> Result<Option<StoredCommand>, StoreError> {
-        let row: Option<CommandRow> = sqlx::query_as(&format!(
-            "SELECT {COMMAND_COLUMNS} FROM commands WHERE session_id = ? AND id = ?"
-        ))
-        .bind(session_id.as_str())
-        .bind(command_id.as_str())
-        .fetch_optional(&self.reads)
-        .await?;
-        row.map(CommandRow::decode).transpose()
-    }
-
     async fn entry(
         &self,
         session_id: &SessionId,
@@ -297,27 +282,6 @@ impl Store for SqliteStore {
         .fetch_all(&self.reads)
         .await?;
         rows.into_iter().map(TerminalRow::decode).collect()
-    }
-
-    async fn terminals_of(
-        &self,
-        session_id: &SessionId,
-        command_ids: &[CommandId],
-    ) -> Result<Vec<StoredTerminal>, StoreError> {
-        let mut terminals = Vec::with_capacity(command_ids.len());
-        for command_id in command_ids {
-            let row: Option<TerminalRow> = sqlx::query_as(&format!(
-                "SELECT {TERMINAL_COLUMNS} FROM terminals WHERE session_id = ? AND command_id = ?"
-            ))
-            .bind(session_id.as_str())
-            .bind(command_id.as_str())
-            .fetch_optional(&self.reads)
-            .await?;
-            if let Some(row) = row {
-                terminals.push(row.decode()?);
-            }
-        }
-        Ok(terminals)
     }
 
     async fn compactions(
