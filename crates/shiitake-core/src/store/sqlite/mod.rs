@@ -375,14 +375,30 @@ impl Store for SqliteStore {
         extension_id: Option<&ExtensionId>,
         scope_id: Option<&str>,
     ) -> Result<Vec<(ExtensionId, ExtensionRow)>, StoreError> {
-        let rows: Vec<ExtensionRowRow> = sqlx::query_as(
-            "SELECT extension_id, scope, scope_id, collection, key, value FROM extension_rows \
-             WHERE (?1 IS NULL OR extension_id = ?1) AND (?2 IS NULL OR scope_id = ?2)",
-        )
-        .bind(extension_id.map(|e| e.as_str()))
-        .bind(scope_id)
-        .fetch_all(&self.reads)
-        .await?;
+        // One query per shape, so each uses its index (the primary key leads with the
+        // extension, `extension_rows_by_scope` with the scope id).
+        macro_rules! select {
+            ($where:literal) => {
+                concat!(
+                    "SELECT extension_id, scope, scope_id, collection, key, value ",
+                    "FROM extension_rows",
+                    $where
+                )
+            };
+        }
+        let query = match (extension_id, scope_id) {
+            (Some(extension_id), Some(scope_id)) => {
+                sqlx::query_as(select!(" WHERE extension_id = ? AND scope_id = ?"))
+                    .bind(extension_id.as_str())
+                    .bind(scope_id)
+            }
+            (Some(extension_id), None) => {
+                sqlx::query_as(select!(" WHERE extension_id = ?")).bind(extension_id.as_str())
+            }
+            (None, Some(scope_id)) => sqlx::query_as(select!(" WHERE scope_id = ?")).bind(scope_id),
+            (None, None) => sqlx::query_as(select!("")),
+        };
+        let rows: Vec<ExtensionRowRow> = query.fetch_all(&self.reads).await?;
         rows.into_iter().map(ExtensionRowRow::decode).collect()
     }
 
