@@ -5,12 +5,20 @@
 //!   the same SQLite settings (WAL, `synchronous = FULL`);
 //! - acceptances/s of 64 concurrent callers (one Session each) vs one caller
 //!   (group commit);
+//! - CPU time per acceptance in each phase;
 //! - resident memory per idle stored Session after 10,000 were created, touched
 //!   and left to idle out.
 //!
+//! A disk's fsync time drifts by a factor of two within seconds, so the phases
+//! are interleaved in short chunks ([`ROUNDS`] rounds of raw, one caller, many
+//! callers) and each rate is the total count over the total time of its chunks:
+//! every ratio compares phases that saw the same disk. The range of the
+//! per-round ratios is printed beside it.
+//!
 //! The model never answers (its one turn waits for ten minutes), so each
 //! Session's first prompt starts a run that stays open and every other prompt
-//! only queues: what is measured is acceptance, not model time.
+//! only queues: what is measured is acceptance, not model time. That first
+//! prompt is sent before timing starts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,14 +28,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shiitake_capabilities::Catalog;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, LocalSession, SqliteStore};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::{AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-use sqlx::{ConnectOptions, Connection};
+use sqlx::{ConnectOptions, Connection, SqliteConnection};
 
-const PROMPTS: usize = 400;
+/// Interleaved rounds of the three phases.
+const ROUNDS: usize = 30;
+/// Commits of the raw loop, and prompts of the one caller, per round.
+const CHUNK: usize = 50;
 const CALLERS: usize = 64;
+/// Prompts each of the many callers sends per round.
+const PER_CALLER: usize = 4;
 const IDLE_SESSIONS: usize = 10_000;
 
 /// `SHIITAKE_BENCH_DURABILITY=normal` measures both sides with `synchronous = NORMAL`
@@ -39,7 +52,7 @@ fn durability() -> (Durability, SqliteSynchronous) {
     }
 }
 
-async fn raw_commits_per_second(dir: &Path) -> f64 {
+async fn raw_connection(dir: &Path) -> SqliteConnection {
     let options = SqliteConnectOptions::from_str("sqlite://")
         .unwrap()
         .filename(dir.join("raw.db"))
@@ -51,8 +64,13 @@ async fn raw_commits_per_second(dir: &Path) -> f64 {
         .execute(&mut conn)
         .await
         .unwrap();
+    conn
+}
+
+/// `count` raw commits; returns the time they took.
+async fn raw_commits(conn: &mut SqliteConnection, count: usize) -> Duration {
     let started = Instant::now();
-    for n in 0..PROMPTS {
+    for n in 0..count {
         let mut tx = conn.begin().await.unwrap();
         sqlx::query("INSERT INTO t (payload) VALUES (?)")
             .bind(format!("{{\"type\":\"prompt\",\"text\":\"prompt {n}\"}}"))
@@ -61,7 +79,7 @@ async fn raw_commits_per_second(dir: &Path) -> f64 {
             .unwrap();
         tx.commit().await.unwrap();
     }
-    PROMPTS as f64 / started.elapsed().as_secs_f64()
+    started.elapsed()
 }
 
 async fn agent(dir: &Path, idle: Duration) -> Agent {
@@ -77,43 +95,46 @@ async fn agent(dir: &Path, idle: Duration) -> Agent {
         .unwrap()
 }
 
-async fn one_caller(agent: &Agent) -> f64 {
+async fn send(session: &LocalSession, n: usize) {
+    session
+        .send(
+            PromptText::new(format!("prompt {n}")).unwrap(),
+            SendOptions::default(),
+        )
+        .await
+        .unwrap();
+}
+
+/// A new Session whose run is already open (its first prompt was sent).
+async fn warm_session(agent: &Agent, name: String) -> LocalSession {
     let id = agent
-        .create_session(RequestId::new("one-caller").unwrap())
+        .create_session(RequestId::new(name).unwrap())
         .await
         .unwrap();
     let session = agent.session(id);
-    let started = Instant::now();
-    for n in 0..PROMPTS {
-        session
-            .send(
-                PromptText::new(format!("prompt {n}")).unwrap(),
-                SendOptions::default(),
-            )
-            .await
-            .unwrap();
-    }
-    PROMPTS as f64 / started.elapsed().as_secs_f64()
+    send(&session, 0).await;
+    session
 }
 
-async fn many_callers(agent: &Agent) -> f64 {
-    let mut sessions = Vec::new();
-    for caller in 0..CALLERS {
-        let id = agent
-            .create_session(RequestId::new(format!("caller-{caller}")).unwrap())
-            .await
-            .unwrap();
-        sessions.push(agent.session(id));
+/// One caller sends `count` prompts, each after the last was accepted.
+async fn one_caller(session: &LocalSession, count: usize) -> Duration {
+    let started = Instant::now();
+    for n in 0..count {
+        send(session, n).await;
     }
-    let per_caller = PROMPTS * 4 / CALLERS;
+    started.elapsed()
+}
+
+/// Every Session's caller sends [`PER_CALLER`] prompts, all callers at once.
+async fn many_callers(sessions: &[LocalSession]) -> Duration {
     let started = Instant::now();
     let tasks: Vec<_> = sessions
-        .into_iter()
+        .iter()
+        .cloned()
         .map(|session| {
             tokio::spawn(async move {
-                for n in 0..per_caller {
-                    let text = PromptText::new(format!("prompt {n}")).unwrap();
-                    session.send(text, SendOptions::default()).await.unwrap();
+                for n in 0..PER_CALLER {
+                    send(&session, n).await;
                 }
             })
         })
@@ -121,7 +142,24 @@ async fn many_callers(agent: &Agent) -> f64 {
     for task in tasks {
         task.await.unwrap();
     }
-    (per_caller * CALLERS) as f64 / started.elapsed().as_secs_f64()
+    started.elapsed()
+}
+
+/// CPU time (user + system) this process has used so far, from `/proc/self/stat`.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |n: usize| {
+        fields
+            .get(n)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn resident_bytes() -> u64 {
@@ -172,31 +210,121 @@ async fn idle_memory(dir: &Path) -> (f64, usize) {
     (per_session, live)
 }
 
+fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    values.fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), v| {
+        (low.min(v), high.max(v))
+    })
+}
+
+/// One phase's chunks: how long each took, and the CPU it used.
+#[derive(Default)]
+struct Phase {
+    chunks: Vec<Duration>,
+    cpu: f64,
+}
+
+impl Phase {
+    async fn time<F: std::future::Future<Output = Duration>>(&mut self, chunk: F) {
+        let cpu = cpu_seconds();
+        self.chunks.push(chunk.await);
+        self.cpu += cpu_seconds() - cpu;
+    }
+
+    fn rate(&self, per_chunk: usize) -> f64 {
+        let total: Duration = self.chunks.iter().sum();
+        (per_chunk * self.chunks.len()) as f64 / total.as_secs_f64()
+    }
+
+    fn cpu_micros(&self, per_chunk: usize) -> f64 {
+        self.cpu * 1e6 / (per_chunk * self.chunks.len()) as f64
+    }
+
+    /// Per-round ratios of this phase's rate to `other`'s.
+    fn ratios<'a>(
+        &'a self,
+        per_chunk: usize,
+        other: &'a Phase,
+        other_per_chunk: usize,
+    ) -> impl Iterator<Item = f64> + 'a {
+        self.chunks
+            .iter()
+            .zip(&other.chunks)
+            .map(move |(mine, theirs)| {
+                (per_chunk as f64 / mine.as_secs_f64())
+                    / (other_per_chunk as f64 / theirs.as_secs_f64())
+            })
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let raw = raw_commits_per_second(dir.path()).await;
+    let mut conn = raw_connection(dir.path()).await;
     let agent = agent(dir.path(), Duration::from_secs(60)).await;
-    let one = one_caller(&agent).await;
-    let mut many = many_callers(&agent).await;
-    if std::env::var("SHIITAKE_BENCH_PROFILE_MANY").is_ok() {
-        // For `perf record`: repeat the many-callers phase so it dominates the profile.
-        for _ in 0..10 {
-            many = many_callers(&agent).await;
+    let many_count = CALLERS * PER_CALLER;
+    if let Ok(phase) = std::env::var("SHIITAKE_BENCH_PROFILE") {
+        // For `perf record`: repeat one phase so it dominates the profile, and stop.
+        for round in 0..ROUNDS {
+            let (count, took) = match phase.as_str() {
+                "raw" => (CHUNK * 8, raw_commits(&mut conn, CHUNK * 8).await),
+                "one" => {
+                    let session = warm_session(&agent, format!("profile-{round}")).await;
+                    (CHUNK * 8, one_caller(&session, CHUNK * 8).await)
+                }
+                _ => {
+                    let mut sessions = Vec::new();
+                    for caller in 0..CALLERS {
+                        sessions
+                            .push(warm_session(&agent, format!("profile-{round}-{caller}")).await);
+                    }
+                    (many_count, many_callers(&sessions).await)
+                }
+            };
+            println!(
+                "{phase}: {:.0} per second",
+                count as f64 / took.as_secs_f64()
+            );
         }
+        agent.close().await.unwrap();
+        return;
+    }
+    let (mut raw, mut one, mut many) = (Phase::default(), Phase::default(), Phase::default());
+    for round in 0..ROUNDS {
+        let single = warm_session(&agent, format!("one-{round}")).await;
+        let mut sessions = Vec::with_capacity(CALLERS);
+        for caller in 0..CALLERS {
+            sessions.push(warm_session(&agent, format!("many-{round}-{caller}")).await);
+        }
+        raw.time(raw_commits(&mut conn, CHUNK)).await;
+        one.time(one_caller(&single, CHUNK)).await;
+        many.time(many_callers(&sessions)).await;
     }
     agent.close().await.unwrap();
     let idle_dir = tempfile::tempdir().unwrap();
     let (per_session, live) = idle_memory(idle_dir.path()).await;
 
-    println!("raw sqlx insert+commit:        {raw:>9.0} commits/s");
+    let (one_low, one_high) = range(one.ratios(CHUNK, &raw, CHUNK));
+    let (many_low, many_high) = range(many.ratios(many_count, &one, CHUNK));
+    println!("{ROUNDS} interleaved rounds; per-round ratios in brackets");
     println!(
-        "durable acceptance, 1 caller:  {one:>9.0} prompts/s  ratio vs raw {:.2}x (target >= 0.8x)",
-        one / raw
+        "raw sqlx insert+commit:         {:>9.0} commits/s",
+        raw.rate(CHUNK)
     );
     println!(
-        "durable acceptance, {CALLERS} callers: {many:>9.0} prompts/s  ratio vs 1 caller {:.2}x (target >= 5x)",
-        many / one
+        "durable acceptance, 1 caller:   {:>9.0} prompts/s  ratio vs raw {:.2}x [{one_low:.2}-{one_high:.2}] (target >= 0.8x)",
+        one.rate(CHUNK),
+        one.rate(CHUNK) / raw.rate(CHUNK)
+    );
+    println!(
+        "durable acceptance, {CALLERS} callers: {:>9.0} prompts/s  ratio vs 1 caller {:.2}x [{many_low:.2}-{many_high:.2}] (target >= 5x)",
+        many.rate(many_count),
+        many.rate(many_count) / one.rate(CHUNK)
+    );
+    println!(
+        "CPU per acceptance: raw {:.0} µs, 1 caller {:.0} µs, {CALLERS} callers {:.0} µs",
+        raw.cpu_micros(CHUNK),
+        one.cpu_micros(CHUNK),
+        many.cpu_micros(many_count)
     );
     println!(
         "resident memory per idle stored Session after {IDLE_SESSIONS}: {per_session:.0} bytes ({live} owners still live)"

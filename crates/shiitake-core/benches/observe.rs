@@ -39,6 +39,7 @@ fn header(id: &SessionId, messages: usize, at: u64) -> SessionHeader {
         epoch: 0,
         model_preference: None,
         inbox_state: SessionInboxState::Done,
+        open_from: None,
     }
 }
 

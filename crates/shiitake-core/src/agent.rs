@@ -206,6 +206,7 @@ impl AgentApi for Agent {
             epoch: 0,
             model_preference: None,
             inbox_state: SessionInboxState::Done,
+            open_from: None,
         };
         let session_id = header.id.clone();
         let created = store

@@ -8,7 +8,7 @@ impl From<StoreError> for ShiitakeError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Closed => ShiitakeError::unavailable("the Agent is closing"),
-            StoreError::Database(_) | StoreError::Migration(_) => {
+            StoreError::Database(_) | StoreError::Write { .. } | StoreError::Migration(_) => {
                 ShiitakeError::unavailable(format!("storage failed: {error}"))
             }
             StoreError::Corrupt(_) => ShiitakeError::internal(error.to_string()),

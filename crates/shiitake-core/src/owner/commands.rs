@@ -290,6 +290,7 @@ impl Owner {
             epoch: 0,
             model_preference: self.header.model_preference.clone(),
             inbox_state: SessionInboxState::Done,
+            open_from: None,
         };
         let mut ops = vec![Op::CreateSession {
             header,

@@ -11,7 +11,7 @@ mod observe;
 pub(crate) mod registry;
 mod runs;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -173,6 +173,8 @@ pub(crate) struct Owner {
     attention: BTreeMap<(ExtensionId, String), (bool, String)>,
     /// Who admitted each open command, when an extension did.
     origins: HashMap<CommandId, crate::extension::Origin>,
+    /// Every command not yet settled, as committed: the header's `open_from` is its first.
+    open: BTreeSet<CommandId>,
     /// Created with the first subscriber, so an owner nobody watches costs no buffer.
     publisher: Option<broadcast::Sender<Published>>,
     mailbox: mpsc::Sender<Request>,
@@ -199,10 +201,13 @@ impl Owner {
             extension_rows: HashMap::new(),
             attention: BTreeMap::new(),
             origins: HashMap::new(),
+            open: BTreeSet::new(),
             publisher: None,
             mailbox,
         };
         for command in loaded.open_commands {
+            // Even a command that does not decode stays open: the watermark must not pass it.
+            owner.open.insert(command.id.clone());
             owner.restore(command);
         }
         owner
@@ -318,11 +323,14 @@ impl Owner {
     async fn commit_raw(
         &mut self,
         mut ops: Vec<Op>,
-        header: SessionHeader,
+        mut header: SessionHeader,
     ) -> Result<(), StoreError> {
+        let change = OpenChange::of(&ops);
+        header.open_from = change.first_open(&self.open);
         ops.push(Op::PutHeader(header.clone()));
         self.core.store.commit(ops).await?;
         self.header = header;
+        change.apply(&mut self.open);
         Ok(())
     }
 
@@ -409,6 +417,55 @@ impl Owner {
         {
             tracing::trace!(session = %self.header.id, "published with no subscriber");
         }
+    }
+}
+
+/// Commands a commit opens (`true`) or settles (`false`), in op order: the last word wins.
+struct OpenChange(Vec<(CommandId, bool)>);
+
+impl OpenChange {
+    fn of(ops: &[Op]) -> Self {
+        let changes = ops.iter().filter_map(|op| match op {
+            Op::InsertCommand { command, .. } => {
+                (command.state != CommandState::Settled).then(|| (command.id.clone(), true))
+            }
+            Op::SetCommandState {
+                command_id, state, ..
+            } => Some((command_id.clone(), *state != CommandState::Settled)),
+            _ => None,
+        });
+        Self(changes.collect())
+    }
+
+    /// The lowest open command id once this change is applied to `open`, without copying it.
+    fn first_open(&self, open: &BTreeSet<CommandId>) -> Option<CommandId> {
+        let kept = open.iter().find(|id| self.last(id) != Some(false));
+        let opened = self
+            .0
+            .iter()
+            .filter(|(id, _)| self.last(id) == Some(true))
+            .map(|(id, _)| id)
+            .min();
+        kept.into_iter().chain(opened).min().cloned()
+    }
+
+    fn apply(self, open: &mut BTreeSet<CommandId>) {
+        for (id, opened) in self.0 {
+            if opened {
+                open.insert(id);
+            } else {
+                open.remove(&id);
+            }
+        }
+    }
+
+    /// Whether `id` is open after this commit, if the commit says.
+    fn last(&self, id: &CommandId) -> Option<bool> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(changed, _)| changed == id)
+            .map(|(_, open)| *open)
     }
 }
 
@@ -512,6 +569,32 @@ fn refuse_all(
                 }
             }
             Request::Run(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn id(n: u8) -> CommandId {
+        CommandId::new(format!("cmd_{n:03}")).unwrap()
+    }
+
+    proptest! {
+        /// The watermark written with a commit is the first open id after it, whatever
+        /// the commit opens and settles and in whatever order.
+        #[test]
+        fn first_open_is_the_lowest_open_id_after_the_commit(
+            before in proptest::collection::btree_set(0u8..40, 0..12),
+            changes in proptest::collection::vec((0u8..40, any::<bool>()), 0..12),
+        ) {
+            let mut open: BTreeSet<CommandId> = before.iter().copied().map(id).collect();
+            let change = OpenChange(changes.iter().map(|&(n, o)| (id(n), o)).collect());
+            let first = change.first_open(&open);
+            change.apply(&mut open);
+            prop_assert_eq!(first, open.first().cloned());
         }
     }
 }

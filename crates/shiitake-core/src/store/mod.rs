@@ -25,6 +25,14 @@ pub enum StoreError {
     /// The database refused or failed the operation.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
+    /// The database refused or failed a write.
+    #[error("database write: {message}")]
+    Write {
+        /// What SQLite said.
+        message: String,
+        /// A unique index refused the write (an idempotency key already used).
+        unique: bool,
+    },
     /// Migrations could not be applied.
     #[error("migration: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
@@ -42,7 +50,11 @@ pub enum StoreError {
 impl StoreError {
     /// Whether a unique index refused the write (an idempotency key already used).
     pub fn is_unique_violation(&self) -> bool {
-        matches!(self, StoreError::Database(sqlx::Error::Database(error)) if error.is_unique_violation())
+        match self {
+            StoreError::Database(sqlx::Error::Database(error)) => error.is_unique_violation(),
+            StoreError::Write { unique, .. } => *unique,
+            _ => false,
+        }
     }
 }
 
@@ -69,6 +81,10 @@ pub struct SessionHeader {
     pub model_preference: Option<ModelPreference>,
     /// Inbox state, kept current so listing needs no derivation.
     pub inbox_state: SessionInboxState,
+    /// The lowest id of a command still open (pending or running), `None` when
+    /// nothing is: loading reads commands from here, never the settled history
+    /// before it. The owner keeps it true with every commit.
+    pub open_from: Option<CommandId>,
 }
 
 /// What kind of accepted command a row holds.

@@ -1,7 +1,7 @@
 //! The embedded default store: one SQLite file in WAL mode.
 //!
-//! Reads go through a small pool; every write goes through one writer task
-//! that commits in groups (group commit).
+//! Reads go through a small sqlx pool; every write goes through one writer
+//! thread that commits in groups (group commit).
 
 mod rows;
 mod writer;
@@ -17,8 +17,8 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
+use std::thread::JoinHandle;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 use self::rows::{
     AttentionRowRow, CommandRow, CompactionRow, EntryRow, ExtensionRowRow, SandboxFailureRow,
@@ -42,6 +42,16 @@ pub enum Durability {
     Full,
     /// Commits survive a process crash but may be lost on power loss (`synchronous = NORMAL`).
     Normal,
+}
+
+impl Durability {
+    /// The `synchronous` pragma that gives this durability.
+    fn pragma(self) -> &'static str {
+        match self {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        }
+    }
 }
 
 /// The SQLite store.
@@ -78,12 +88,26 @@ impl SqliteStore {
         sqlx::migrate!("./migrations/sqlite")
             .run_direct(&mut conn)
             .await?;
+        conn.close().await?;
         let reads = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
+        let owned_path = path.to_owned();
+        let conn = tokio::task::spawn_blocking(move || writer::open(&owned_path, durability))
+            .await
+            .map_err(|error| StoreError::Write {
+                message: format!("opening the writer: {error}"),
+                unique: false,
+            })??;
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
-        let task = tokio::spawn(writer::run(conn, receiver));
+        let task = std::thread::Builder::new()
+            .name("shiitake-sqlite-writer".to_owned())
+            .spawn(move || writer::run(conn, receiver))
+            .map_err(|error| StoreError::Write {
+                message: format!("starting the writer thread: {error}"),
+                unique: false,
+            })?;
         Ok(Self {
             reads,
             writer: Mutex::new(Some(sender)),
@@ -100,7 +124,8 @@ impl SqliteStore {
 }
 
 const SESSION_COLUMNS: &str = "id, created_at, last_activity_at, settled_at, title, \
-     head_sequence, leaf_entry_id, lineage_epoch, model_preference, inbox_state, inbox_rank";
+     head_sequence, leaf_entry_id, lineage_epoch, model_preference, inbox_state, inbox_rank, \
+     open_from";
 const COMMAND_COLUMNS: &str =
     "id, request_id, origin, kind, payload, accepted_sequence, state, run_id, recoveries";
 const TERMINAL_COLUMNS: &str = "command_id, outcome, sequence, diagnostic, anchor_entry";
@@ -142,13 +167,21 @@ impl Store for SqliteStore {
         .await?;
         let Some(row) = row else { return Ok(None) };
         let header = row.decode()?;
-        let commands: Vec<CommandRow> = sqlx::query_as(&format!(
-            "SELECT {COMMAND_COLUMNS} FROM commands WHERE session_id = ? \
-             AND state <> 'settled' ORDER BY accepted_sequence"
-        ))
-        .bind(id.as_str())
-        .fetch_all(&mut *tx)
-        .await?;
+        // Every open command's id is at or after the watermark (the lowest open id), so
+        // the scan skips the settled history before it; a Session with none reads nothing.
+        let commands: Vec<CommandRow> = match &header.open_from {
+            None => Vec::new(),
+            Some(open_from) => {
+                sqlx::query_as(&format!(
+                    "SELECT {COMMAND_COLUMNS} FROM commands WHERE session_id = ? AND id >= ? \
+                     AND state <> 'settled' ORDER BY accepted_sequence"
+                ))
+                .bind(id.as_str())
+                .bind(open_from.as_str())
+                .fetch_all(&mut *tx)
+                .await?
+            }
+        };
         tx.commit().await?;
         let open_commands = commands
             .into_iter()
@@ -478,10 +511,12 @@ impl Store for SqliteStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        if let Some(task) = task
-            && let Err(error) = task.await
-        {
-            tracing::warn!(%error, "the SQLite writer task ended badly");
+        if let Some(task) = task {
+            match tokio::task::spawn_blocking(move || task.join()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => tracing::warn!("the SQLite writer thread panicked"),
+                Err(error) => tracing::warn!(%error, "waiting for the SQLite writer thread"),
+            }
         }
         self.reads.close().await;
     }

@@ -60,6 +60,7 @@ pub(crate) struct SessionRow {
     pub(crate) model_preference: Option<String>,
     pub(crate) inbox_state: String,
     pub(crate) inbox_rank: i64,
+    pub(crate) open_from: Option<String>,
 }
 
 impl SessionRow {
@@ -81,6 +82,10 @@ impl SessionRow {
                 .map(|p| json(&p, "model preference"))
                 .transpose()?,
             inbox_state: parse_inbox_state(&self.inbox_state)?,
+            open_from: self
+                .open_from
+                .map(|c| id::<CommandId>(&c, "open_from"))
+                .transpose()?,
         })
     }
 }

@@ -1,15 +1,25 @@
-//! The single SQLite writer: every commit of an Agent goes through one task.
+//! The single SQLite writer: every commit of an Agent goes through one thread.
 //!
-//! Owners hand their op lists to this task; it takes whatever is waiting (up to
-//! a bound) and commits it in one transaction (group commit), then answers each
-//! caller. If the group fails, each request is retried alone so one bad request
-//! cannot fail the others. One writer means no "database is locked" and more
-//! than one commit per fsync.
+//! Owners hand their op lists to this thread; it takes whatever is waiting (up
+//! to a bound) and commits it in one transaction (group commit), then answers
+//! each caller. Inside a group each request runs under its own savepoint, so one
+//! bad request is rolled back alone and cannot fail the others. One writer means
+//! no "database is locked" and more than one commit per fsync.
+//!
+//! The writer is a plain thread on a `rusqlite` connection rather than an async
+//! sqlx connection: sqlx hands every statement to a worker thread and back, and
+//! those hand-offs, not SQLite, were most of the cost of an acceptance (see
+//! docs/benchmarks.md). Here a commit costs one hand-off in and one answer out.
 
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::types::{ToSqlOutput, Value as SqlValue};
+use rusqlite::{Connection, OpenFlags, ToSql, params_from_iter};
 use shiitake_protocol::TerminalOutcome;
-use sqlx::{Connection, SqliteConnection};
 use tokio::sync::{mpsc, oneshot};
 
+use super::Durability;
 use super::rows::{inbox_state_str, int};
 use crate::store::{Op, SessionHeader, StoreError, inbox_rank};
 
@@ -22,10 +32,27 @@ pub(crate) struct WriteRequest {
 /// Most requests committed in one transaction.
 const MAX_GROUP: usize = 256;
 
-/// Runs until every sender is dropped, then closes the connection.
-pub(crate) async fn run(mut conn: SqliteConnection, mut requests: mpsc::Receiver<WriteRequest>) {
+/// Prepared statements the writer keeps: every statement shape it writes, with room.
+const STATEMENT_CACHE: usize = 64;
+
+/// Opens the writer's connection on the database the migrations just prepared.
+pub(crate) fn open(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", durability.pragma())?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
+/// Runs on the writer thread until every sender is dropped, then closes the connection.
+pub(crate) fn run(conn: Connection, mut requests: mpsc::Receiver<WriteRequest>) {
     let mut group = Vec::with_capacity(MAX_GROUP);
-    while let Some(first) = requests.recv().await {
+    while let Some(first) = requests.blocking_recv() {
         group.push(first);
         while group.len() < MAX_GROUP {
             match requests.try_recv() {
@@ -33,119 +60,117 @@ pub(crate) async fn run(mut conn: SqliteConnection, mut requests: mpsc::Receiver
                 Err(_) => break,
             }
         }
-        match commit_group(&mut conn, group.iter().map(|r| r.ops.as_slice())).await {
-            Ok(()) => {
-                for request in group.drain(..) {
-                    answer(request, Ok(()));
-                }
-            }
-            Err(error) => {
-                tracing::debug!(%error, size = group.len(), "group commit failed; committing one by one");
-                for request in group.drain(..) {
-                    let result =
-                        commit_group(&mut conn, std::iter::once(request.ops.as_slice())).await;
-                    answer(request, result);
-                }
+        let results = commit_group(&conn, &group);
+        for (request, result) in group.drain(..).zip(results) {
+            // The caller may have given up waiting (its task was cancelled); the commit stands.
+            if request.reply.send(result).is_err() {
+                tracing::trace!("a committer left before its answer");
             }
         }
     }
-    if let Err(error) = conn.close().await {
+    if let Err((_, error)) = conn.close() {
         tracing::warn!(%error, "closing the SQLite writer connection");
     }
 }
 
-fn answer(request: WriteRequest, result: Result<(), StoreError>) {
-    // The caller may have given up waiting (its task was cancelled); the commit stands.
-    if request.reply.send(result).is_err() {
-        tracing::trace!("a committer left before its answer");
+/// Commits `group` in one transaction and returns each request's outcome, in order.
+fn commit_group(conn: &Connection, group: &[WriteRequest]) -> Vec<Result<(), StoreError>> {
+    let failed_all = |error: &StoreError| group.iter().map(|_| Err(error.duplicate())).collect();
+    if let Err(error) = execute(conn, "BEGIN IMMEDIATE") {
+        return failed_all(&error);
+    }
+    let results: Vec<_> = match group {
+        [only] => vec![apply(conn, &only.ops)],
+        _ => group
+            .iter()
+            .map(|request| isolated(conn, &request.ops))
+            .collect(),
+    };
+    if results.iter().all(Result::is_err) {
+        rollback(conn);
+        return results;
+    }
+    match execute(conn, "COMMIT") {
+        Ok(()) => results,
+        Err(error) => {
+            rollback(conn);
+            failed_all(&error)
+        }
     }
 }
 
-async fn commit_group<'a>(
-    conn: &mut SqliteConnection,
-    groups: impl Iterator<Item = &'a [Op]>,
-) -> Result<(), StoreError> {
-    let mut requests = Vec::new();
-    for ops in groups {
-        let mut batch = Vec::new();
-        for op in ops {
-            statements(&mut batch, op)?;
-        }
-        requests.push(batch);
-    }
-    let result = match requests.as_slice() {
-        [only] if !only.iter().any(|stmt| stmt.claim) => {
-            // One request: the whole transaction in one query, one hand-off.
-            run_fused(conn, "BEGIN;\n", only, "COMMIT;").await
-        }
-        _ => commit_requests(conn, &requests).await,
-    };
+/// Applies one request of a group under a savepoint, undoing only it when it fails.
+fn isolated(conn: &Connection, ops: &[Op]) -> Result<(), StoreError> {
+    execute(conn, "SAVEPOINT request")?;
+    let result = apply(conn, ops);
     if result.is_err() {
-        // A statement failed before COMMIT: close the transaction it left open.
-        if let Err(rollback) = sqlx::query("ROLLBACK").execute(&mut *conn).await {
-            tracing::trace!(%rollback, "nothing to roll back");
-        }
+        execute(conn, "ROLLBACK TO request")?;
     }
+    execute(conn, "RELEASE request")?;
     result
 }
 
-/// Several requests in one transaction: each request's statements as one query, so the
-/// prepared statement of a request's shape is reused from group to group.
-async fn commit_requests(
-    conn: &mut SqliteConnection,
-    requests: &[Vec<Stmt>],
-) -> Result<(), StoreError> {
-    sqlx::query("BEGIN").execute(&mut *conn).await?;
-    for batch in requests {
-        if batch.iter().any(|stmt| stmt.claim) {
-            run_stepwise(conn, batch).await?;
-        } else {
-            run_fused(conn, "", batch, "").await?;
-        }
+/// Executes every statement of `ops`, checking claims.
+fn apply(conn: &Connection, ops: &[Op]) -> Result<(), StoreError> {
+    let mut batch = Vec::new();
+    for op in ops {
+        statements(&mut batch, op)?;
     }
-    sqlx::query("COMMIT").execute(&mut *conn).await?;
-    Ok(())
-}
-
-/// Runs `batch` as one multi-statement query between `before` and `after`: one
-/// hand-off to SQLite's worker thread instead of one per statement.
-async fn run_fused(
-    conn: &mut SqliteConnection,
-    before: &str,
-    batch: &[Stmt],
-    after: &str,
-) -> Result<(), StoreError> {
-    let mut sql = String::from(before);
-    for stmt in batch {
-        sql.push_str(stmt.sql);
-        sql.push_str(";\n");
-    }
-    sql.push_str(after);
-    let mut query = sqlx::query(&sql);
-    for stmt in batch {
-        for value in &stmt.binds {
-            query = value.bind_to(query);
-        }
-    }
-    query.execute(&mut *conn).await?;
-    Ok(())
-}
-
-/// One statement at a time, inside an open transaction, checking claims.
-async fn run_stepwise(conn: &mut SqliteConnection, batch: &[Stmt]) -> Result<(), StoreError> {
-    for stmt in batch {
-        let mut query = sqlx::query(stmt.sql);
-        for value in &stmt.binds {
-            query = value.bind_to(query);
-        }
-        let done = query.execute(&mut *conn).await?;
-        if stmt.claim && done.rows_affected() != 1 {
+    for stmt in &batch {
+        let changed = conn
+            .prepare_cached(stmt.sql)?
+            .execute(params_from_iter(&stmt.binds))?;
+        if stmt.claim && changed != 1 {
             return Err(StoreError::Conflict(
                 "a timer was already claimed".to_owned(),
             ));
         }
     }
     Ok(())
+}
+
+fn execute(conn: &Connection, sql: &'static str) -> Result<(), StoreError> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
+fn rollback(conn: &Connection) {
+    if let Err(error) = execute(conn, "ROLLBACK") {
+        tracing::trace!(%error, "nothing to roll back");
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        let unique = matches!(
+            &error,
+            rusqlite::Error::SqliteFailure(failure, _)
+                if failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                    || failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+        );
+        StoreError::Write {
+            message: error.to_string(),
+            unique,
+        }
+    }
+}
+
+impl StoreError {
+    /// The same failure for another request of a group that failed as a whole.
+    fn duplicate(&self) -> StoreError {
+        match self {
+            StoreError::Write { message, unique } => StoreError::Write {
+                message: message.clone(),
+                unique: *unique,
+            },
+            StoreError::Conflict(message) => StoreError::Conflict(message.clone()),
+            StoreError::Corrupt(message) => StoreError::Corrupt(message.clone()),
+            other => StoreError::Write {
+                message: other.to_string(),
+                unique: false,
+            },
+        }
+    }
 }
 
 /// A value bound to one statement parameter.
@@ -156,17 +181,14 @@ enum Bind {
     Bool(bool),
 }
 
-impl Bind {
-    fn bind_to<'q>(
-        &'q self,
-        query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
-    ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
-        match self {
-            Bind::Text(text) => query.bind(text.as_str()),
-            Bind::Int(value) => query.bind(*value),
-            Bind::Null => query.bind(None::<String>),
-            Bind::Bool(value) => query.bind(*value),
-        }
+impl ToSql for Bind {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Bind::Text(text) => ToSqlOutput::from(text.as_str()),
+            Bind::Int(value) => ToSqlOutput::from(*value),
+            Bind::Null => ToSqlOutput::Owned(SqlValue::Null),
+            Bind::Bool(value) => ToSqlOutput::from(*value),
+        })
     }
 }
 
@@ -245,8 +267,8 @@ fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreError> {
             Stmt::new(
                 "INSERT INTO sessions (id, create_request_id, created_at, last_activity_at, \
                  settled_at, title, head_sequence, leaf_entry_id, lineage_epoch, \
-                 model_preference, inbox_state, inbox_rank) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 model_preference, inbox_state, inbox_rank, open_from) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(header.id.as_str())
             .bind(request_id.as_ref().map(|r| r.as_str()))
@@ -260,13 +282,14 @@ fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreError> {
             .bind(preference_json(header)?)
             .bind(inbox_state_str(header.inbox_state))
             .bind(i64::from(inbox_rank(header.inbox_state)))
+            .bind(header.open_from.as_ref().map(|c| c.as_str()))
             .push(batch);
         }
         Op::PutHeader(header) => {
             Stmt::new(
                 "UPDATE sessions SET last_activity_at = ?, settled_at = ?, title = ?, \
                  head_sequence = ?, leaf_entry_id = ?, lineage_epoch = ?, model_preference = ?, \
-                 inbox_state = ?, inbox_rank = ? WHERE id = ?",
+                 inbox_state = ?, inbox_rank = ?, open_from = ? WHERE id = ?",
             )
             .bind(int(header.last_activity_at))
             .bind(header.settled_at.map(int))
@@ -277,6 +300,7 @@ fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreError> {
             .bind(preference_json(header)?)
             .bind(inbox_state_str(header.inbox_state))
             .bind(i64::from(inbox_rank(header.inbox_state)))
+            .bind(header.open_from.as_ref().map(|c| c.as_str()))
             .bind(header.id.as_str())
             .push(batch);
         }
