@@ -79,12 +79,23 @@ fn commit_group(conn: &Connection, group: &[WriteRequest]) -> Vec<Result<(), Sto
     if let Err(error) = execute(conn, "BEGIN IMMEDIATE") {
         return failed_all(&error);
     }
-    let results: Vec<_> = match group {
+    let results = match group {
         [only] => vec![apply(conn, &only.ops)],
-        _ => group
-            .iter()
-            .map(|request| isolated(conn, &request.ops))
-            .collect(),
+        _ => {
+            let mut results = Vec::with_capacity(group.len());
+            for request in group {
+                match isolated(conn, &request.ops) {
+                    Ok(result) => results.push(result),
+                    Err(error) => {
+                        // The savepoint machinery itself failed: nothing in this
+                        // transaction can be trusted to be whole, so none of it commits.
+                        rollback(conn);
+                        return failed_all(&error);
+                    }
+                }
+            }
+            results
+        }
     };
     if results.iter().all(Result::is_err) {
         rollback(conn);
@@ -100,14 +111,15 @@ fn commit_group(conn: &Connection, group: &[WriteRequest]) -> Vec<Result<(), Sto
 }
 
 /// Applies one request of a group under a savepoint, undoing only it when it fails.
-fn isolated(conn: &Connection, ops: &[Op]) -> Result<(), StoreError> {
+/// The outer error means the savepoint could not be taken, undone or released.
+fn isolated(conn: &Connection, ops: &[Op]) -> Result<Result<(), StoreError>, StoreError> {
     execute(conn, "SAVEPOINT request")?;
     let result = apply(conn, ops);
     if result.is_err() {
         execute(conn, "ROLLBACK TO request")?;
     }
     execute(conn, "RELEASE request")?;
-    result
+    Ok(result)
 }
 
 /// Executes every statement of `ops`, checking claims.
