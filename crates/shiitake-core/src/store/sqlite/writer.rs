@@ -10,6 +10,9 @@
 //! sqlx connection: sqlx hands every statement to a worker thread and back, and
 //! those hand-offs, not SQLite, were most of the cost of an acceptance (see
 //! docs/benchmarks.md). Here a commit costs one hand-off in and one answer out.
+//! rusqlite and sqlx link the same SQLite (`libsqlite3-sys`, which Cargo allows
+//! only once in a build because it `links = "sqlite3"`): one copy of SQLite in the
+//! process matters, because two would not see each other's POSIX locks.
 
 use std::path::Path;
 use std::time::Duration;
