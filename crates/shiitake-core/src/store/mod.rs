@@ -336,7 +336,9 @@ pub trait Store: Send + Sync + 'static {
         request_id: &RequestId,
     ) -> Result<Option<SessionId>, StoreError>;
 
-    /// Loads a Session for its owner; `None` when it does not exist.
+    /// Loads a Session for its owner; `None` when it does not exist. Every open
+    /// command's id is at or after `header.open_from`, and there are none when it is
+    /// `None`, so a store need not read the settled history before it.
     async fn load_session(&self, id: &SessionId) -> Result<Option<LoadedSession>, StoreError>;
 
     /// Deletes a Session and everything in it; `false` when there was none.
