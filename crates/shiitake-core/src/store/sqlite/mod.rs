@@ -88,22 +88,25 @@ impl SqliteStore {
         sqlx::migrate!("./migrations/sqlite")
             .run_direct(&mut conn)
             .await?;
+        // The writer connects before the migration connection closes, so the WAL and
+        // its shared-memory file stay in place for the read-only pool.
+        let owned_path = path.to_owned();
+        let writer_conn =
+            tokio::task::spawn_blocking(move || writer::open(&owned_path, durability))
+                .await
+                .map_err(|error| StoreError::Write {
+                    message: format!("opening the writer: {error}"),
+                    unique: false,
+                })??;
         conn.close().await?;
         let reads = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
-        let owned_path = path.to_owned();
-        let conn = tokio::task::spawn_blocking(move || writer::open(&owned_path, durability))
-            .await
-            .map_err(|error| StoreError::Write {
-                message: format!("opening the writer: {error}"),
-                unique: false,
-            })??;
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
         let task = std::thread::Builder::new()
             .name("shiitake-sqlite-writer".to_owned())
-            .spawn(move || writer::run(conn, receiver))
+            .spawn(move || writer::run(writer_conn, receiver))
             .map_err(|error| StoreError::Write {
                 message: format!("starting the writer thread: {error}"),
                 unique: false,
