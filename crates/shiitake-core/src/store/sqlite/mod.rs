@@ -4,6 +4,7 @@
 //! thread that commits in groups (group commit).
 
 mod rows;
+mod statements;
 mod writer;
 
 use std::path::Path;
