@@ -119,6 +119,28 @@ impl SqliteStore {
         })
     }
 
+    /// Rows of one Session with `after < sequence <= up_to`, in order, at most `limit`;
+    /// `sql` selects from a table and ends with [`IN_SEQUENCE_RANGE`].
+    async fn sequence_range<R>(
+        &self,
+        sql: &str,
+        session_id: &SessionId,
+        after: u64,
+        up_to: u64,
+        limit: usize,
+    ) -> Result<Vec<R>, StoreError>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow> + Send + Unpin,
+    {
+        Ok(sqlx::query_as(sql)
+            .bind(session_id.as_str())
+            .bind(int(after))
+            .bind(int(up_to))
+            .bind(int(limit as u64))
+            .fetch_all(&self.reads)
+            .await?)
+    }
+
     fn sender(&self) -> Option<mpsc::Sender<WriteRequest>> {
         self.writer
             .lock()
@@ -133,6 +155,10 @@ const SESSION_COLUMNS: &str = "id, created_at, last_activity_at, settled_at, tit
 const COMMAND_COLUMNS: &str =
     "id, request_id, origin, kind, payload, accepted_sequence, state, run_id, recoveries";
 const TERMINAL_COLUMNS: &str = "command_id, outcome, sequence, diagnostic, anchor_entry";
+/// The tail of a query for [`SqliteStore::sequence_range`].
+const IN_SEQUENCE_RANGE: &str =
+    "WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?";
+const ENTRY_COLUMNS: &str = "id, parent_id, sequence, command_id, message";
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -232,10 +258,9 @@ impl Store for SqliteStore {
         session_id: &SessionId,
         entry_id: &EntryId,
     ) -> Result<Option<StoredEntry>, StoreError> {
-        let row: Option<EntryRow> = sqlx::query_as(
-            "SELECT id, parent_id, sequence, command_id, message FROM entries \
-             WHERE session_id = ? AND id = ?",
-        )
+        let row: Option<EntryRow> = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND id = ?"
+        ))
         .bind(session_id.as_str())
         .bind(entry_id.as_str())
         .fetch_optional(&self.reads)
@@ -248,10 +273,9 @@ impl Store for SqliteStore {
         session_id: &SessionId,
         sequence: u64,
     ) -> Result<Option<StoredEntry>, StoreError> {
-        let row: Option<EntryRow> = sqlx::query_as(
-            "SELECT id, parent_id, sequence, command_id, message FROM entries \
-             WHERE session_id = ? AND sequence = ?",
-        )
+        let row: Option<EntryRow> = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND sequence = ?"
+        ))
         .bind(session_id.as_str())
         .bind(int(sequence))
         .fetch_optional(&self.reads)
@@ -289,10 +313,10 @@ impl Store for SqliteStore {
         sequence: u64,
         limit: usize,
     ) -> Result<Vec<StoredEntry>, StoreError> {
-        let rows: Vec<EntryRow> = sqlx::query_as(
-            "SELECT id, parent_id, sequence, command_id, message FROM entries \
-             WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
-        )
+        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries \
+             WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
+        ))
         .bind(session_id.as_str())
         .bind(int(sequence))
         .bind(int(limit as u64))
@@ -308,16 +332,10 @@ impl Store for SqliteStore {
         up_to: u64,
         limit: usize,
     ) -> Result<Vec<StoredTerminal>, StoreError> {
-        let rows: Vec<TerminalRow> = sqlx::query_as(&format!(
-            "SELECT {TERMINAL_COLUMNS} FROM terminals WHERE session_id = ? \
-             AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?"
-        ))
-        .bind(session_id.as_str())
-        .bind(int(after))
-        .bind(int(up_to))
-        .bind(int(limit as u64))
-        .fetch_all(&self.reads)
-        .await?;
+        let sql = format!("SELECT {TERMINAL_COLUMNS} FROM terminals {IN_SEQUENCE_RANGE}");
+        let rows: Vec<TerminalRow> = self
+            .sequence_range(&sql, session_id, after, up_to, limit)
+            .await?;
         rows.into_iter().map(TerminalRow::decode).collect()
     }
 
@@ -342,16 +360,12 @@ impl Store for SqliteStore {
         up_to: u64,
         limit: usize,
     ) -> Result<Vec<StoredSandboxFailure>, StoreError> {
-        let rows: Vec<SandboxFailureRow> = sqlx::query_as(
-            "SELECT id, sequence, at, capability, message FROM sandbox_failures \
-             WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?",
-        )
-        .bind(session_id.as_str())
-        .bind(int(after))
-        .bind(int(up_to))
-        .bind(int(limit as u64))
-        .fetch_all(&self.reads)
-        .await?;
+        let sql = format!(
+            "SELECT id, sequence, at, capability, message FROM sandbox_failures {IN_SEQUENCE_RANGE}"
+        );
+        let rows: Vec<SandboxFailureRow> = self
+            .sequence_range(&sql, session_id, after, up_to, limit)
+            .await?;
         rows.into_iter().map(SandboxFailureRow::decode).collect()
     }
 
