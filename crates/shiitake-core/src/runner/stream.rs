@@ -219,6 +219,15 @@ mod tests {
     }
 
     #[test]
+    fn progress_at_exactly_its_bound_is_not_truncated_and_one_byte_more_is() {
+        let mut progress = Progress::new(5);
+        let full = progress.text("abcde").unwrap();
+        assert_eq!((full.text.as_str(), full.text_truncated), ("abcde", false));
+        let over = progress.text("f").unwrap();
+        assert_eq!((over.text.as_str(), over.text_truncated), ("abcde", true));
+    }
+
+    #[test]
     fn append_bounded_never_splits_a_character() {
         let mut buffer = String::new();
         assert!(append_bounded(&mut buffer, "漢字", 4));
