@@ -372,3 +372,24 @@ impl Owner {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn title(text: &str) -> String {
+        title_from(&PromptText::new(text).unwrap())
+    }
+
+    #[test]
+    fn a_title_is_the_first_line_cut_at_eighty_characters() {
+        let eighty = "é".repeat(TITLE_CHARS);
+        assert_eq!(title(&eighty), eighty, "exactly 80 characters stay whole");
+        assert_eq!(
+            title(&format!("{eighty}x")),
+            format!("{eighty}…"),
+            "81 are cut to 80 and marked"
+        );
+        assert_eq!(title("  first line\nsecond line"), "first line");
+    }
+}
