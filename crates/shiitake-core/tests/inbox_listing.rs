@@ -38,6 +38,31 @@ async fn pages_cover_every_session_once() {
 }
 
 #[tokio::test]
+async fn a_page_holds_exactly_max_rows_and_one_more_session_makes_a_next_page() {
+    let fixture = harness::Local::start(Script::new(vec![])).await;
+    let agent = fixture.agent();
+    for _ in 0..SessionSummaryPage::MAX_ROWS {
+        new_session(agent).await;
+    }
+    let full = agent.list_sessions(None).await.unwrap();
+    assert_eq!(
+        (full.sessions.len(), full.next.is_none()),
+        (SessionSummaryPage::MAX_ROWS, true),
+        "exactly one full page: no next"
+    );
+    new_session(agent).await;
+    let first = agent.list_sessions(None).await.unwrap();
+    assert_eq!(first.sessions.len(), SessionSummaryPage::MAX_ROWS);
+    let second = agent
+        .list_sessions(Some(
+            &first.next.expect("one more Session makes a next page"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!((second.sessions.len(), second.next), (1, None));
+}
+
+#[tokio::test]
 async fn an_unreadable_session_is_listed_as_unavailable() {
     let fixture = harness::Local::start(Script::new(vec![])).await;
     let agent = fixture.agent();
