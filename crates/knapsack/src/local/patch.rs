@@ -40,7 +40,7 @@ pub(crate) fn apply_patch(root: &Root, text: &str) -> Result<PatchOutput, FilesE
         let current = current(&mut staged, &resolved.real, &shown)?;
         match operation {
             FileOperation::Add { lines, .. } => {
-                if current.is_some() || is_present_not_staged(&staged, &resolved.real) {
+                if current.is_some() {
                     return Err(file_error(&shown, "cannot add a file that already exists"));
                 }
                 set(&mut staged, &resolved.real, Some(join_lines(lines)));
@@ -117,11 +117,6 @@ fn join_lines(lines: &[String]) -> String {
         text.push('\n');
     }
     text
-}
-
-/// Something other than a readable file (a directory, a dangling entry) is in the way.
-fn is_present_not_staged(staged: &BTreeMap<PathBuf, Staged>, real: &PathBuf) -> bool {
-    !staged.contains_key(real) && std::fs::symlink_metadata(real).is_ok()
 }
 
 /// The file's content as the patch has left it so far, loading it on first use.
