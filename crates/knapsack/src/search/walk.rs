@@ -198,10 +198,10 @@ pub(crate) fn grep(
         }
         let mut index = 0usize;
         let mut send = |rel: &str| {
-            // A send fails only when every searcher has stopped.
-            let sent = tx.send((index, rel.to_owned())).is_ok();
+            // `rx` lives until grep returns, so the channel never closes and a send cannot
+            // fail; searchers that stop just leave files unread. The walk stops via `stop`.
+            let _ = tx.send((index, rel.to_owned()));
             index += 1;
-            sent
         };
         let walked = if start_is_file {
             let mut visibility = SearchVisibility::new(LocalIgnoreFiles { root });
@@ -214,8 +214,8 @@ pub(crate) fn grep(
                 if stop.load(Ordering::Relaxed) {
                     return ControlFlow::Break(());
                 }
-                if kind == EntryKind::File && wanted(rel) && !send(rel) {
-                    return ControlFlow::Break(());
+                if kind == EntryKind::File && wanted(rel) {
+                    send(rel);
                 }
                 ControlFlow::Continue(())
             })
