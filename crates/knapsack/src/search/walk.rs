@@ -284,10 +284,12 @@ fn search_file(
     let mut found = Vec::new();
     let sink = Lossy(|line_number, line: &str| {
         let text = line.trim_end_matches(['\n', '\r']);
+        // At most the line limit, cut back to a character boundary.
+        let end = text.floor_char_boundary(GREP_LINE_LIMIT_BYTES);
         found.push(GrepMatch {
             path: rel.to_owned(),
             line: line_number,
-            text: cut(text, GREP_LINE_LIMIT_BYTES).to_owned(),
+            text: text[..end].to_owned(),
         });
         Ok(found.len() <= RESULT_LIMIT)
     });
@@ -295,16 +297,4 @@ fn search_file(
         .search_path(matcher, root.join(rel), sink)
         .map_err(|e| FilesError::io(rel, &e))?;
     Ok(found)
-}
-
-/// The longest prefix of `text` of at most `limit` bytes ending on a character boundary.
-fn cut(text: &str, limit: usize) -> &str {
-    if text.len() <= limit {
-        return text;
-    }
-    let mut end = limit;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
