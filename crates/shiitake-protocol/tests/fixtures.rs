@@ -19,8 +19,8 @@ fn fixture_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// Decodes and re-encodes every file of one fixture directory; returns how many it checked.
-fn round_trip_dir<T: DeserializeOwned + Serialize>(dir: &str) -> usize {
+/// Decodes and re-encodes every file of one fixture directory, which must hold at least one.
+fn round_trip_dir<T: DeserializeOwned + Serialize>(dir: &str) {
     let path = fixture_root().join(dir);
     let mut files: Vec<_> = fs::read_dir(&path)
         .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
@@ -41,7 +41,6 @@ fn round_trip_dir<T: DeserializeOwned + Serialize>(dir: &str) -> usize {
             file.display()
         );
     }
-    files.len()
 }
 
 macro_rules! fixtures {
@@ -50,9 +49,7 @@ macro_rules! fixtures {
 
         #[test]
         fn every_fixture_round_trips_byte_for_byte() {
-            let mut checked = 0;
-            $( checked += round_trip_dir::<$ty>($dir); )+
-            assert!(checked >= COVERED.len());
+            $( round_trip_dir::<$ty>($dir); )+
         }
     };
 }
