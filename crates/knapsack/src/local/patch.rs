@@ -71,7 +71,7 @@ pub(crate) fn apply_patch(root: &Root, text: &str) -> Result<PatchOutput, FilesE
                         "cannot update a file that does not exist",
                     ));
                 };
-                let updated = apply_chunks(&shown, &current, chunks)?;
+                let updated = apply_chunks(&shown, current, chunks)?;
                 if updated.len() > TEXT_LIMIT_BYTES {
                     return Err(file_error(&shown, "the updated file would exceed 128 KiB"));
                 }
@@ -120,29 +120,28 @@ fn join_lines(lines: &[String]) -> String {
 }
 
 /// The file's content as the patch has left it so far, loading it on first use.
-fn current(
-    staged: &mut BTreeMap<PathBuf, Staged>,
+fn current<'a>(
+    staged: &'a mut BTreeMap<PathBuf, Staged>,
     real: &PathBuf,
     shown: &str,
-) -> Result<Option<String>, FilesError> {
-    if let Some(entry) = staged.get(real) {
-        return Ok(entry.new.clone());
+) -> Result<Option<&'a str>, FilesError> {
+    if !staged.contains_key(real) {
+        let original = match std::fs::symlink_metadata(real) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(FilesError::io(shown, &e)),
+            Ok(m) if m.is_dir() => return Err(file_error(shown, "is a directory")),
+            Ok(_) => Some(read_bounded(real, shown, TEXT_LIMIT_BYTES)?),
+        };
+        staged.insert(
+            real.clone(),
+            Staged {
+                shown: shown.to_owned(),
+                new: original.clone(),
+                original,
+            },
+        );
     }
-    let original = match std::fs::symlink_metadata(real) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(FilesError::io(shown, &e)),
-        Ok(m) if m.is_dir() => return Err(file_error(shown, "is a directory")),
-        Ok(_) => Some(read_bounded(real, shown, TEXT_LIMIT_BYTES)?),
-    };
-    staged.insert(
-        real.clone(),
-        Staged {
-            shown: shown.to_owned(),
-            original: original.clone(),
-            new: original.clone(),
-        },
-    );
-    Ok(original)
+    Ok(staged.get(real).and_then(|entry| entry.new.as_deref()))
 }
 
 fn set(staged: &mut BTreeMap<PathBuf, Staged>, real: &PathBuf, new: Option<String>) {
@@ -200,7 +199,7 @@ fn commit(staged: &BTreeMap<PathBuf, Staged>) -> Result<(), FilesError> {
 
     // Commit: rename each staged file into place, remove deleted files.
     let mut done: Vec<&(&PathBuf, &Staged)> = Vec::new();
-    let mut remaining: Vec<(PathBuf, PathBuf)> = temps.clone();
+    let mut remaining: Vec<(PathBuf, PathBuf)> = temps;
     for item in &changed {
         let (real, entry) = item;
         let step = match &entry.new {
