@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use shiitake_protocol::extension::{AgentScope, SessionScope, view};
+use shiitake_protocol::extension::{SessionScope, view};
 use shiitake_protocol::*;
 
 struct Counter;
@@ -31,15 +31,6 @@ impl ContractCommand for Increment {
     type Scope = SessionScope;
     type Output = u32;
     const NAME: &'static str = "increment";
-}
-
-#[derive(Serialize)]
-struct ResetAll;
-impl ContractCommand for ResetAll {
-    type Contract = Counter;
-    type Scope = AgentScope;
-    type Output = u32;
-    const NAME: &'static str = "reset_all";
 }
 
 /// Answers every extension call with a fixed value and records what it was asked.
@@ -239,13 +230,4 @@ fn cancel_passes_only_if_pending_through() {
         calls[0].2,
         json!({"type": "cancel", "commandId": "c-9", "onlyIfPending": true})
     );
-}
-
-#[test]
-fn agent_scope_commands_have_agent_scope() {
-    // A compile-time property, spelled out so a change of scope shows up here too.
-    fn agent_scoped<K: ContractCommand<Scope = AgentScope>>() -> &'static str {
-        K::NAME
-    }
-    assert_eq!(agent_scoped::<ResetAll>(), "reset_all");
 }
