@@ -71,6 +71,17 @@ impl LocalFiles {
     }
 }
 
+/// Fails with [`FilesError::NotADirectory`] unless `real` (followed if a symlink) is a directory.
+fn require_dir(real: &Path, shown: &str) -> Result<(), FilesError> {
+    let metadata = std::fs::metadata(real).map_err(|e| FilesError::io(shown, &e))?;
+    if !metadata.is_dir() {
+        return Err(FilesError::NotADirectory {
+            path: shown.to_owned(),
+        });
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl Files for LocalFiles {
     async fn read(&self, input: ReadInput) -> Result<ReadOutput, FilesError> {
@@ -84,11 +95,7 @@ impl Files for LocalFiles {
     async fn list(&self, input: ListInput) -> Result<EntriesOutput, FilesError> {
         self.blocking(move |inner| {
             let resolved = inner.root.resolve(&input.path)?;
-            let metadata =
-                std::fs::metadata(&resolved.real).map_err(|e| FilesError::io(&input.path, &e))?;
-            if !metadata.is_dir() {
-                return Err(FilesError::NotADirectory { path: input.path });
-            }
+            require_dir(&resolved.real, &input.path)?;
             collect_entries(inner.root.path(), &resolved.relative, input.recursive, None)
         })
         .await
@@ -98,11 +105,7 @@ impl Files for LocalFiles {
         self.blocking(move |inner| {
             let matcher = compile_glob(&input.pattern)?;
             let resolved = inner.root.resolve(&input.path)?;
-            let metadata =
-                std::fs::metadata(&resolved.real).map_err(|e| FilesError::io(&input.path, &e))?;
-            if !metadata.is_dir() {
-                return Err(FilesError::NotADirectory { path: input.path });
-            }
+            require_dir(&resolved.real, &input.path)?;
             collect_entries(inner.root.path(), &resolved.relative, true, Some(&matcher))
         })
         .await

@@ -44,6 +44,8 @@ pub(crate) fn read_window(
     let mut content = String::new();
     let mut lines = 0u64;
     let mut truncated = false;
+    // A line was read but left out: it is the next one to ask for.
+    let mut held_back = false;
     loop {
         if input.limit.is_some_and(|limit| lines >= limit) {
             break;
@@ -72,20 +74,11 @@ pub(crate) fn read_window(
             content.push_str(text);
             lines = 1;
         } else {
-            // The unread line is the next one to ask for.
-            let next = input.offset + lines;
-            return Ok(ReadOutput {
-                path: shown.to_owned(),
-                content,
-                offset: input.offset,
-                lines,
-                next_offset: Some(next),
-                truncated,
-            });
+            held_back = true;
         }
         break;
     }
-    let more = !reader.fill_buf().map_err(io)?.is_empty();
+    let more = held_back || !reader.fill_buf().map_err(io)?.is_empty();
     Ok(ReadOutput {
         path: shown.to_owned(),
         content,
