@@ -4,7 +4,9 @@
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 
-use knapsack::{Files, FilesError, ListInput, LocalFiles, ReadInput, ReplaceRequest};
+use knapsack::{
+    Files, FilesError, ListInput, LocalFiles, ReadInput, ReplaceRequest, validate_path,
+};
 
 fn setup() -> (tempfile::TempDir, tempfile::TempDir, LocalFiles) {
     let outside = tempfile::tempdir().unwrap();
@@ -142,6 +144,30 @@ async fn nul_bytes_and_empty_paths_are_invalid() {
         files.read(read(&long)).await,
         Err(FilesError::InvalidPath { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_path_of_exactly_4096_bytes_is_accepted_and_one_more_is_not() {
+    let too_long = |path: &str| FilesError::InvalidPath {
+        path: path.to_owned(),
+        reason: "the path is longer than 4096 bytes".into(),
+    };
+    let at_limit = "a/".repeat(2048);
+    assert_eq!(at_limit.len(), 4096);
+    assert_eq!(validate_path(&at_limit), Ok(at_limit.as_str()));
+    let over = at_limit.clone() + "a";
+    assert_eq!(validate_path(&over), Err(too_long(&over)));
+
+    // Through the port: `.` and empty segments keep a 4096-byte path short on disk.
+    let (_root, _out, files) = setup();
+    let at_limit = "./".repeat(2041) + "sub//inner.txt";
+    assert_eq!(at_limit.len(), 4096);
+    assert_eq!(
+        files.read(read(&at_limit)).await.unwrap().content,
+        "inner\n"
+    );
+    let over = "./".repeat(2041) + "sub///inner.txt";
+    assert_eq!(files.read(read(&over)).await, Err(too_long(&over)));
 }
 
 #[tokio::test]
