@@ -3,7 +3,7 @@
 //! exact-path reads ignore the policy. Results stop at 256 with a flag.
 #![allow(clippy::unwrap_used)]
 
-use knapsack::limits::{RESULT_LIMIT, TEXT_LIMIT_BYTES};
+use knapsack::limits::{GREP_LINE_LIMIT_BYTES, RESULT_LIMIT, TEXT_LIMIT_BYTES};
 use knapsack::{
     EntriesOutput, Entry, EntryKind, Files, FilesError, GlobInput, GrepInput, GrepMatch,
     GrepOutput, ListInput, LocalFiles, ReadInput, SearchVisibility,
@@ -214,6 +214,21 @@ async fn results_stop_at_256_with_a_flag() {
             truncated: true
         }
     );
+}
+
+#[tokio::test]
+async fn grep_lines_are_cut_at_1024_bytes_on_a_character_boundary() {
+    let exact = "x".repeat(GREP_LINE_LIMIT_BYTES);
+    let over = "x".repeat(GREP_LINE_LIMIT_BYTES + 1);
+    // 1023 bytes, then a 2-byte character that would end at byte 1025.
+    let split = "x".repeat(GREP_LINE_LIMIT_BYTES - 1) + "\u{e9}";
+    let text = format!("{exact}\n{over}\n{split}\n");
+    let (_d, files) = tree(&[("long.txt", &text)]);
+    let got = files.grep(grep_input("x", "long.txt")).await.unwrap();
+    let texts: Vec<&str> = got.matches.iter().map(|m| m.text.as_str()).collect();
+    let lengths: Vec<usize> = texts.iter().map(|t| t.len()).collect();
+    assert_eq!(lengths, vec![1024, 1024, 1023]);
+    assert_eq!(texts, vec![&exact[..], &exact[..], &split[..1023]]);
 }
 
 #[tokio::test]
