@@ -223,11 +223,7 @@ impl Catalog {
         input: Value,
         ctx: &InvocationContext,
     ) -> Result<Value, ToolError> {
-        let operation = self.current().operations.get(path).cloned();
-        let Some(operation) = operation else {
-            return Err(unknown(path.to_string()));
-        };
-        execute_operation(path, &operation, input, ctx).await
+        execute_in(&self.current(), path, input, ctx).await
     }
 
     /// [`Catalog::execute`] by provider tool name, as the model called it.
@@ -237,8 +233,10 @@ impl Catalog {
         input: Value,
         ctx: &InvocationContext,
     ) -> Result<Value, ToolError> {
-        match self.resolve_tool_name(tool_name) {
-            Some(path) => self.execute(&path, input, ctx).await,
+        // One snapshot both resolves the name and runs the operation.
+        let snapshot = self.current();
+        match snapshot.tools.get(tool_name) {
+            Some(path) => execute_in(&snapshot, path, input, ctx).await,
             None => Err(unknown(tool_name.to_owned())),
         }
     }
@@ -265,6 +263,20 @@ impl Catalog {
         *view = Arc::new(snapshot);
         diff
     }
+}
+
+/// Runs the operation at `path` as `snapshot` has it, borrowing it from the
+/// snapshot (kept alive by the caller) rather than cloning it.
+async fn execute_in(
+    snapshot: &Snapshot,
+    path: &OperationPath,
+    input: Value,
+    ctx: &InvocationContext,
+) -> Result<Value, ToolError> {
+    let Some(operation) = snapshot.operations.get(path) else {
+        return Err(unknown(path.to_string()));
+    };
+    execute_operation(path, operation, input, ctx).await
 }
 
 fn unknown(name: String) -> ToolError {
