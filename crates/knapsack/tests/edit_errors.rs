@@ -108,6 +108,29 @@ async fn oversized_file_at_the_edge() {
 }
 
 #[tokio::test]
+async fn replace_takes_exactly_128_kib_and_refuses_one_byte_more() {
+    let (d, files) = port("f.txt", "now\n");
+    let exact = "x".repeat(TEXT_LIMIT_BYTES);
+    let request = |expected: &str, content: &str| ReplaceRequest {
+        path: "f.txt".into(),
+        expected: expected.into(),
+        content: content.into(),
+    };
+    files.replace(request("now\n", &exact)).await.unwrap();
+    assert_eq!(on_disk(&d), exact);
+    let over = "x".repeat(TEXT_LIMIT_BYTES + 1);
+    assert_eq!(
+        files.replace(request(&exact, &over)).await,
+        Err(FilesError::Edit(FilesEditError::OversizedFile {
+            path: "f.txt".into(),
+            size: 131_073,
+            limit: 131_072,
+        }))
+    );
+    assert_eq!(on_disk(&d), exact);
+}
+
+#[tokio::test]
 async fn partial_character_edits_are_refused() {
     // "e" followed by a combining acute accent is one user-perceived character.
     let (d, files) = port("f.txt", "cafe\u{301} ok\n");
