@@ -165,6 +165,31 @@ async fn ignore_files_are_read_bounded() {
 }
 
 #[tokio::test]
+async fn an_ignore_file_is_read_up_to_exactly_128_kib() {
+    // The file ends in the rule `late.txt` with no newline, so the bound decides whether
+    // the rule's last byte is read: a 131073-byte file is read as far as `late.tx`.
+    let ignore_file = |size: usize| "#".repeat(size - "\nlate.txt".len()) + "\nlate.txt";
+    assert_eq!(ignore_file(TEXT_LIMIT_BYTES).len(), 131_072);
+    let visible = |gitignore: String| async move {
+        let (_d, files) = tree(&[
+            (".gitignore", &gitignore),
+            ("kept.txt", "x"),
+            ("late.txt", "x"),
+        ]);
+        files.list(list_all(".")).await.unwrap().entries
+    };
+    assert_eq!(
+        visible(ignore_file(TEXT_LIMIT_BYTES)).await,
+        vec![file(".gitignore"), file("kept.txt")]
+    );
+    // One byte more: `late.tx` hides nothing.
+    assert_eq!(
+        visible(ignore_file(TEXT_LIMIT_BYTES + 1)).await,
+        vec![file(".gitignore"), file("kept.txt"), file("late.txt")]
+    );
+}
+
+#[tokio::test]
 async fn results_stop_at_256_with_a_flag() {
     let root = tempfile::tempdir().unwrap();
     for i in 0..RESULT_LIMIT {
