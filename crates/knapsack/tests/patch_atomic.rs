@@ -334,3 +334,29 @@ async fn files_are_patched_up_to_128_kib() {
         over
     );
 }
+
+#[tokio::test]
+async fn a_patch_can_grow_a_file_to_128_kib_and_no_further() {
+    use knapsack::limits::TEXT_LIMIT_BYTES;
+    let start = "x".repeat(TEXT_LIMIT_BYTES - 4) + "\na\n";
+    assert_eq!(start.len(), TEXT_LIMIT_BYTES - 1);
+    let (dir, files) = tree(&[("grow.txt", &start)]);
+    let engine = files.patch_engine().unwrap();
+    let patch = |old: &str, new: &str| {
+        format!("*** Begin Patch\n*** Update File: grow.txt\n@@\n-{old}\n+{new}\n*** End Patch\n")
+    };
+    let on_disk = || std::fs::read_to_string(dir.path().join("grow.txt")).unwrap();
+    engine.apply_patch(&patch("a", "ab")).await.unwrap();
+    let at_limit = on_disk();
+    assert_eq!(at_limit.len(), TEXT_LIMIT_BYTES);
+    // From exactly 128 KiB to one byte more: refused by the engine as a patch error
+    // (the file read fine; it is the result that would be too large).
+    assert_eq!(
+        engine.apply_patch(&patch("ab", "abc")).await,
+        Err(FilesError::Patch(PatchError::File {
+            path: "grow.txt".into(),
+            message: "the updated file would exceed 128 KiB".into(),
+        }))
+    );
+    assert_eq!(on_disk(), at_limit);
+}
