@@ -95,7 +95,7 @@ fn check_visible_ascii(what: &'static str, value: &str, max: usize) -> Result<()
 impl<'de> Deserialize<'de> for BoundedId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = String::deserialize(deserializer)?;
-        BoundedId::new(value).map_err(serde::de::Error::custom)
+        BoundedId::new(value).map_err(refuse)
     }
 }
 
@@ -109,6 +109,16 @@ impl fmt::Display for BoundedId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// A bound's refusal as a deserializer error; a length refusal is also recorded for
+/// [`codec::decode_bounded`](crate::codec::decode_bounded), which decides `too_large`
+/// from that record rather than from the message (which input can imitate).
+pub(crate) fn refuse<E: serde::de::Error>(error: BoundError) -> E {
+    if matches!(error, BoundError::TooLong { .. }) {
+        crate::codec::note_too_long();
+    }
+    E::custom(error)
 }
 
 macro_rules! typed_id {
@@ -200,7 +210,7 @@ impl Cursor {
 impl<'de> Deserialize<'de> for Cursor {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = String::deserialize(deserializer)?;
-        Cursor::new(value).map_err(serde::de::Error::custom)
+        Cursor::new(value).map_err(refuse)
     }
 }
 
@@ -257,7 +267,7 @@ impl PromptText {
 impl<'de> Deserialize<'de> for PromptText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = String::deserialize(deserializer)?;
-        PromptText::new(value).map_err(serde::de::Error::custom)
+        PromptText::new(value).map_err(refuse)
     }
 }
 

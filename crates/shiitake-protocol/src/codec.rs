@@ -1,5 +1,7 @@
 //! Decoders for serialized answers, each with a typed error.
 
+use std::cell::Cell;
+
 use crate::command::{Accepted, CancelResult};
 use crate::error::ShiitakeError;
 use crate::summary::SessionSummaryPage;
@@ -40,19 +42,36 @@ fn parse<T: serde::de::DeserializeOwned>(
     serde_json::from_str(value).map_err(|source| DecodeError { what, source })
 }
 
-/// The phrase every length-bound refusal carries ("... more than the 128-byte limit").
-pub const TOO_LONG_MARKER: &str = "-byte limit";
+thread_local! {
+    /// Whether a length bound refused a value in the decode running on this thread.
+    static TOO_LONG: Cell<bool> = const { Cell::new(false) };
+}
 
-/// The canonical failure for input that did not decode: `too_large` when a length
-/// bound refused a value (serde keeps only the message of a [`BoundError`](crate::BoundError)),
-/// `invalid` otherwise. Servers use it for bodies, paths and queries.
-pub fn decode_failure(what: &str, detail: &str) -> ShiitakeError {
-    let message = format!("{what} does not decode: {detail}");
-    if detail.contains(TOO_LONG_MARKER) {
-        ShiitakeError::too_large(message)
-    } else {
-        ShiitakeError::invalid(message)
-    }
+/// Records a length refusal for the decode running on this thread.
+pub(crate) fn note_too_long() {
+    TOO_LONG.with(|flag| flag.set(true));
+}
+
+/// Runs one synchronous decode of untrusted input and turns its failure into the
+/// canonical error: `too_large` when a length bound of this crate refused a value
+/// during it, `invalid` otherwise. The decision comes from the bound itself, not from
+/// the error text, which an input can imitate (an unknown variant is echoed back).
+/// Servers use it for bodies, paths and queries.
+pub fn decode_bounded<T, E: std::fmt::Display>(
+    what: &str,
+    decode: impl FnOnce() -> Result<T, E>,
+) -> Result<T, ShiitakeError> {
+    TOO_LONG.with(|flag| flag.set(false));
+    let result = decode();
+    let too_long = TOO_LONG.with(|flag| flag.replace(false));
+    result.map_err(|error| {
+        let message = format!("{what} does not decode: {error}");
+        if too_long {
+            ShiitakeError::too_large(message)
+        } else {
+            ShiitakeError::invalid(message)
+        }
+    })
 }
 
 /// Parses one serialized command acceptance.

@@ -61,7 +61,7 @@ impl ModelSpec {
 impl<'de> Deserialize<'de> for ModelSpec {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = String::deserialize(deserializer)?;
-        ModelSpec::new(value).map_err(serde::de::Error::custom)
+        ModelSpec::new(value).map_err(crate::bounded::refuse)
     }
 }
 

@@ -2,18 +2,15 @@
 
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
+use futures::FutureExt;
 use serde::de::DeserializeOwned;
 use shiitake_protocol::ShiitakeError;
+use shiitake_protocol::codec::decode_bounded;
 
 use crate::error::HttpError;
 
 /// Largest request body accepted, in bytes: a 128 KiB prompt whose JSON escaping doubled it.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
-
-/// `too_large` when a length bound refused a value, else `invalid` (the protocol decides).
-fn decode_failure(what: &str, detail: &str) -> HttpError {
-    HttpError(shiitake_protocol::codec::decode_failure(what, detail))
-}
 
 /// A JSON request body of at most [`MAX_BODY_BYTES`], decoded into `T`.
 #[derive(Debug)]
@@ -30,9 +27,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
                     "the request body is larger than {MAX_BODY_BYTES} bytes"
                 )))
             })?;
-        serde_json::from_slice(&bytes)
+        // `too_large` when a length bound refused a value, else `invalid` (the protocol decides).
+        decode_bounded("the request body", || serde_json::from_slice(&bytes))
             .map(Body)
-            .map_err(|error| decode_failure("the request body", &error.to_string()))
+            .map_err(HttpError)
     }
 }
 
@@ -44,10 +42,15 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Params<
     type Rejection = HttpError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|Path(value)| Params(value))
-            .map_err(|rejection| decode_failure("the path", &rejection.body_text()))
+        // Path extraction does no I/O: it completes in its first poll, inside the decode.
+        decode_bounded("the path", || {
+            match Path::<T>::from_request_parts(parts, state).now_or_never() {
+                Some(result) => result.map_err(|rejection| rejection.body_text()),
+                None => Err("path extraction did not complete at once".to_owned()),
+            }
+        })
+        .map(|Path(value)| Params(value))
+        .map_err(HttpError)
     }
 }
 
@@ -59,8 +62,10 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for QueryPa
     type Rejection = HttpError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Query::<T>::try_from_uri(&parts.uri)
-            .map(|Query(value)| QueryParams(value))
-            .map_err(|rejection| decode_failure("the query", &rejection.body_text()))
+        decode_bounded("the query", || {
+            Query::<T>::try_from_uri(&parts.uri).map_err(|rejection| rejection.body_text())
+        })
+        .map(|Query(value)| QueryParams(value))
+        .map_err(HttpError)
     }
 }
