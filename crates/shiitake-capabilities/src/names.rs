@@ -429,4 +429,21 @@ mod tests {
         assert!(ModulePath::new("env..mcp").is_err());
         Ok(())
     }
+
+    #[test]
+    fn module_path_limits_are_inclusive() {
+        // Both segments are valid identifiers, so only the total length decides.
+        let at_limit = format!("{}.{}", "a".repeat(64), "b".repeat(63));
+        assert_eq!(at_limit.len(), MAX_MODULE_PATH_LEN);
+        assert!(ModulePath::new(at_limit.as_str()).is_ok(), "{at_limit}");
+        let past_limit = format!("{}.{}", "a".repeat(64), "b".repeat(64));
+        assert_eq!(
+            ModulePath::new(past_limit.as_str()),
+            Err(NameError::InvalidPath {
+                path: past_limit,
+                reason: "a module path is at most 128 bytes",
+            })
+        );
+        assert!(ModulePath::new("a.b.c.d.e.f.g.h").is_ok(), "8 segments");
+    }
 }

@@ -141,6 +141,27 @@ mod tests {
     }
 
     #[test]
+    fn the_hash_switch_is_past_64_bytes() -> Result<(), NameError> {
+        // `env__mcp__` is 10 bytes, so a 54-byte name flattens to exactly 64.
+        let at_limit = OperationPath::parse(&format!("env.mcp.{}", "n".repeat(54)))?;
+        let name = flatten(&at_limit);
+        assert_eq!(name.as_str(), format!("env__mcp__{}", "n".repeat(54)));
+        assert_eq!(name.as_str().len(), MAX_TOOL_NAME_LEN);
+        assert!(!name.is_hashed());
+        assert_eq!(unflatten(name.as_str()), Some(at_limit));
+
+        let past_limit = OperationPath::parse(&format!("env.mcp.{}", "n".repeat(55)))?;
+        let name = flatten(&past_limit);
+        assert!(name.is_hashed());
+        assert_eq!(name.as_str().len(), MAX_TOOL_NAME_LEN);
+        assert!(
+            name.as_str()
+                .starts_with(&format!("env__mcp__{}___", "n".repeat(43)))
+        );
+        Ok(())
+    }
+
+    #[test]
     fn fnv_matches_reference_vector() {
         // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c.
         assert_eq!(fnv1a_32(b"a"), 0xaf63_dc4c ^ 0x8601_ec8c);

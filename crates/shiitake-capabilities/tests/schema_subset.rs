@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use shiitake_capabilities::schema::{DecodeError, Rule, Schema, SchemaError};
+use shiitake_capabilities::schema::{DecodeError, Rule, Schema, SchemaError, ValidationError};
 
 /// A schema shape in the subset, from which both the schema and valid instances are drawn.
 #[derive(Debug, Clone)]
@@ -515,4 +515,26 @@ fn typed_decode_validates_then_deserialises() {
         schema.decode_as::<Read>(json!({ "path": "a", "limit": -1 })),
         Err(DecodeError::Shape(_))
     ));
+}
+
+#[test]
+fn errors_stop_at_the_cap() {
+    let schema = Schema::new(json!({ "type": "object", "additionalProperties": false }));
+    // Each extra key is one `additionalProperties` error, reported in key order.
+    let error_paths = |keys: usize| -> Vec<String> {
+        let instance: Map<String, Value> =
+            (0..keys).map(|i| (format!("k{i:02}"), json!(i))).collect();
+        match schema.validate(&Value::Object(instance)) {
+            Ok(()) => Vec::new(),
+            Err(e) => e.into_errors().into_iter().map(|e| e.path).collect(),
+        }
+    };
+    let first_32: Vec<String> = (0..32).map(|i| format!("/k{i:02}")).collect();
+    assert_eq!(ValidationError::MAX_ERRORS, 32);
+    assert_eq!(error_paths(32), first_32, "32 extra keys: all 32 errors");
+    assert_eq!(
+        error_paths(33),
+        first_32,
+        "33 extra keys: the 33rd is dropped"
+    );
 }

@@ -317,6 +317,63 @@ async fn an_oversized_event_is_refused() {
     assert!(message.error_message.unwrap().contains("1024"));
 }
 
+/// Streams `ok`, then `big` in one event, then the end, under `max_event_bytes`.
+async fn read_under_event_bound(big: &str, max_event_bytes: usize) -> AssistantMessage {
+    let parts = vec![
+        chunk(json!({"content": "ok"})),
+        chunk(json!({"content": big})),
+        finish("stop"),
+        done(),
+    ];
+    let server = TestServer::start(vec![Reply::sse(parts)]).await;
+    let limits = HttpLimits {
+        max_event_bytes,
+        ..HttpLimits::default()
+    };
+    let model =
+        OpenAiCompatible::new(OpenAiConfig::new(format!("{}/v1", server.base), "m").limits(limits))
+            .unwrap();
+    let (_, message) = call(&model, ask("hi"), ModelOptions::default())
+        .await
+        .unwrap();
+    message
+}
+
+/// The size of `big`'s event as the bound counts it: every byte but CR and LF.
+fn counted_event_bytes(big: &str) -> usize {
+    let Part::Data(event) = chunk(json!({"content": big})) else {
+        panic!("a chunk is a data part");
+    };
+    event
+        .bytes()
+        .filter(|b| !matches!(b, b'\r' | b'\n'))
+        .count()
+}
+
+#[tokio::test]
+async fn an_event_exactly_at_the_bound_is_read() {
+    let big = "x".repeat(1000);
+    let message = read_under_event_bound(&big, counted_event_bytes(&big)).await;
+    assert_eq!(message.stop_reason, StopReason::Stop);
+    assert_eq!(message.error_message, None);
+    assert_eq!(message.text(), format!("ok{big}"));
+}
+
+#[tokio::test]
+async fn an_event_one_byte_past_the_bound_is_refused() {
+    let big = "x".repeat(1000);
+    let limit = counted_event_bytes(&big) - 1;
+    let message = read_under_event_bound(&big, limit).await;
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(message.text(), "ok");
+    assert!(
+        message
+            .error_message
+            .unwrap()
+            .contains(&format!("{limit} bytes"))
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 

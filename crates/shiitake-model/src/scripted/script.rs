@@ -305,4 +305,39 @@ mod tests {
             Err(ScriptError::Parse(_))
         ));
     }
+
+    #[test]
+    fn fail_status_must_be_400_to_599() {
+        let fail = |status: u16| Script::new(vec![Turn::fail(status)]).validate();
+        for status in [399, 600] {
+            assert!(
+                matches!(
+                    fail(status),
+                    Err(ScriptError::Invalid { turn: 1, step: 1, ref reason })
+                        if reason == "`fail` needs an HTTP error status (400-599)"
+                ),
+                "{status}"
+            );
+        }
+        for status in [400, 599] {
+            assert!(fail(status).is_ok(), "{status}");
+        }
+    }
+
+    #[test]
+    fn chunk_chars_must_be_at_least_1() {
+        let chunked = |chunk_chars: usize| {
+            Script {
+                chunk_chars,
+                ..Script::new(vec![Turn::text("a")])
+            }
+            .validate()
+        };
+        assert!(matches!(
+            chunked(0),
+            Err(ScriptError::Invalid { turn: 0, step: 0, ref reason })
+                if reason == "chunk_chars must be at least 1"
+        ));
+        assert!(chunked(1).is_ok());
+    }
 }
