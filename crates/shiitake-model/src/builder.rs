@@ -211,15 +211,6 @@ impl MessageBuilder {
         true
     }
 
-    /// The number of tool call blocks so far.
-    pub(crate) fn tool_call_count(&self) -> usize {
-        self.message
-            .content
-            .iter()
-            .filter(|b| matches!(b, AssistantContent::ToolCall(_)))
-            .count()
-    }
-
     /// Closes the open block, emitting its `*_end` event; an invalid tool call is an error.
     pub(crate) fn close(&mut self) {
         let Some(open) = self.open.take() else {
@@ -289,7 +280,9 @@ impl MessageBuilder {
         if self.finished {
             return;
         }
-        if self.message.stop_reason == StopReason::Stop && self.tool_call_count() > 0 {
+        if self.message.stop_reason == StopReason::Stop
+            && self.message.tool_calls().next().is_some()
+        {
             self.message.stop_reason = StopReason::ToolUse;
         }
         self.message.timestamp = now_millis();
