@@ -65,17 +65,22 @@ pub async fn an_unknown_cursor_gets_one_reset<F: Fixture>() {
     assert_eq!(reset.reason, ResetReason::HistoryUnavailable);
     assert_eq!(reset.baseline.messages.len(), 2);
     let second = send(&session, "p2").await;
-    while let Some(frame) = frames.next().await {
-        match frame.unwrap() {
-            SessionFrame::Reset(_) => panic!("only one reset"),
-            SessionFrame::Update(update)
-                if update.terminals.iter().any(|t| t.command_id == second) =>
-            {
-                break;
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(frame) = frames.next().await {
+            match frame.unwrap() {
+                SessionFrame::Reset(_) => panic!("only one reset"),
+                SessionFrame::Update(update)
+                    if update.terminals.iter().any(|t| t.command_id == second) =>
+                {
+                    return;
+                }
+                _ => {}
             }
-            _ => {}
         }
-    }
+        panic!("the frame stream ended before the second prompt's terminal");
+    })
+    .await
+    .expect("the second prompt's terminal arrived in time");
 }
 
 /// Many watchers started while a writer commits in a tight loop each rebuild

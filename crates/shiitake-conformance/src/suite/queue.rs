@@ -126,18 +126,23 @@ pub async fn retryable_failures_back_off_then_succeed<F: Fixture>() {
         .await
         .unwrap();
     let command = send(&session, "try").await;
-    let mut retry_seen = None;
-    while let Some(frame) = frames.next().await {
-        if let SessionFrame::Update(update) = frame.unwrap() {
-            if let Some(retry) = &update.activity.retry {
-                retry_seen = Some((retry.attempt, retry.max_attempts));
-            }
-            if update.terminals.iter().any(|t| t.command_id == command) {
-                assert_eq!(update.terminals[0].outcome, TerminalOutcome::Completed);
-                break;
+    let retry_seen = tokio::time::timeout(PATIENCE, async {
+        let mut retry_seen = None;
+        while let Some(frame) = frames.next().await {
+            if let SessionFrame::Update(update) = frame.unwrap() {
+                if let Some(retry) = &update.activity.retry {
+                    retry_seen = Some((retry.attempt, retry.max_attempts));
+                }
+                if update.terminals.iter().any(|t| t.command_id == command) {
+                    assert_eq!(update.terminals[0].outcome, TerminalOutcome::Completed);
+                    return retry_seen;
+                }
             }
         }
-    }
+        panic!("the frame stream ended before the command's terminal");
+    })
+    .await
+    .expect("the command's terminal arrived in time");
     let (attempt, max_attempts) = retry_seen.expect("a retry was published");
     assert_eq!(attempt, 2);
     assert!(max_attempts >= 2);
