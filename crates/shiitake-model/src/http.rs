@@ -48,6 +48,18 @@ pub(crate) fn client(limits: &HttpLimits) -> Result<Client, ModelError> {
         })
 }
 
+/// The configured base URL without trailing `/`; it must start with `http://` or `https://`.
+pub(crate) fn base_url(configured: &str) -> Result<&str, ModelError> {
+    let base = configured.trim_end_matches('/');
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        return Err(ModelError::new(
+            ModelErrorKind::Config,
+            format!("base URL `{configured}` must start with http:// or https://"),
+        ));
+    }
+    Ok(base)
+}
+
 /// Turns configured `(name, value)` pairs into headers, naming the bad one.
 pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, ModelError> {
     let mut map = HeaderMap::new();

@@ -110,16 +110,7 @@ pub struct Anthropic {
 impl Anthropic {
     /// Validates the configuration and builds the provider's one HTTP client.
     pub fn new(config: AnthropicConfig) -> Result<Self, ModelError> {
-        let base = config.base_url.trim_end_matches('/');
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(ModelError::new(
-                ModelErrorKind::Config,
-                format!(
-                    "base URL `{}` must start with http:// or https://",
-                    config.base_url
-                ),
-            ));
-        }
+        let base = http::base_url(&config.base_url)?;
         let base = base.strip_suffix("/v1").unwrap_or(base);
         let url = format!("{base}/v1/messages");
         let mut headers = http::header_map(&config.headers)?;

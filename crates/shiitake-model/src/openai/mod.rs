@@ -129,16 +129,7 @@ pub struct OpenAiCompatible {
 impl OpenAiCompatible {
     /// Validates the configuration and builds the provider's one HTTP client.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
-        let base = config.base_url.trim_end_matches('/');
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(ModelError::new(
-                ModelErrorKind::Config,
-                format!(
-                    "base URL `{}` must start with http:// or https://",
-                    config.base_url
-                ),
-            ));
-        }
+        let base = http::base_url(&config.base_url)?;
         let url = format!("{base}/chat/completions");
         let mut headers = http::header_map(&config.headers)?;
         if let Some(key) = &config.api_key {
