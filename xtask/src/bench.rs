@@ -6,11 +6,11 @@
 
 use std::process::Command;
 
-use crate::util::{run_checked, workspace_root};
+use crate::util::{cargo, run_checked, workspace_root};
 
 /// Runs the benchmarks; extra arguments go to `cargo bench`.
 pub fn run(args: &[String]) -> Result<(), String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let cargo = cargo();
     let root = workspace_root();
     run_checked(
         Command::new(&cargo)

@@ -12,7 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{output_checked, run_checked, workspace_root};
+use crate::util::{cargo, output_checked, run_checked, workspace_root};
 use serde_json::Value as Json;
 
 /// Files a package may hold at its root.
@@ -108,18 +108,19 @@ pub fn run(args: &[String]) -> Result<Vec<Packaged>, String> {
     let mut packaged = Vec::new();
     let mut problems = Vec::new();
     for member in publishable {
-        let dir_name = format!("{}-{}", member.name, member.version);
-        let crate_file = workspace
-            .target_dir
-            .join("package")
-            .join(format!("{dir_name}.crate"));
-        let files = list_crate(&crate_file, &dir_name)?;
+        let mut packed = Packaged {
+            member: member.clone(),
+            crate_file: workspace.target_dir.join("package"),
+        };
+        let dir_name = packed.dir_name();
+        packed.crate_file.push(format!("{dir_name}.crate"));
+        let files = list_crate(&packed.crate_file, &dir_name)?;
         let mut found = file_problems(&files);
         if files.iter().any(|file| file == "LICENSE") {
             let packed_license = output_checked(
                 Command::new("tar")
                     .arg("-xzOf")
-                    .arg(&crate_file)
+                    .arg(&packed.crate_file)
                     .arg(format!("{dir_name}/LICENSE")),
             )?;
             if packed_license != license {
@@ -137,10 +138,7 @@ pub fn run(args: &[String]) -> Result<Vec<Packaged>, String> {
                 .into_iter()
                 .map(|problem| format!("{}: {problem}", member.name)),
         );
-        packaged.push(Packaged {
-            member: member.clone(),
-            crate_file,
-        });
+        packaged.push(packed);
     }
     if problems.is_empty() {
         Ok(packaged)
@@ -212,11 +210,6 @@ impl Workspace {
             target_dir,
         })
     }
-}
-
-/// The cargo that runs xtask, so nested runs use the same toolchain.
-pub fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
 /// Required files missing from a member's directory, checked before packaging so

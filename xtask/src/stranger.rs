@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::pack::{self, Packaged, cargo};
-use crate::util::{output_checked, run_checked, workspace_root};
+use crate::pack::{self, Packaged};
+use crate::util::{cargo, output_checked, run_checked, workspace_root};
 
 /// Where the consumer is built; kept between runs so they are incremental.
 pub const TARGET_DIR: &str = "/var/tmp/shiitake-stranger-target";

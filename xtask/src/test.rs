@@ -8,7 +8,7 @@
 use std::process::Command;
 
 use crate::local_model;
-use crate::util::run_checked;
+use crate::util::{cargo, run_checked};
 
 /// The variable the real-model tests read.
 const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
@@ -20,9 +20,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         _ => local_model::ensure_running(local_model::DEFAULT_PORT)?,
     };
     eprintln!("test: {MODEL_URL_VAR}={url}");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     run_checked(
-        Command::new(cargo)
+        Command::new(cargo())
             .args(["test", "--workspace"])
             .args(args)
             .env(MODEL_URL_VAR, url),

@@ -15,6 +15,11 @@ pub fn workspace_root() -> PathBuf {
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }
 
+/// The cargo that runs xtask, so nested runs use the same toolchain.
+pub fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
 /// Runs a command to completion and fails with its description when it exits non-zero.
 pub fn run_checked(command: &mut Command) -> Result<(), String> {
     let status = command
