@@ -323,14 +323,8 @@ fn excerpt(line: &str, at: usize) -> String {
     if line.len() <= 2 * WIDTH {
         return line.trim().to_owned();
     }
-    let mut start = at.saturating_sub(WIDTH);
-    while !line.is_char_boundary(start) {
-        start -= 1;
-    }
-    let mut end = (at + WIDTH).min(line.len());
-    while !line.is_char_boundary(end) {
-        end += 1;
-    }
+    let start = line.floor_char_boundary(at.saturating_sub(WIDTH));
+    let end = line.ceil_char_boundary(at + WIDTH);
     format!("…{}…", &line[start..end])
 }
 
