@@ -172,7 +172,12 @@ fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// The `error.message` (or `message`) of a JSON error body, as OpenAI and Anthropic send it.
 pub(crate) fn error_message_from_body(body: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(body).ok()?;
-    let error = value.get("error").unwrap_or(&value);
+    error_message(&value)
+}
+
+/// The `error.message` (or `message`, or an `error` string) of a parsed JSON error.
+pub(crate) fn error_message(value: &serde_json::Value) -> Option<String> {
+    let error = value.get("error").unwrap_or(value);
     match error {
         serde_json::Value::String(text) => Some(text.clone()),
         _ => error

@@ -7,7 +7,7 @@ use shiitake_protocol::message::{StopReason, Usage};
 
 use crate::builder::MessageBuilder;
 use crate::error::{ModelError, ModelErrorKind};
-use crate::http::error_message_from_body;
+use crate::http::{error_message, error_message_from_body};
 use crate::sse::{Decoder, Flow};
 
 #[derive(Deserialize)]
@@ -172,7 +172,7 @@ impl Decoder for OpenAiDecoder {
         let chunk: Chunk = serde_json::from_str(data)
             .map_err(|error| invalid(format!("unreadable chunk ({error}): {data:.200}")))?;
         if let Some(error) = chunk.error {
-            let message = error_message_from_body(&serde_json::json!({"error": error}).to_string())
+            let message = error_message(&serde_json::json!({"error": error}))
                 .unwrap_or_else(|| error.to_string());
             return Err(ModelError::new(ModelErrorKind::Server, message));
         }
