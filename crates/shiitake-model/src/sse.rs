@@ -162,26 +162,24 @@ pub(crate) async fn start<D: Decoder>(
     cancel: CancellationToken,
     max_event_bytes: usize,
 ) -> Result<AssistantStream, ModelError> {
-    let mut driver = Driver {
-        events: Some(bounded_events(response, max_event_bytes)),
-        decoder,
-        builder,
-        cancel,
-    };
+    let mut events = bounded_events(response, max_event_bytes);
     // Keep-alive comments and empty events do not count as the answer starting.
     let first = loop {
-        let Some(events) = driver.events.as_mut() else {
-            break None;
-        };
         let item = tokio::select! {
             biased;
-            () = driver.cancel.cancelled() => return Err(aborted()),
+            () = cancel.cancelled() => return Err(aborted()),
             item = events.next() => item,
         };
         match &item {
             Some(Ok(event)) if event.data.trim().is_empty() => {}
             _ => break item,
         }
+    };
+    let mut driver = Driver {
+        events: Some(events),
+        decoder,
+        builder,
+        cancel,
     };
     match first {
         None => {
