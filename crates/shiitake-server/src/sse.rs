@@ -28,25 +28,26 @@ fn error_event(error: &ShiitakeError) -> Event {
     Event::default().event("error").data(data)
 }
 
-/// One frame as one event.
-pub(crate) fn frame_event(frame: &SessionFrame) -> Event {
+/// One frame as one event, or why it did not encode.
+fn frame_event(frame: &SessionFrame) -> Result<Event, ShiitakeError> {
     let kind = match frame {
         SessionFrame::Update(_) => "update",
         SessionFrame::Progress(_) => "progress",
         SessionFrame::Reset(_) => "reset",
     };
-    match serde_json::to_string(frame) {
-        Ok(data) => {
-            let event = Event::default().event(kind).data(data);
-            match frame.cursor() {
-                Some(cursor) => event.id(cursor.as_str()),
-                None => event,
-            }
-        }
-        Err(error) => error_event(&ShiitakeError::internal(format!(
-            "a frame did not encode: {error}"
-        ))),
-    }
+    let data = serde_json::to_string(frame)
+        .map_err(|error| ShiitakeError::internal(format!("a frame did not encode: {error}")))?;
+    let event = Event::default().event(kind).data(data);
+    Ok(match frame.cursor() {
+        Some(cursor) => event.id(cursor.as_str()),
+        None => event,
+    })
+}
+
+/// The `end` event. Its data is `{}` rather than empty: SSE parsers drop an
+/// event whose data is empty, and the client would take the close for a drop.
+fn end_event() -> Event {
+    Event::default().event("end").data("{}")
 }
 
 /// The `snapshot` event that opens a watch: the baseline, with its cursor as id.
@@ -65,28 +66,70 @@ pub(crate) fn snapshot_event(snapshot: &SessionSnapshot) -> Event {
     }
 }
 
-/// The SSE response: `first` events, then the frames, then `end` (or one `error`).
+/// The SSE response: `first` events, then the frames, then `end`; or, on a
+/// failure, one `error` instead of `end`.
 pub(crate) fn respond(first: Vec<Event>, frames: FrameStream, keep_alive: Duration) -> EventStream {
     // A comment first, so the response head and a first byte leave at once.
     let opening = std::iter::once(Event::default().comment("ok")).chain(first);
-    let body = frames
-        .scan(false, |failed, item| {
-            let next = if *failed {
-                None
-            } else {
-                match item {
-                    Ok(frame) => Some(frame_event(&frame)),
-                    Err(error) => {
-                        *failed = true;
-                        Some(error_event(&error))
-                    }
-                }
-            };
-            futures::future::ready(next)
-        })
-        .chain(stream::once(async {
-            Event::default().event("end").data("")
-        }));
+    let body = stream::unfold(Some(frames), |state| async move {
+        let mut frames = state?;
+        match frames.next().await {
+            Some(Ok(frame)) => match frame_event(&frame) {
+                Ok(event) => Some((event, Some(frames))),
+                Err(error) => Some((error_event(&error), None)),
+            },
+            Some(Err(error)) => Some((error_event(&error), None)),
+            None => Some((end_event(), None)),
+        }
+    });
     let events = stream::iter(opening).chain(body).map(Ok).boxed();
     Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use axum::response::IntoResponse;
+
+    /// The whole SSE body of `frames`, as text.
+    async fn body_of(frames: FrameStream) -> String {
+        let response = respond(Vec::new(), frames, Duration::from_secs(60)).into_response();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    /// The events an SSE parser dispatches from `body`: (name, data).
+    async fn parsed(body: String) -> Vec<(String, String)> {
+        use eventsource_stream::Eventsource;
+        stream::once(async move { Ok::<_, Infallible>(body) })
+            .eventsource()
+            .map(|event| {
+                let event = event.unwrap();
+                (event.event, event.data)
+            })
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn an_empty_frame_stream_ends_with_an_end_event_a_parser_sees() {
+        let body = body_of(stream::empty().boxed()).await;
+        assert_eq!(body, ": ok\n\nevent: end\ndata: {}\n\n");
+        let events = parsed(body).await;
+        assert_eq!(events, vec![("end".to_owned(), "{}".to_owned())]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_stream_ends_with_its_error_and_no_end() {
+        let frames = stream::iter([Err(ShiitakeError::internal("broken"))]).boxed();
+        let events = parsed(body_of(frames).await).await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].0, "error");
+        let error: ShiitakeError = serde_json::from_str(&events[0].1).unwrap();
+        assert_eq!(error.message, "broken");
+    }
 }

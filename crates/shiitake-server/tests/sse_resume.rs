@@ -191,6 +191,21 @@ async fn a_stream_that_cannot_reconnect_ends_unavailable() {
     assert!(frames.next().await.is_none());
 }
 
+#[tokio::test]
+async fn deleting_the_session_ends_a_remote_subscription_without_reconnecting() {
+    let fixture = Remote::start(Script::new(vec![])).await;
+    let agent = fixture.agent();
+    let session = new_session(agent).await;
+    let mut frames = agent
+        .session(session.session_id().clone())
+        .subscribe(SubscribeOptions::default())
+        .await
+        .unwrap();
+    assert!(agent.delete_session(session.session_id()).await.unwrap());
+    let next = tokio::time::timeout(PATIENCE, frames.next()).await.unwrap();
+    assert!(next.is_none(), "the stream ends, not {next:?}");
+}
+
 /// Reads SSE events (name, id, data) from a raw response until `count` frames arrived.
 async fn raw_events(
     response: reqwest::Response,
