@@ -167,6 +167,20 @@ mod tests {
     }
 
     #[test]
+    fn a_token_is_16_to_256_bytes() {
+        for len in [16, 17, 255, 256] {
+            let token = Token::new("t".repeat(len)).unwrap();
+            assert_eq!(token.as_str().len(), len);
+        }
+        for len in [0, 15, 257] {
+            assert!(
+                matches!(Token::new("t".repeat(len)), Err(TokenError::Malformed)),
+                "{len} bytes"
+            );
+        }
+    }
+
+    #[test]
     fn the_token_file_is_created_once_and_private() {
         let dir = tempfile::tempdir().unwrap();
         let (first, path) = load_or_create_token(dir.path()).unwrap();

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use shiitake_conformance::Fixture;
 use shiitake_model::{Script, Turn};
 use shiitake_protocol::{AgentApi, ErrorCode, RequestId, ShiitakeError};
+use shiitake_server::MAX_BODY_BYTES;
 use support::{Remote, TOKEN};
 
 struct Raw {
@@ -147,6 +148,80 @@ async fn oversized_bodies_and_values_are_413_too_large() {
     let edge = prompt("r-edge", &"x".repeat(128 * 1024));
     let (status, body) = raw.send("POST", &commands, Some(edge)).await;
     assert_eq!(status, 200, "{body}");
+}
+
+/// `{"requestId": id}` padded with trailing spaces to `len` bytes.
+fn padded_create(id: &str, len: usize) -> Vec<u8> {
+    let mut body = format!(r#"{{"requestId":"{id}"}}"#).into_bytes();
+    assert!(body.len() <= len);
+    body.resize(len, b' ');
+    body
+}
+
+#[tokio::test]
+async fn the_body_bound_holds_at_its_edge() {
+    let fixture = Remote::start(Script::new(vec![])).await;
+    let raw = Raw::new(&fixture);
+    let edge = padded_create("r-pad-edge", MAX_BODY_BYTES);
+    let (status, body) = raw.send("POST", "/v1/sessions", Some(edge)).await;
+    assert_eq!(status, 200, "{body}");
+    let over = padded_create("r-pad-over", MAX_BODY_BYTES + 1);
+    assert_eq!(
+        raw.fail("POST", "/v1/sessions", Some(over)).await,
+        (413, ErrorCode::TooLarge)
+    );
+}
+
+#[tokio::test]
+async fn id_command_and_cursor_bounds_hold_at_their_edge() {
+    let fixture = Remote::start(Script::new(vec![])).await;
+    let raw = Raw::new(&fixture);
+    let id = session(&fixture).await;
+
+    // A requestId of exactly 128 bytes is accepted.
+    let (status, body) = raw
+        .send(
+            "POST",
+            "/v1/sessions",
+            Some(format!(r#"{{"requestId":"{}"}}"#, "r".repeat(128)).into_bytes()),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // A command name of 128 bytes is decoded (the extension is unknown); 129 is refused.
+    let command = |len: usize| format!("/v1/extensions/none/commands/{}", "c".repeat(len));
+    assert_eq!(
+        raw.fail("POST", &command(128), Some(b"{}".to_vec())).await,
+        (404, ErrorCode::NotFound)
+    );
+    assert_eq!(
+        raw.fail("POST", &command(129), Some(b"{}".to_vec())).await,
+        (413, ErrorCode::TooLarge)
+    );
+
+    // A Last-Event-ID of 256 bytes (the cursor bound) is accepted; 257 is refused.
+    let events = |cursor: String| {
+        raw.http
+            .get(format!("{}/v1/sessions/{id}/events", raw.base))
+            .bearer_auth(TOKEN)
+            .header("last-event-id", cursor)
+            .send()
+    };
+    let response = events("v".repeat(256)).await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    drop(response);
+    let response = events("v".repeat(257)).await.unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+    let error: ShiitakeError = response.json().await.unwrap();
+    assert_eq!(error.code, ErrorCode::TooLarge);
+
+    // `limit` of `snapshot` is 1..=200 (0 and 201 are `invalid`, above).
+    for limit in [1, 200] {
+        let path = format!("/v1/sessions/{id}/snapshot?limit={limit}");
+        let (status, body) = raw.send("GET", &path, None).await;
+        assert_eq!(status, 200, "limit={limit}: {body}");
+    }
 }
 
 #[tokio::test]
