@@ -7,7 +7,7 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -24,6 +24,8 @@ struct Proxy {
     url: String,
     connections: Arc<tokio::sync::Mutex<JoinSet<()>>>,
     refusing: Arc<AtomicBool>,
+    /// Connections refused (accepted and dropped at once) while refusing.
+    refused: Arc<AtomicUsize>,
     _accept: tokio::task::JoinHandle<()>,
 }
 
@@ -33,13 +35,15 @@ impl Proxy {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let connections = Arc::new(tokio::sync::Mutex::new(JoinSet::new()));
         let refusing = Arc::new(AtomicBool::new(false));
-        let (held, refuse) = (connections.clone(), refusing.clone());
+        let refused = Arc::new(AtomicUsize::new(0));
+        let (held, refuse, count) = (connections.clone(), refusing.clone(), refused.clone());
         let accept = tokio::spawn(async move {
             loop {
                 let Ok((mut inbound, _)) = listener.accept().await else {
                     return;
                 };
                 if refuse.load(Ordering::SeqCst) {
+                    count.fetch_add(1, Ordering::SeqCst);
                     drop(inbound);
                     continue;
                 }
@@ -55,6 +59,7 @@ impl Proxy {
             url,
             connections,
             refusing,
+            refused,
             _accept: accept,
         }
     }
@@ -188,6 +193,12 @@ async fn a_stream_that_cannot_reconnect_ends_unavailable() {
         .unwrap()
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::Unavailable);
+    assert_eq!(
+        proxy.refused.load(Ordering::SeqCst),
+        3,
+        "exactly max_attempts reconnects were tried"
+    );
+    assert!(error.message.contains("3 attempts"), "{}", error.message);
     assert!(frames.next().await.is_none());
 }
 
