@@ -51,3 +51,60 @@ impl IntoResponse for HttpError {
 pub(crate) async fn no_route() -> HttpError {
     HttpError(ShiitakeError::not_found("no such route; see docs/http.md"))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// The `| code | status | note |` rows of the Failures table in `docs/http.md`.
+    fn documented() -> Vec<(String, u16)> {
+        let doc = include_str!("../../../docs/http.md");
+        let table = doc.split("## Failures").nth(1).unwrap();
+        table
+            .lines()
+            .skip_while(|line| !line.starts_with("| code |"))
+            .skip(2)
+            .take_while(|line| line.starts_with('|'))
+            .map(|line| {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                let code = cells[1].trim_matches('`').to_owned();
+                (code, cells[2].parse().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_code_has_the_status_docs_http_md_lists() {
+        // A new code fails to compile here until it is added below and to the table.
+        let all = |code: ErrorCode| match code {
+            ErrorCode::NotFound
+            | ErrorCode::Conflict
+            | ErrorCode::Invalid
+            | ErrorCode::TooLarge
+            | ErrorCode::Unavailable
+            | ErrorCode::Stopped
+            | ErrorCode::NotGranted
+            | ErrorCode::Internal => code,
+        };
+        let codes = [
+            ErrorCode::NotFound,
+            ErrorCode::Conflict,
+            ErrorCode::Invalid,
+            ErrorCode::TooLarge,
+            ErrorCode::Unavailable,
+            ErrorCode::Stopped,
+            ErrorCode::NotGranted,
+            ErrorCode::Internal,
+        ]
+        .map(all);
+        let table = documented();
+        assert_eq!(table.len(), codes.len(), "{table:?}");
+        for code in codes {
+            let row = table.iter().find(|(name, _)| name == code.as_str());
+            let (_, status) = row.unwrap_or_else(|| panic!("{code} is not in docs/http.md"));
+            assert_eq!(status_of(code).as_u16(), *status, "{code}");
+        }
+    }
+}
