@@ -35,9 +35,10 @@ fn frame_event(frame: &SessionFrame) -> Result<Event, ShiitakeError> {
         SessionFrame::Progress(_) => "progress",
         SessionFrame::Reset(_) => "reset",
     };
-    let data = serde_json::to_string(frame)
+    let event = Event::default()
+        .event(kind)
+        .json_data(frame)
         .map_err(|error| ShiitakeError::internal(format!("a frame did not encode: {error}")))?;
-    let event = Event::default().event(kind).data(data);
     Ok(match frame.cursor() {
         Some(cursor) => event.id(cursor.as_str()),
         None => event,
@@ -121,6 +122,33 @@ mod tests {
         assert_eq!(body, ": ok\n\nevent: end\ndata: {}\n\n");
         let events = parsed(body).await;
         assert_eq!(events, vec![("end".to_owned(), "{}".to_owned())]);
+    }
+
+    #[tokio::test]
+    async fn a_frame_is_one_event_named_by_kind_with_its_json_and_cursor() {
+        let fixtures = [
+            include_str!("../../shiitake-protocol/tests/fixtures/session_frame/progress.json"),
+            include_str!("../../shiitake-protocol/tests/fixtures/session_frame/reset.json"),
+            include_str!("../../shiitake-protocol/tests/fixtures/session_frame/update_live.json"),
+            include_str!("../../shiitake-protocol/tests/fixtures/session_frame/update_replay.json"),
+        ];
+        for fixture in fixtures {
+            let frame: SessionFrame = serde_json::from_str(fixture).unwrap();
+            let kind = match &frame {
+                SessionFrame::Update(_) => "update",
+                SessionFrame::Progress(_) => "progress",
+                SessionFrame::Reset(_) => "reset",
+            };
+            let id = frame
+                .cursor()
+                .map(|cursor| format!("id: {}\n", cursor.as_str()))
+                .unwrap_or_default();
+            let json = serde_json::to_string(&frame).unwrap();
+            let expected =
+                format!(": ok\n\nevent: {kind}\ndata: {json}\n{id}\nevent: end\ndata: {{}}\n\n");
+            let body = body_of(stream::iter([Ok(frame)]).boxed()).await;
+            assert_eq!(body, expected);
+        }
     }
 
     #[tokio::test]
