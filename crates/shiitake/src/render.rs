@@ -165,9 +165,11 @@ impl Printer {
                         self.close_line();
                         out("assistant: ");
                     }
-                    out(&text[self.streamed.len()..]);
+                    // The check above makes `streamed` a prefix of `text`: append the rest.
+                    let suffix = &text[self.streamed.len()..];
+                    out(suffix);
                     self.open_line = true;
-                    self.streamed = text.clone();
+                    self.streamed.push_str(suffix);
                 }
                 self.activity(&progress.activity);
             }
