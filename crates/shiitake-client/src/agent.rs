@@ -12,7 +12,7 @@ use shiitake_protocol::{
     ShiitakeError,
 };
 
-use crate::http::Inner;
+use crate::http::{Inner, NO_BODY};
 use crate::session::RemoteSession;
 use crate::transport::ReqwestTransport;
 use crate::{ClientError, ClientOptions};
@@ -49,8 +49,6 @@ struct Created {
 struct Deleted {
     deleted: bool,
 }
-
-const NO_BODY: Option<&()> = None;
 
 impl RemoteAgent {
     /// A client of the server at `options.base_url`; this does no I/O.

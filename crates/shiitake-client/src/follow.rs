@@ -13,14 +13,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use eventsource_stream::{Event, Eventsource};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::Method;
 use shiitake_protocol::{
     Cursor, FrameStream, ReadOptions, ResetFrame, ResetReason, SessionFrame, SessionId,
-    SessionSnapshot, ShiitakeError,
+    SessionSnapshot, ShiitakeError, parse_shiitake_error,
 };
 
 use crate::http::{Inner, QueryPairs};
@@ -58,7 +57,7 @@ impl Connection {
             move |state| async move {
                 let mut body = state?;
                 match tokio::time::timeout(idle, body.next()).await {
-                    Ok(Some(Ok(chunk))) => Some((Ok::<Bytes, String>(chunk), Some(body))),
+                    Ok(Some(Ok(chunk))) => Some((Ok::<_, String>(chunk), Some(body))),
                     Ok(Some(Err(error))) => Some((Err(error.to_string()), None)),
                     Ok(None) => None,
                     Err(_) => Some((Err("no byte within the idle timeout".to_owned()), None)),
@@ -148,7 +147,7 @@ async fn open_watch(
 }
 
 fn decode_error(data: &str) -> ShiitakeError {
-    serde_json::from_str(data).unwrap_or_else(|_| {
+    parse_shiitake_error(data).unwrap_or_else(|_| {
         ShiitakeError::internal(format!("the server ended the stream with: {data}"))
     })
 }

@@ -6,7 +6,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, Response, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use shiitake_protocol::{ErrorCode, ShiitakeError};
+use shiitake_protocol::{ErrorCode, ShiitakeError, parse_shiitake_error};
 
 use crate::ClientOptions;
 use crate::transport::Transport;
@@ -18,6 +18,9 @@ pub(crate) struct Inner {
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) options: ClientOptions,
 }
+
+/// The body of a request that sends none, typed for [`Inner::call`].
+pub(crate) const NO_BODY: Option<&()> = None;
 
 /// Query pairs of one request.
 pub(crate) type QueryPairs = Vec<(&'static str, String)>;
@@ -126,7 +129,7 @@ pub(crate) async fn failure(response: Response) -> ShiitakeError {
         );
     }
     let text = response.text().await.unwrap_or_default();
-    if let Ok(error) = serde_json::from_str::<ShiitakeError>(&text) {
+    if let Ok(error) = parse_shiitake_error(&text) {
         return error;
     }
     let code = match status {

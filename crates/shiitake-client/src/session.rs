@@ -12,7 +12,7 @@ use shiitake_protocol::{
 };
 
 use crate::follow::{Follow, read_query as snapshot_query};
-use crate::http::{Inner, decode};
+use crate::http::{Inner, NO_BODY, decode};
 
 /// One Session of a [`RemoteAgent`](crate::RemoteAgent); holding it costs nothing.
 #[derive(Clone)]
@@ -28,8 +28,6 @@ impl std::fmt::Debug for RemoteSession {
             .finish_non_exhaustive()
     }
 }
-
-const NO_BODY: Option<&()> = None;
 
 impl RemoteSession {
     pub(crate) fn new(inner: Arc<Inner>, session_id: SessionId) -> Self {
@@ -50,10 +48,11 @@ impl SessionApi for RemoteSession {
     }
 
     fn new_request_id(&self) -> RequestId {
-        RequestId::from(
-            shiitake_protocol::BoundedId::new(format!("req_{}", ulid::Ulid::generate()))
-                .unwrap_or_else(|_| unreachable_id()),
-        )
+        match shiitake_protocol::BoundedId::new(format!("req_{}", ulid::Ulid::generate())) {
+            Ok(id) => RequestId::from(id),
+            // `req_` and 26 Crockford characters: 30 bytes of visible ASCII, always valid.
+            Err(error) => unreachable!("a minted request id is valid: {error}"),
+        }
     }
 
     async fn command(&self, command: SessionCommand) -> Result<CommandOutcome, ShiitakeError> {
@@ -136,15 +135,5 @@ impl SessionApi for RemoteSession {
         self.inner
             .call(Method::POST, &segments, &Vec::new(), Some(&input))
             .await
-    }
-}
-
-/// `req_` and 26 Crockford characters always make a valid id; this is never reached.
-#[cold]
-fn unreachable_id() -> shiitake_protocol::BoundedId {
-    // A literal that is valid by inspection; the fallback of an infallible path.
-    match shiitake_protocol::BoundedId::new("req_fallback") {
-        Ok(id) => id,
-        Err(_) => unreachable!("a literal visible-ASCII id is valid"),
     }
 }
