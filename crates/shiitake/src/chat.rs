@@ -9,11 +9,11 @@
 use futures::StreamExt;
 use shiitake_protocol::{
     AgentApi, PromptDelivery, PromptText, ReadOptions, RequestId, SendOptions, SessionApi,
-    SessionId,
 };
 use tokio::io::AsyncBufReadExt;
 
 use crate::CliError;
+use crate::commands;
 use crate::render::Printer;
 use crate::setup::Context;
 
@@ -65,7 +65,7 @@ fn new_request() -> Result<RequestId, CliError> {
 pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
     let agent = context.agent()?;
     let session_id = match args.session {
-        Some(id) => SessionId::new(id).map_err(|error| CliError::Setup(error.to_string()))?,
+        Some(id) => commands::session_id(&id)?,
         None => agent.create_session(new_request()?).await?,
     };
     let session = agent.session(session_id.clone());
@@ -104,7 +104,7 @@ pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
                             continue;
                         }
                     };
-                    let options = SendOptions { delivery: Some(delivery), request_id: Some(new_request()?) };
+                    let options = SendOptions { delivery: Some(delivery), request_id: None };
                     session.send(text, options).await?;
                     // Until the acceptance shows up in a frame the Session is not idle.
                     printer.pending += 1;

@@ -40,7 +40,8 @@ pub struct SessionsArgs {
     after: Option<String>,
 }
 
-fn session_id(text: &str) -> Result<SessionId, CliError> {
+/// A Session id given on the command line.
+pub(crate) fn session_id(text: &str) -> Result<SessionId, CliError> {
     SessionId::new(text).map_err(|error| CliError::Setup(error.to_string()))
 }
 
