@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use axum::Router;
 use shiitake_client::{ClientOptions, ReconnectPolicy, RemoteAgent};
-use shiitake_conformance::{Fixture, TestTools, tools};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, RetryPolicy, SqliteStore};
+use shiitake_conformance::{Fixture, TestTools};
+use shiitake_core::Agent;
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_server::{ServerConfig, Token, router};
 use tempfile::TempDir;
@@ -77,25 +77,15 @@ pub fn client(url: &str) -> RemoteAgent {
     RemoteAgent::new(options).unwrap()
 }
 
-/// The test configuration: the scripted model and quick retries.
-pub fn config(model: Arc<ScriptedModel>) -> AgentConfig {
-    let mut config = AgentConfig::new(Arc::new(FixedModel(model)));
-    config.retry = RetryPolicy {
-        max_attempts: 3,
-        initial_delay: Duration::from_millis(20),
-        max_delay: Duration::from_millis(100),
-    };
-    config
-}
+/// The core tests' in-process fixture: its Agent configuration and opener.
+#[path = "../../../shiitake-core/tests/harness/mod.rs"]
+mod harness;
+
+pub use harness::config;
 
 /// A core Agent on a file in `dir`.
 pub async fn local_agent(dir: &TempDir, tools: Arc<TestTools>, model: Arc<ScriptedModel>) -> Agent {
-    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
-        .await
-        .unwrap();
-    Agent::open(Arc::new(store), tools::catalog(tools).await, config(model))
-        .await
-        .unwrap()
+    harness::open(&dir.path().join("agent.db"), tools, config(model)).await
 }
 
 /// One test's Agent, served over HTTP and reached through the client.
