@@ -9,6 +9,7 @@ use shiitake_protocol::{
 
 use super::{Owner, Published, QueuedPrompt, WaitingLine, take};
 use crate::clock::now_ms;
+use crate::extension::{Provenance, Sender};
 use crate::ids;
 use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, StoredEntry};
 
@@ -53,6 +54,7 @@ impl Owner {
     pub(super) async fn command(
         &mut self,
         command: SessionCommand,
+        sender: Option<Sender>,
     ) -> Result<CommandOutcome, ShiitakeError> {
         match &command {
             SessionCommand::Prompt {
@@ -61,9 +63,19 @@ impl Owner {
                 delivery,
             } => {
                 let payload = canonical(&command)?;
-                self.prompt(request_id.clone(), text.clone(), *delivery, payload)
-                    .await
-                    .map(CommandOutcome::Accepted)
+                let provenance = Provenance {
+                    origin: None,
+                    sender,
+                };
+                self.prompt(
+                    request_id.clone(),
+                    text.clone(),
+                    *delivery,
+                    payload,
+                    provenance,
+                )
+                .await
+                .map(CommandOutcome::Accepted)
             }
             SessionCommand::Cancel {
                 command_id,
@@ -121,6 +133,7 @@ impl Owner {
         text: PromptText,
         delivery: PromptDelivery,
         payload: String,
+        provenance: Provenance,
     ) -> Result<Accepted, ShiitakeError> {
         let mut header = self.next_header();
         if header.title.is_empty() {
@@ -131,7 +144,7 @@ impl Owner {
         let command = StoredCommand {
             id: ids::command_id(),
             request_id: Some(request_id),
-            origin: None,
+            origin: provenance.to_stored(),
             kind: CommandKind::Prompt,
             payload,
             accepted_sequence: take(&mut header),
@@ -165,11 +178,10 @@ impl Owner {
             command_id: command_id.clone(),
             text,
             delivery,
-            origin: None,
+            provenance,
         });
         if self.run.is_some() && delivery == PromptDelivery::Steer {
-            self.steer_waiting
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.steer_waiting.send_replace(true);
         }
         self.refresh_activity();
         self.publish_changes(Vec::new(), Vec::new());
