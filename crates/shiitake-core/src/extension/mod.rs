@@ -102,6 +102,9 @@ pub struct FiredTimer {
 pub struct RunContext<'a> {
     /// The Session.
     pub session_id: &'a SessionId,
+    /// The run's work item; every tool call's execution id is `<command id>:<call id>`,
+    /// and settled hooks see it again as [`Settled::command_id`].
+    pub command_id: &'a CommandId,
     /// Who admitted the run's prompt, when an extension did.
     pub origin: Option<&'a Origin>,
     /// The Agent that sent the run's prompt, when the host admitted it for another Agent.
@@ -139,6 +142,7 @@ impl std::fmt::Debug for RunContext<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunContext")
             .field("session_id", &self.session_id)
+            .field("command_id", &self.command_id)
             .field("origin", &self.origin)
             .field("sender", &self.sender)
             .finish_non_exhaustive()

@@ -78,6 +78,12 @@ impl Provenance {
 pub struct TimerId(pub(crate) String);
 
 impl TimerId {
+    /// Rebuilds an id an extension stored (from [`TimerId::as_str`]), to clear its timer.
+    /// Clearing only ever touches the extension's own timers, so a wrong id clears nothing.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
     /// The id text.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -470,6 +470,7 @@ impl Owner {
     /// Prompt sections and tool modules every running extension contributes to a run.
     pub(super) fn contributions(
         &self,
+        command_id: &CommandId,
         provenance: &Provenance,
     ) -> (Vec<String>, Vec<(ExtensionId, Module)>) {
         let host = &self.core.host;
@@ -488,6 +489,7 @@ impl Owner {
                 files: registered.files.as_ref(),
                 grants: &registered.grants,
                 session_id: &self.header.id,
+                command_id,
                 origin: provenance.origin.as_ref(),
                 sender: provenance.sender.as_ref(),
                 state: StateView {

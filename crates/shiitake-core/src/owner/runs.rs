@@ -112,7 +112,7 @@ impl Owner {
         let cancel = CancellationToken::new();
         let provenance = self.provenance_of(&command_id);
         self.prepare_change_signals();
-        let (prompt_sections, modules) = self.contributions(&provenance);
+        let (prompt_sections, modules) = self.contributions(&command_id, &provenance);
         self.steer_waiting.send_replace(
             self.queue
                 .iter()
