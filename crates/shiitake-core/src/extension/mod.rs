@@ -14,6 +14,7 @@
 //! `docs/extensions.md` is the tutorial; `examples/counter_extension.rs` is the
 //! smallest complete extension.
 
+pub mod cadence;
 mod definition;
 mod grants;
 pub mod host;
@@ -29,7 +30,7 @@ use shiitake_protocol::{CommandId, SessionId, TerminalOutcome};
 
 pub use definition::{ExtensionDefinition, Migration, MigrationTx, StateScope};
 pub use grants::{Grant, Grants};
-pub(crate) use tx::next_cron as tx_next_cron;
+pub(crate) use cadence::next_after as tx_next_cron;
 pub use tx::{Due, Origin, StateView, TimerId, Tx};
 
 /// Why a hook did not do what it was asked.

@@ -1,7 +1,6 @@
 //! The owner transaction an extension hook works in: namespaced state and effects.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -9,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shiitake_protocol::{ExtensionId, PromptDelivery, PromptText, SessionId};
 
+use super::cadence::next_after as next_cron;
 use super::{Grant, Grants, HookError, StateScope};
 
 /// The rows of one extension in one scope: (collection, key) → value.
@@ -43,29 +43,9 @@ pub enum Due {
     At(u64),
     /// This long from now.
     After(Duration),
-    /// On a cron cadence: 5 fields (minute first) or 6–7 fields (seconds first); repeats until cleared.
+    /// On a Unix cron cadence, evaluated in UTC: 5 fields (minute first) or 6–7 fields
+    /// (seconds first, then an optional year); repeats until cleared. See [`cadence`](super::cadence).
     Cron(String),
-}
-
-/// The first occurrence of `expression` strictly after `after_ms`, in Unix milliseconds.
-pub(crate) fn next_cron(expression: &str, after_ms: u64) -> Result<u64, HookError> {
-    let fields = expression.split_whitespace().count();
-    let normalised = if fields == 5 {
-        format!("0 {expression}")
-    } else {
-        expression.to_owned()
-    };
-    let schedule = cron::Schedule::from_str(&normalised)
-        .map_err(|error| HookError::Invalid(format!("cron cadence `{expression}`: {error}")))?;
-    let after =
-        chrono::DateTime::from_timestamp_millis(i64::try_from(after_ms).unwrap_or(i64::MAX))
-            .ok_or_else(|| HookError::Invalid("time out of range".into()))?;
-    let next = schedule
-        .after(&after)
-        .next()
-        .ok_or_else(|| HookError::Invalid(format!("cron cadence `{expression}` never fires")))?;
-    u64::try_from(next.timestamp_millis())
-        .map_err(|_| HookError::Invalid("time out of range".into()))
 }
 
 /// A change a hook asked for besides its rows; committed with them.
@@ -350,28 +330,5 @@ impl<'a> Tx<'a> {
             kind: kind.to_owned(),
         });
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn five_field_cron_is_normalised() {
-        // 2026-11-30T00:00:00Z
-        let midnight = 1_764_460_800_000;
-        assert_eq!(
-            next_cron("*/15 * * * *", midnight).unwrap(),
-            midnight + 15 * 60 * 1000
-        );
-        assert_eq!(
-            next_cron("30 * * * * *", midnight).unwrap(),
-            midnight + 30 * 1000
-        );
-        assert!(matches!(
-            next_cron("not a cadence", midnight),
-            Err(HookError::Invalid(_))
-        ));
     }
 }
