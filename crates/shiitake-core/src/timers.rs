@@ -14,7 +14,6 @@ use shiitake_protocol::ShiitakeError;
 use tokio::sync::oneshot;
 
 use crate::agent::AgentCore;
-use crate::clock::now_ms;
 use crate::extension::host::{Failure, Host, Place, run_hook};
 use crate::extension::{FiredTimer, Grant, TimerId};
 use crate::owner::Request;
@@ -26,27 +25,45 @@ const BATCH: usize = 64;
 /// timer cannot spin the scheduler.
 const AFTER_FAILURE: Duration = Duration::from_secs(1);
 
+/// What the scheduler does after looking at the soonest timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Some timer is due: fire what is due.
+    Fire,
+    /// Sleep until the clock reads this time.
+    SleepUntil(u64),
+    /// No timer: sleep until one is set.
+    Idle,
+}
+
+/// Decides from one reading of the clock, so the decision and the wait agree.
+fn next(soonest_due: Option<u64>, now: u64) -> Next {
+    match soonest_due {
+        Some(due_at) if due_at <= now => Next::Fire,
+        Some(due_at) => Next::SleepUntil(due_at),
+        None => Next::Idle,
+    }
+}
+
 /// Runs until the Agent closes.
 pub(crate) async fn run(core: Arc<AgentCore>) {
+    let clock = core.config.clock.clone();
     loop {
-        let wait = match core.store.next_timer().await {
-            Ok(Some(timer)) if timer.due_at <= now_ms() => {
-                if fire_due(&core).await {
-                    continue;
+        let now = clock.now_ms();
+        let sleep: crate::clock::Sleep = match core.store.next_timer().await {
+            Ok(soonest) => match next(soonest.map(|timer| timer.due_at), now) {
+                Next::Fire => {
+                    if fire_due(&core, now).await {
+                        continue;
+                    }
+                    Box::pin(tokio::time::sleep(AFTER_FAILURE))
                 }
-                Some(AFTER_FAILURE)
-            }
-            Ok(Some(timer)) => Some(Duration::from_millis(timer.due_at - now_ms())),
-            Ok(None) => None,
+                Next::SleepUntil(due_at) => clock.sleep_until(due_at),
+                Next::Idle => Box::pin(std::future::pending()),
+            },
             Err(error) => {
                 tracing::warn!(%error, "timer scheduler could not read timers");
-                Some(AFTER_FAILURE)
-            }
-        };
-        let sleep = async {
-            match wait {
-                Some(wait) => tokio::time::sleep(wait).await,
-                None => std::future::pending().await,
+                Box::pin(tokio::time::sleep(AFTER_FAILURE))
             }
         };
         tokio::select! {
@@ -58,8 +75,8 @@ pub(crate) async fn run(core: Arc<AgentCore>) {
 }
 
 /// Fires every timer due now; `false` when some firing failed.
-async fn fire_due(core: &Arc<AgentCore>) -> bool {
-    let due = match core.store.due_timers(now_ms(), BATCH).await {
+async fn fire_due(core: &Arc<AgentCore>, now: u64) -> bool {
+    let due = match core.store.due_timers(now, BATCH).await {
         Ok(due) => due,
         Err(error) => {
             tracing::warn!(%error, "timer scheduler could not read due timers");
@@ -101,7 +118,7 @@ async fn fire(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeErro
 async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
     let next = match &timer.cadence {
         Some(cadence) => Some(
-            crate::extension::tx_next_cron(cadence, timer.due_at.max(now_ms()))
+            crate::extension::tx_next_cron(cadence, timer.due_at.max(core.config.clock.now_ms()))
                 .map_err(|error| ShiitakeError::internal(error.to_string()))?,
         ),
         None => None,
@@ -124,7 +141,7 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         session_id: None,
         session_rows: &empty,
         agent_rows: &rows,
-        now: now_ms(),
+        now: core.config.clock.now_ms(),
     };
     let fired = FiredTimer {
         id: TimerId(timer.id.clone()),
@@ -155,4 +172,19 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_decision_reads_one_clock_reading() {
+        assert_eq!(next(None, 5), Next::Idle);
+        assert_eq!(next(Some(4), 5), Next::Fire);
+        assert_eq!(next(Some(5), 5), Next::Fire, "due exactly now fires");
+        assert_eq!(next(Some(6), 5), Next::SleepUntil(6));
+        assert_eq!(next(Some(0), u64::MAX), Next::Fire);
+        assert_eq!(next(Some(u64::MAX), 0), Next::SleepUntil(u64::MAX));
+    }
 }

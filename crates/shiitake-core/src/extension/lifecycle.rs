@@ -12,7 +12,6 @@ use super::definition::MigrationTx;
 use super::host::{Failure, Host, Place, Registered, run_hook};
 use super::{Grant, HookError, StateScope};
 use crate::agent::AgentCore;
-use crate::clock::now_ms;
 use crate::store::{ExtensionRow, ExtensionStatusRow, Op};
 
 fn scope_of(name: &str) -> Option<StateScope> {
@@ -208,7 +207,7 @@ pub(crate) async fn call_agent_command(
         session_id: None,
         session_rows: &empty,
         agent_rows: &rows,
-        now: now_ms(),
+        now: core.config.clock.now_ms(),
     };
     let command = command.to_owned();
     match run_hook(registered, &place, |extension, tx| {

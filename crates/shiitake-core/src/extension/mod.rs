@@ -28,9 +28,9 @@ use shiitake_capabilities::Module;
 use shiitake_protocol::catalog::Catalog;
 use shiitake_protocol::{CommandId, SessionId, TerminalOutcome};
 
+pub(crate) use cadence::next_after as tx_next_cron;
 pub use definition::{ExtensionDefinition, Migration, MigrationTx, StateScope};
 pub use grants::{Grant, Grants};
-pub(crate) use cadence::next_after as tx_next_cron;
 pub use tx::{Due, Origin, StateView, TimerId, Tx};
 
 /// Why a hook did not do what it was asked.

@@ -10,7 +10,6 @@ use shiitake_protocol::{
 };
 
 use super::{Owner, QueuedPrompt, take};
-use crate::clock::now_ms;
 use crate::extension::host::{
     Failure, Finished, Host, Place, Raised, Registered, ToolTransaction, ToolTx, Writes,
     apply_writes, bound_prompt_section, run_hook,
@@ -177,7 +176,7 @@ impl Owner {
             session_id: Some(&self.header.id),
             session_rows: self.rows_of(id),
             agent_rows: &agent,
-            now: now_ms(),
+            now: self.core.config.clock.now_ms(),
         };
         let outcome = run_hook(registered, &place, hook);
         let mut header = self.next_header();
@@ -286,7 +285,7 @@ impl Owner {
                 session_id: Some(&self.header.id),
                 session_rows: self.rows_of(id),
                 agent_rows: agent.get(id).unwrap_or(&empty),
-                now: now_ms(),
+                now: self.core.config.clock.now_ms(),
             };
             match run_hook(registered, &place, |extension, tx| {
                 extension.on_settled(tx, settled)
@@ -308,8 +307,11 @@ impl Owner {
     pub(super) async fn fire_timer(&mut self, timer: TimerRow) -> Result<(), ShiitakeError> {
         let next = match &timer.cadence {
             Some(cadence) => Some(
-                crate::extension::tx_next_cron(cadence, timer.due_at.max(now_ms()))
-                    .map_err(|error| ShiitakeError::internal(error.to_string()))?,
+                crate::extension::tx_next_cron(
+                    cadence,
+                    timer.due_at.max(self.core.config.clock.now_ms()),
+                )
+                .map_err(|error| ShiitakeError::internal(error.to_string()))?,
             ),
             None => None,
         };
@@ -339,7 +341,7 @@ impl Owner {
             session_id: Some(&self.header.id),
             session_rows: self.rows_of(&timer.extension_id),
             agent_rows: &agent,
-            now: now_ms(),
+            now: self.core.config.clock.now_ms(),
         };
         let mut header = self.next_header();
         let mut ops = vec![claim];

@@ -238,8 +238,12 @@ impl Extension for Probe {
 
 /// An Agent with the probe and the given grants on `path`.
 pub async fn agent(path: &Path, model: Arc<ScriptedModel>, probe: Probe, grants: Grants) -> Agent {
+    agent_with(path, crate::harness::config(model), probe, grants).await
+}
+
+/// An Agent with the probe, the given grants and configuration (a clock, ...) on `path`.
+pub async fn agent_with(path: &Path, config: AgentConfig, probe: Probe, grants: Grants) -> Agent {
     let store = SqliteStore::open(path, Durability::Normal).await.unwrap();
-    let config: AgentConfig = crate::harness::config(model);
     Agent::builder(
         Arc::new(store),
         Arc::new(shiitake_capabilities::Catalog::new()),
