@@ -15,9 +15,11 @@ use tokio::sync::oneshot;
 
 use crate::agent::AgentCore;
 use crate::extension::host::{Failure, Host, Place, run_hook};
-use crate::extension::{FiredTimer, Grant, TimerId};
+use crate::extension::{AdmissionOutcome, Admitted, Delivery, FiredTimer, Grant, Origin, TimerId};
 use crate::owner::Request;
-use crate::store::{Op, TimerRow};
+use crate::session::LocalSession;
+use crate::store::{Op, TimerKind, TimerRow};
+use shiitake_protocol::ErrorCode;
 
 /// Timers fired in one pass before the scheduler looks again.
 const BATCH: usize = 64;
@@ -87,17 +89,34 @@ async fn fire_due(core: &Arc<AgentCore>, now: u64) -> bool {
     for timer in due {
         let id = timer.id.clone();
         if let Err(error) = fire(core, timer).await {
-            // A conflict means another scheduler claimed it: that is the point.
-            if error.code != shiitake_protocol::ErrorCode::Conflict {
-                tracing::warn!(%error, timer = %id, "timer did not fire");
-                all_fired = false;
+            match error.code {
+                // Another scheduler claimed it: that is the point.
+                ErrorCode::Conflict => {}
+                // Its extension is stopped: the timer waits, and the scheduler looks
+                // again after a pause instead of spinning on it.
+                ErrorCode::Stopped => all_fired = false,
+                _ => {
+                    tracing::warn!(%error, timer = %id, "timer did not fire");
+                    all_fired = false;
+                }
             }
         }
     }
     all_fired
 }
 
+/// Why a timer of a stopped (or no longer granted) extension waits.
+fn waits(timer: &TimerRow) -> ShiitakeError {
+    ShiitakeError::stopped(format!(
+        "extension {} is stopped or not granted; its timer waits",
+        timer.extension_id
+    ))
+}
+
 async fn fire(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
+    if timer.kind == TimerKind::Admission {
+        return deliver(core, timer).await;
+    }
     match timer.session_id.clone() {
         Some(session_id) => {
             let mailbox = core.owners.mailbox(core, &session_id);
@@ -132,7 +151,7 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         return Ok(core.store.commit(ops).await?);
     };
     if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Timers) {
-        return Ok(());
+        return Err(waits(&timer));
     }
     let _serialised = core.host.agent_transactions.lock().await;
     let rows = core.host.agent_rows_of(&timer.extension_id);
@@ -164,6 +183,82 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         Err(failure) => {
             let reason = match failure {
                 Failure::Caller(error) => format!("timer hook failed: {error}"),
+                Failure::Stop(reason) => reason,
+            };
+            ops.push(Host::status_op(registered, Some(reason.clone())));
+            core.store.commit(ops).await?;
+            core.host.mark_stopped(&timer.extension_id, Some(reason));
+        }
+    }
+    Ok(())
+}
+
+/// Delivers a prompt admitted with `Tx::admit_into` through the Session's door,
+/// then runs the extension's admission hook with the answer, in the transaction
+/// that claims the delivery row. Delivering twice is harmless: the door answers a
+/// repeated request id with the original `Accepted`.
+async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
+    let claim = Op::ClaimTimer {
+        id: timer.id.clone(),
+        due_at: timer.due_at,
+        next: None,
+    };
+    let Some(registered) = core.host.find(&timer.extension_id) else {
+        return Ok(core.store.commit(vec![claim]).await?);
+    };
+    if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Admissions)
+    {
+        return Err(waits(&timer));
+    }
+    let delivery: Delivery = match serde_json::from_value(timer.payload.clone()) {
+        Ok(delivery) => delivery,
+        Err(error) => {
+            tracing::warn!(%error, timer = %timer.id, "an admission does not decode; dropped");
+            return Ok(core.store.commit(vec![claim]).await?);
+        }
+    };
+    let origin = Origin {
+        extension_id: timer.extension_id.clone(),
+        correlation: delivery.correlation.clone(),
+    };
+    let session = LocalSession::new(core.clone(), delivery.session_id.clone());
+    let outcome = match session.admit(delivery.clone(), origin).await {
+        Ok(accepted) => AdmissionOutcome::Accepted(accepted.command_id),
+        // Storage trouble or a retiring owner: leave the row due and try again.
+        Err(error) if error.code == ErrorCode::Unavailable => return Err(error),
+        Err(error) => AdmissionOutcome::Refused(error),
+    };
+    let admitted = Admitted {
+        session_id: delivery.session_id,
+        request_id: delivery.request_id,
+        correlation: delivery.correlation,
+        outcome,
+    };
+    let _serialised = core.host.agent_transactions.lock().await;
+    let rows = core.host.agent_rows_of(&timer.extension_id);
+    let empty = Default::default();
+    let place = Place {
+        session_id: None,
+        session_rows: &empty,
+        agent_rows: &rows,
+        now: core.config.clock.now_ms(),
+    };
+    let mut ops = vec![claim];
+    match run_hook(registered, &place, |extension, tx| {
+        extension.on_admission(tx, &admitted)
+    }) {
+        Ok(finished) => {
+            ops.extend(finished.ops);
+            core.store.commit(ops).await?;
+            core.host
+                .apply_agent_writes(&timer.extension_id, finished.agent_writes);
+            if finished.timers_changed {
+                core.host.timers_changed.notify_one();
+            }
+        }
+        Err(failure) => {
+            let reason = match failure {
+                Failure::Caller(error) => format!("admission hook failed: {error}"),
                 Failure::Stop(reason) => reason,
             };
             ops.push(Host::status_op(registered, Some(reason.clone())));

@@ -159,6 +159,8 @@ pub(crate) async fn resume(
             .commit(vec![Host::status_op(registered, None)])
             .await?;
         core.host.mark_stopped(id, None);
+        // Its timers waited while it was stopped.
+        core.host.timers_changed.notify_one();
     }
     Ok(status(core, registered))
 }

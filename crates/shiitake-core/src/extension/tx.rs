@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shiitake_protocol::{ExtensionId, PromptDelivery, PromptText, SessionId};
+use shiitake_protocol::{ExtensionId, PromptDelivery, PromptText, RequestId, SessionId};
 
 use super::cadence::next_after as next_cron;
 use super::{Grant, Grants, HookError, StateScope};
@@ -63,6 +63,8 @@ pub(crate) enum Effect {
         payload: Value,
     },
     ClearTimer(TimerId),
+    /// A [`Delivery`](super::Delivery), encoded.
+    AdmitInto(Value),
     RaiseAttention {
         kind: String,
         inbox: bool,
@@ -269,6 +271,39 @@ impl<'a> Tx<'a> {
             delivery,
             correlation: correlation.into(),
         });
+        Ok(())
+    }
+
+    /// Admits a prompt into the named Session through its accepted-command door,
+    /// from any hook (Agent-scope ones included), tagged with this extension and
+    /// `correlation`.
+    ///
+    /// The prompt is delivered right after this transaction commits (also after a
+    /// restart, if the process stops in between), and the door's answer comes to
+    /// [`Extension::on_admission`](super::Extension::on_admission). `request_id`
+    /// names the occurrence: admitting it again, from any process, queues nothing
+    /// new (the door answers the original `Accepted`), so choose one per occurrence,
+    /// such as `<schedule>:<due time>`.
+    pub fn admit_into(
+        &mut self,
+        session_id: &SessionId,
+        request_id: RequestId,
+        text: &str,
+        delivery: PromptDelivery,
+        correlation: impl Into<String>,
+    ) -> Result<(), HookError> {
+        self.require(Grant::Admissions)?;
+        let text = PromptText::new(text).map_err(|error| HookError::Invalid(error.to_string()))?;
+        let delivery = super::Delivery {
+            session_id: session_id.clone(),
+            request_id,
+            text,
+            delivery,
+            correlation: correlation.into(),
+        };
+        let payload = serde_json::to_value(&delivery)
+            .map_err(|error| HookError::Failed(format!("admission does not encode: {error}")))?;
+        self.effects.push(Effect::AdmitInto(payload));
         Ok(())
     }
 

@@ -9,6 +9,7 @@ use shiitake_protocol::{
 
 use super::{Owner, Published, QueuedPrompt, WaitingLine, take};
 use crate::clock::now_ms;
+use crate::extension::Origin;
 use crate::ids;
 use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, StoredEntry};
 
@@ -61,7 +62,7 @@ impl Owner {
                 delivery,
             } => {
                 let payload = canonical(&command)?;
-                self.prompt(request_id.clone(), text.clone(), *delivery, payload)
+                self.prompt(request_id.clone(), text.clone(), *delivery, payload, None)
                     .await
                     .map(CommandOutcome::Accepted)
             }
@@ -115,12 +116,30 @@ impl Owner {
         }
     }
 
+    /// A prompt an extension admitted from outside this Session: the same door, with its origin.
+    pub(super) async fn admit(
+        &mut self,
+        request_id: RequestId,
+        text: PromptText,
+        delivery: PromptDelivery,
+        origin: Origin,
+    ) -> Result<Accepted, ShiitakeError> {
+        let payload = canonical(&SessionCommand::Prompt {
+            request_id: request_id.clone(),
+            text: text.clone(),
+            delivery,
+        })?;
+        self.prompt(request_id, text, delivery, payload, Some(origin))
+            .await
+    }
+
     async fn prompt(
         &mut self,
         request_id: RequestId,
         text: PromptText,
         delivery: PromptDelivery,
         payload: String,
+        origin: Option<Origin>,
     ) -> Result<Accepted, ShiitakeError> {
         let mut header = self.next_header();
         if header.title.is_empty() {
@@ -131,7 +150,7 @@ impl Owner {
         let command = StoredCommand {
             id: ids::command_id(),
             request_id: Some(request_id),
-            origin: None,
+            origin: origin.as_ref().and_then(|o| serde_json::to_value(o).ok()),
             kind: CommandKind::Prompt,
             payload,
             accepted_sequence: take(&mut header),
@@ -165,7 +184,7 @@ impl Owner {
             command_id: command_id.clone(),
             text,
             delivery,
-            origin: None,
+            origin,
         });
         if self.run.is_some() && delivery == PromptDelivery::Steer {
             self.steer_waiting

@@ -333,7 +333,10 @@ impl Owner {
         };
         if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Timers)
         {
-            return Ok(());
+            return Err(ShiitakeError::stopped(format!(
+                "extension {} is stopped or not granted; its timer waits",
+                timer.extension_id
+            )));
         }
         let _serialised = core.host.agent_transactions.lock().await;
         let agent = core.host.agent_rows_of(&timer.extension_id);
