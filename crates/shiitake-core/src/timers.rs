@@ -193,18 +193,27 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
     Ok(())
 }
 
+/// How long a scheduler holds a delivery row while it delivers: another process
+/// takes the row over only after this, if the holder stopped before finishing.
+const DELIVERY_LEASE_MS: u64 = 30_000;
+
 /// Delivers a prompt admitted with `Tx::admit_into` through the Session's door,
 /// then runs the extension's admission hook with the answer, in the transaction
-/// that claims the delivery row. Delivering twice is harmless: the door answers a
-/// repeated request id with the original `Accepted`.
+/// that claims the delivery row.
+///
+/// The row is first leased (its due time moved [`DELIVERY_LEASE_MS`] ahead, a
+/// conditional write only one scheduler wins), so one process delivers it; if that
+/// process stops before the hook commits, the lease runs out and the row is
+/// delivered again, which is harmless: the door answers a repeated request id with
+/// the original `Accepted`.
 async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
-    let claim = Op::ClaimTimer {
+    let drop_row = Op::ClaimTimer {
         id: timer.id.clone(),
         due_at: timer.due_at,
         next: None,
     };
     let Some(registered) = core.host.find(&timer.extension_id) else {
-        return Ok(core.store.commit(vec![claim]).await?);
+        return Ok(core.store.commit(vec![drop_row]).await?);
     };
     if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Admissions)
     {
@@ -214,8 +223,26 @@ async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeE
         Ok(delivery) => delivery,
         Err(error) => {
             tracing::warn!(%error, timer = %timer.id, "an admission does not decode; dropped");
-            return Ok(core.store.commit(vec![claim]).await?);
+            return Ok(core.store.commit(vec![drop_row]).await?);
         }
+    };
+    let leased_until = core
+        .config
+        .clock
+        .now_ms()
+        .max(timer.due_at)
+        .saturating_add(DELIVERY_LEASE_MS);
+    core.store
+        .commit(vec![Op::ClaimTimer {
+            id: timer.id.clone(),
+            due_at: timer.due_at,
+            next: Some(leased_until),
+        }])
+        .await?;
+    let claim = Op::ClaimTimer {
+        id: timer.id.clone(),
+        due_at: leased_until,
+        next: None,
     };
     let origin = Origin {
         extension_id: timer.extension_id.clone(),
