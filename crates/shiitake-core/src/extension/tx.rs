@@ -78,6 +78,7 @@ pub(crate) enum Effect {
 /// Read-only committed state of one extension (projections, run contributions).
 #[derive(Clone, Copy, Debug)]
 pub struct StateView<'a> {
+    pub(crate) session_id: Option<&'a SessionId>,
     pub(crate) session: Option<&'a Rows>,
     pub(crate) agent: Option<&'a Rows>,
 }
@@ -91,6 +92,12 @@ fn decode<T: DeserializeOwned>(value: &Value, collection: &str, key: &str) -> Re
 }
 
 impl StateView<'_> {
+    /// The Session this view is of, so a projection of Agent-scope state can show
+    /// what concerns this Session.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        self.session_id
+    }
+
     fn rows(&self, scope: StateScope) -> Option<&Rows> {
         match scope {
             StateScope::Session => self.session,

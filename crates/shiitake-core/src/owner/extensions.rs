@@ -398,6 +398,7 @@ impl Owner {
             let id = &registered.definition.id;
             let agent_rows = agent.get(id);
             let view = StateView {
+                session_id: Some(&self.header.id),
                 session: Some(self.rows_of(id)),
                 agent: agent_rows,
             };
@@ -428,6 +429,7 @@ impl Owner {
                 session_id: &self.header.id,
                 origin,
                 state: StateView {
+                    session_id: Some(&self.header.id),
                     session: Some(self.rows_of(id)),
                     agent: agent_rows,
                 },
