@@ -6,6 +6,7 @@ use std::time::Duration;
 use shiitake_model::{Model, ModelEnv};
 use shiitake_protocol::ModelPreference;
 
+use crate::clock::{Clock, SystemClock};
 pub use crate::runner::compaction::CompactionPolicy;
 
 /// Chooses the model for a run from the Session's preference.
@@ -102,6 +103,9 @@ pub struct AgentConfig {
     pub pending_view_limit: usize,
     /// When to summarise older messages; `None` never compacts.
     pub compaction: Option<CompactionPolicy>,
+    /// The time of timers and extension transactions ([`SystemClock`] by default;
+    /// a [`ManualClock`](crate::clock::ManualClock) for tests on a paused clock).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl AgentConfig {
@@ -120,6 +124,7 @@ impl AgentConfig {
             progress_limit_bytes: 16 * 1024,
             pending_view_limit: 20,
             compaction: Some(CompactionPolicy::default()),
+            clock: Arc::new(SystemClock),
         }
     }
 }

@@ -116,6 +116,22 @@ impl LocalSession {
         .await
     }
 
+    /// Admits a prompt an extension sent from outside the Session, with its origin.
+    pub(crate) async fn admit(
+        &self,
+        delivery: crate::extension::Delivery,
+        origin: crate::extension::Origin,
+    ) -> Result<shiitake_protocol::Accepted, ShiitakeError> {
+        self.ask(|reply| Request::Admit {
+            request_id: delivery.request_id.clone(),
+            text: delivery.text.clone(),
+            delivery: delivery.delivery,
+            origin: origin.clone(),
+            reply,
+        })
+        .await
+    }
+
     async fn watch_parts(
         &self,
         options: ReadOptions,

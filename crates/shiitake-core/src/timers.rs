@@ -14,11 +14,12 @@ use shiitake_protocol::ShiitakeError;
 use tokio::sync::oneshot;
 
 use crate::agent::AgentCore;
-use crate::clock::now_ms;
 use crate::extension::host::{Failure, Host, Place, run_hook};
-use crate::extension::{FiredTimer, Grant, TimerId};
+use crate::extension::{AdmissionOutcome, Admitted, Delivery, FiredTimer, Grant, Origin, TimerId};
 use crate::owner::Request;
-use crate::store::{Op, TimerRow};
+use crate::session::LocalSession;
+use crate::store::{Op, TimerKind, TimerRow};
+use shiitake_protocol::ErrorCode;
 
 /// Timers fired in one pass before the scheduler looks again.
 const BATCH: usize = 64;
@@ -26,27 +27,45 @@ const BATCH: usize = 64;
 /// timer cannot spin the scheduler.
 const AFTER_FAILURE: Duration = Duration::from_secs(1);
 
+/// What the scheduler does after looking at the soonest timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Some timer is due: fire what is due.
+    Fire,
+    /// Sleep until the clock reads this time.
+    SleepUntil(u64),
+    /// No timer: sleep until one is set.
+    Idle,
+}
+
+/// Decides from one reading of the clock, so the decision and the wait agree.
+fn next(soonest_due: Option<u64>, now: u64) -> Next {
+    match soonest_due {
+        Some(due_at) if due_at <= now => Next::Fire,
+        Some(due_at) => Next::SleepUntil(due_at),
+        None => Next::Idle,
+    }
+}
+
 /// Runs until the Agent closes.
 pub(crate) async fn run(core: Arc<AgentCore>) {
+    let clock = core.config.clock.clone();
     loop {
-        let wait = match core.store.next_timer().await {
-            Ok(Some(timer)) if timer.due_at <= now_ms() => {
-                if fire_due(&core).await {
-                    continue;
+        let now = clock.now_ms();
+        let sleep: crate::clock::Sleep = match core.store.next_timer().await {
+            Ok(soonest) => match next(soonest.map(|timer| timer.due_at), now) {
+                Next::Fire => {
+                    if fire_due(&core, now).await {
+                        continue;
+                    }
+                    Box::pin(tokio::time::sleep(AFTER_FAILURE))
                 }
-                Some(AFTER_FAILURE)
-            }
-            Ok(Some(timer)) => Some(Duration::from_millis(timer.due_at - now_ms())),
-            Ok(None) => None,
+                Next::SleepUntil(due_at) => clock.sleep_until(due_at),
+                Next::Idle => Box::pin(std::future::pending()),
+            },
             Err(error) => {
                 tracing::warn!(%error, "timer scheduler could not read timers");
-                Some(AFTER_FAILURE)
-            }
-        };
-        let sleep = async {
-            match wait {
-                Some(wait) => tokio::time::sleep(wait).await,
-                None => std::future::pending().await,
+                Box::pin(tokio::time::sleep(AFTER_FAILURE))
             }
         };
         tokio::select! {
@@ -58,8 +77,8 @@ pub(crate) async fn run(core: Arc<AgentCore>) {
 }
 
 /// Fires every timer due now; `false` when some firing failed.
-async fn fire_due(core: &Arc<AgentCore>) -> bool {
-    let due = match core.store.due_timers(now_ms(), BATCH).await {
+async fn fire_due(core: &Arc<AgentCore>, now: u64) -> bool {
+    let due = match core.store.due_timers(now, BATCH).await {
         Ok(due) => due,
         Err(error) => {
             tracing::warn!(%error, "timer scheduler could not read due timers");
@@ -70,17 +89,34 @@ async fn fire_due(core: &Arc<AgentCore>) -> bool {
     for timer in due {
         let id = timer.id.clone();
         if let Err(error) = fire(core, timer).await {
-            // A conflict means another scheduler claimed it: that is the point.
-            if error.code != shiitake_protocol::ErrorCode::Conflict {
-                tracing::warn!(%error, timer = %id, "timer did not fire");
-                all_fired = false;
+            match error.code {
+                // Another scheduler claimed it: that is the point.
+                ErrorCode::Conflict => {}
+                // Its extension is stopped: the timer waits, and the scheduler looks
+                // again after a pause instead of spinning on it.
+                ErrorCode::Stopped => all_fired = false,
+                _ => {
+                    tracing::warn!(%error, timer = %id, "timer did not fire");
+                    all_fired = false;
+                }
             }
         }
     }
     all_fired
 }
 
+/// Why a timer of a stopped (or no longer granted) extension waits.
+fn waits(timer: &TimerRow) -> ShiitakeError {
+    ShiitakeError::stopped(format!(
+        "extension {} is stopped or not granted; its timer waits",
+        timer.extension_id
+    ))
+}
+
 async fn fire(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
+    if timer.kind == TimerKind::Admission {
+        return deliver(core, timer).await;
+    }
     match timer.session_id.clone() {
         Some(session_id) => {
             let mailbox = core.owners.mailbox(core, &session_id);
@@ -101,7 +137,7 @@ async fn fire(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeErro
 async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
     let next = match &timer.cadence {
         Some(cadence) => Some(
-            crate::extension::tx_next_cron(cadence, timer.due_at.max(now_ms()))
+            crate::extension::tx_next_cron(cadence, timer.due_at.max(core.config.clock.now_ms()))
                 .map_err(|error| ShiitakeError::internal(error.to_string()))?,
         ),
         None => None,
@@ -115,7 +151,7 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         return Ok(core.store.commit(ops).await?);
     };
     if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Timers) {
-        return Ok(());
+        return Err(waits(&timer));
     }
     let _serialised = core.host.agent_transactions.lock().await;
     let rows = core.host.agent_rows_of(&timer.extension_id);
@@ -124,7 +160,7 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         session_id: None,
         session_rows: &empty,
         agent_rows: &rows,
-        now: now_ms(),
+        now: core.config.clock.now_ms(),
     };
     let fired = FiredTimer {
         id: TimerId(timer.id.clone()),
@@ -155,4 +191,122 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// How long a scheduler holds a delivery row while it delivers: another process
+/// takes the row over only after this, if the holder stopped before finishing.
+const DELIVERY_LEASE_MS: u64 = 30_000;
+
+/// Delivers a prompt admitted with `Tx::admit_into` through the Session's door,
+/// then runs the extension's admission hook with the answer, in the transaction
+/// that claims the delivery row.
+///
+/// The row is first leased (its due time moved [`DELIVERY_LEASE_MS`] ahead, a
+/// conditional write only one scheduler wins), so one process delivers it; if that
+/// process stops before the hook commits, the lease runs out and the row is
+/// delivered again, which is harmless: the door answers a repeated request id with
+/// the original `Accepted`.
+async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
+    let drop_row = Op::ClaimTimer {
+        id: timer.id.clone(),
+        due_at: timer.due_at,
+        next: None,
+    };
+    let Some(registered) = core.host.find(&timer.extension_id) else {
+        return Ok(core.store.commit(vec![drop_row]).await?);
+    };
+    if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Admissions)
+    {
+        return Err(waits(&timer));
+    }
+    let delivery: Delivery = match serde_json::from_value(timer.payload.clone()) {
+        Ok(delivery) => delivery,
+        Err(error) => {
+            tracing::warn!(%error, timer = %timer.id, "an admission does not decode; dropped");
+            return Ok(core.store.commit(vec![drop_row]).await?);
+        }
+    };
+    let leased_until = core
+        .config
+        .clock
+        .now_ms()
+        .max(timer.due_at)
+        .saturating_add(DELIVERY_LEASE_MS);
+    core.store
+        .commit(vec![Op::ClaimTimer {
+            id: timer.id.clone(),
+            due_at: timer.due_at,
+            next: Some(leased_until),
+        }])
+        .await?;
+    let claim = Op::ClaimTimer {
+        id: timer.id.clone(),
+        due_at: leased_until,
+        next: None,
+    };
+    let origin = Origin {
+        extension_id: timer.extension_id.clone(),
+        correlation: delivery.correlation.clone(),
+    };
+    let session = LocalSession::new(core.clone(), delivery.session_id.clone());
+    let outcome = match session.admit(delivery.clone(), origin).await {
+        Ok(accepted) => AdmissionOutcome::Accepted(accepted.command_id),
+        // Storage trouble or a retiring owner: leave the row due and try again.
+        Err(error) if error.code == ErrorCode::Unavailable => return Err(error),
+        Err(error) => AdmissionOutcome::Refused(error),
+    };
+    let admitted = Admitted {
+        session_id: delivery.session_id,
+        request_id: delivery.request_id,
+        correlation: delivery.correlation,
+        outcome,
+    };
+    let _serialised = core.host.agent_transactions.lock().await;
+    let rows = core.host.agent_rows_of(&timer.extension_id);
+    let empty = Default::default();
+    let place = Place {
+        session_id: None,
+        session_rows: &empty,
+        agent_rows: &rows,
+        now: core.config.clock.now_ms(),
+    };
+    let mut ops = vec![claim];
+    match run_hook(registered, &place, |extension, tx| {
+        extension.on_admission(tx, &admitted)
+    }) {
+        Ok(finished) => {
+            ops.extend(finished.ops);
+            core.store.commit(ops).await?;
+            core.host
+                .apply_agent_writes(&timer.extension_id, finished.agent_writes);
+            if finished.timers_changed {
+                core.host.timers_changed.notify_one();
+            }
+        }
+        Err(failure) => {
+            let reason = match failure {
+                Failure::Caller(error) => format!("admission hook failed: {error}"),
+                Failure::Stop(reason) => reason,
+            };
+            ops.push(Host::status_op(registered, Some(reason.clone())));
+            core.store.commit(ops).await?;
+            core.host.mark_stopped(&timer.extension_id, Some(reason));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_decision_reads_one_clock_reading() {
+        assert_eq!(next(None, 5), Next::Idle);
+        assert_eq!(next(Some(4), 5), Next::Fire);
+        assert_eq!(next(Some(5), 5), Next::Fire, "due exactly now fires");
+        assert_eq!(next(Some(6), 5), Next::SleepUntil(6));
+        assert_eq!(next(Some(0), u64::MAX), Next::Fire);
+        assert_eq!(next(Some(u64::MAX), 0), Next::SleepUntil(u64::MAX));
+    }
 }

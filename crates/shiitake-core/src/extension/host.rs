@@ -14,7 +14,7 @@ use super::definition::ExtensionDefinition;
 use super::tx::{Effect, Rows, StateView, Tx};
 use super::{Extension, Grant, Grants, HookError, StateScope};
 use crate::owner::Request;
-use crate::store::{ExtensionStatusRow, Op, TimerRow};
+use crate::store::{ExtensionStatusRow, Op, TimerKind, TimerRow};
 
 /// Longest prompt section an extension may contribute to a run, in UTF-8 bytes.
 ///
@@ -256,15 +256,16 @@ pub(crate) fn run_hook<T>(
         Ok(Err(error)) => return Err(Failure::Caller(error)),
         Err(panic) => return Err(Failure::Stop(panic_reason(&panic))),
     };
-    Ok(finish(definition, place.session_id, tx, value))
+    Ok(finish(definition, place, tx, value))
 }
 
 fn finish<T>(
     definition: &ExtensionDefinition,
-    session_id: Option<&SessionId>,
+    place: &Place<'_>,
     tx: Tx<'_>,
     value: T,
 ) -> Finished<T> {
+    let session_id = place.session_id;
     let mut finished = Finished {
         value,
         ops: Vec::new(),
@@ -331,6 +332,20 @@ fn finish<T>(
                     due_at,
                     cadence,
                     payload,
+                    kind: TimerKind::Hook,
+                }));
+            }
+            Effect::AdmitInto(payload) => {
+                // A delivery row, due now: the scheduler takes it through the door.
+                finished.timers_changed = true;
+                finished.ops.push(Op::PutTimer(TimerRow {
+                    id: ulid::Ulid::generate().to_string(),
+                    extension_id: definition.id.clone(),
+                    session_id: None,
+                    due_at: place.now,
+                    cadence: None,
+                    payload,
+                    kind: TimerKind::Admission,
                 }));
             }
             Effect::ClearTimer(id) => {

@@ -12,7 +12,6 @@ use super::definition::MigrationTx;
 use super::host::{Failure, Host, Place, Registered, run_hook};
 use super::{Grant, HookError, StateScope};
 use crate::agent::AgentCore;
-use crate::clock::now_ms;
 use crate::store::{ExtensionRow, ExtensionStatusRow, Op};
 
 fn scope_of(name: &str) -> Option<StateScope> {
@@ -160,6 +159,8 @@ pub(crate) async fn resume(
             .commit(vec![Host::status_op(registered, None)])
             .await?;
         core.host.mark_stopped(id, None);
+        // Its timers waited while it was stopped.
+        core.host.timers_changed.notify_one();
     }
     Ok(status(core, registered))
 }
@@ -208,7 +209,7 @@ pub(crate) async fn call_agent_command(
         session_id: None,
         session_rows: &empty,
         agent_rows: &rows,
-        now: now_ms(),
+        now: core.config.clock.now_ms(),
     };
     let command = command.to_owned();
     match run_hook(registered, &place, |extension, tx| {

@@ -14,6 +14,8 @@
 //! `docs/extensions.md` is the tutorial; `examples/counter_extension.rs` is the
 //! smallest complete extension.
 
+mod admission;
+pub mod cadence;
 mod definition;
 mod grants;
 pub mod host;
@@ -27,10 +29,12 @@ use shiitake_capabilities::Module;
 use shiitake_protocol::catalog::Catalog;
 use shiitake_protocol::{CommandId, SessionId, TerminalOutcome};
 
+pub(crate) use admission::Delivery;
+pub use admission::{AdmissionOutcome, Admitted};
+pub(crate) use cadence::next_after as tx_next_cron;
 pub use definition::{ExtensionDefinition, Migration, MigrationTx, StateScope};
 pub use grants::{Grant, Grants};
 pub(crate) use tx::Provenance;
-pub(crate) use tx::next_cron as tx_next_cron;
 pub use tx::{Due, Origin, Sender, StateView, TimerId, Tx};
 
 /// Why a hook did not do what it was asked.
@@ -182,6 +186,12 @@ pub trait Extension: Send + Sync + 'static {
 
     /// Runs in the transaction that claims a due timer.
     fn on_timer(&self, _tx: &mut Tx<'_>, _timer: &FiredTimer) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    /// Runs, in an Agent-scope transaction, with the door's answer to a prompt this
+    /// extension admitted with [`Tx::admit_into`]; once per delivery.
+    fn on_admission(&self, _tx: &mut Tx<'_>, _admitted: &Admitted) -> Result<(), HookError> {
         Ok(())
     }
 

@@ -1,14 +1,14 @@
 //! The owner transaction an extension hook works in: namespaced state and effects.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shiitake_protocol::{ExtensionId, PromptDelivery, PromptText, SessionId};
+use shiitake_protocol::{ExtensionId, PromptDelivery, PromptText, RequestId, SessionId};
 
+use super::cadence::next_after as next_cron;
 use super::{Grant, Grants, HookError, StateScope};
 
 /// The rows of one extension in one scope: (collection, key) → value.
@@ -97,29 +97,9 @@ pub enum Due {
     At(u64),
     /// This long from now.
     After(Duration),
-    /// On a cron cadence: 5 fields (minute first) or 6–7 fields (seconds first); repeats until cleared.
+    /// On a Unix cron cadence, evaluated in UTC: 5 fields (minute first) or 6–7 fields
+    /// (seconds first, then an optional year); repeats until cleared. See [`cadence`](super::cadence).
     Cron(String),
-}
-
-/// The first occurrence of `expression` strictly after `after_ms`, in Unix milliseconds.
-pub(crate) fn next_cron(expression: &str, after_ms: u64) -> Result<u64, HookError> {
-    let fields = expression.split_whitespace().count();
-    let normalised = if fields == 5 {
-        format!("0 {expression}")
-    } else {
-        expression.to_owned()
-    };
-    let schedule = cron::Schedule::from_str(&normalised)
-        .map_err(|error| HookError::Invalid(format!("cron cadence `{expression}`: {error}")))?;
-    let after =
-        chrono::DateTime::from_timestamp_millis(i64::try_from(after_ms).unwrap_or(i64::MAX))
-            .ok_or_else(|| HookError::Invalid("time out of range".into()))?;
-    let next = schedule
-        .after(&after)
-        .next()
-        .ok_or_else(|| HookError::Invalid(format!("cron cadence `{expression}` never fires")))?;
-    u64::try_from(next.timestamp_millis())
-        .map_err(|_| HookError::Invalid("time out of range".into()))
 }
 
 /// A change a hook asked for besides its rows; committed with them.
@@ -137,6 +117,8 @@ pub(crate) enum Effect {
         payload: Value,
     },
     ClearTimer(TimerId),
+    /// A [`Delivery`](super::Delivery), encoded.
+    AdmitInto(Value),
     RaiseAttention {
         kind: String,
         inbox: bool,
@@ -150,6 +132,7 @@ pub(crate) enum Effect {
 /// Read-only committed state of one extension (projections, run contributions).
 #[derive(Clone, Copy, Debug)]
 pub struct StateView<'a> {
+    pub(crate) session_id: Option<&'a SessionId>,
     pub(crate) session: Option<&'a Rows>,
     pub(crate) agent: Option<&'a Rows>,
 }
@@ -163,6 +146,12 @@ fn decode<T: DeserializeOwned>(value: &Value, collection: &str, key: &str) -> Re
 }
 
 impl StateView<'_> {
+    /// The Session this view is of, so a projection of Agent-scope state can show
+    /// what concerns this Session.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        self.session_id
+    }
+
     fn rows(&self, scope: StateScope) -> Option<&Rows> {
         match scope {
             StateScope::Session => self.session,
@@ -346,6 +335,39 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
+    /// Admits a prompt into the named Session through its accepted-command door,
+    /// from any hook (Agent-scope ones included), tagged with this extension and
+    /// `correlation`.
+    ///
+    /// The prompt is delivered right after this transaction commits (also after a
+    /// restart, if the process stops in between), and the door's answer comes to
+    /// [`Extension::on_admission`](super::Extension::on_admission). `request_id`
+    /// names the occurrence: admitting it again, from any process, queues nothing
+    /// new (the door answers the original `Accepted`), so choose one per occurrence,
+    /// such as `<schedule>:<due time>`.
+    pub fn admit_into(
+        &mut self,
+        session_id: &SessionId,
+        request_id: RequestId,
+        text: &str,
+        delivery: PromptDelivery,
+        correlation: impl Into<String>,
+    ) -> Result<(), HookError> {
+        self.require(Grant::Admissions)?;
+        let text = PromptText::new(text).map_err(|error| HookError::Invalid(error.to_string()))?;
+        let delivery = super::Delivery {
+            session_id: session_id.clone(),
+            request_id,
+            text,
+            delivery,
+            correlation: correlation.into(),
+        };
+        let payload = serde_json::to_value(&delivery)
+            .map_err(|error| HookError::Failed(format!("admission does not encode: {error}")))?;
+        self.effects.push(Effect::AdmitInto(payload));
+        Ok(())
+    }
+
     /// Sets a durable timer; its hook runs in the transaction that claims it.
     pub fn set_timer(&mut self, due: Due, payload: Value) -> Result<TimerId, HookError> {
         self.require(Grant::Timers)?;
@@ -404,28 +426,5 @@ impl<'a> Tx<'a> {
             kind: kind.to_owned(),
         });
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn five_field_cron_is_normalised() {
-        // 2026-11-30T00:00:00Z
-        let midnight = 1_764_460_800_000;
-        assert_eq!(
-            next_cron("*/15 * * * *", midnight).unwrap(),
-            midnight + 15 * 60 * 1000
-        );
-        assert_eq!(
-            next_cron("30 * * * * *", midnight).unwrap(),
-            midnight + 30 * 1000
-        );
-        assert!(matches!(
-            next_cron("not a cadence", midnight),
-            Err(HookError::Invalid(_))
-        ));
     }
 }

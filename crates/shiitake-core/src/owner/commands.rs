@@ -9,7 +9,7 @@ use shiitake_protocol::{
 
 use super::{Owner, Published, QueuedPrompt, WaitingLine, take};
 use crate::clock::now_ms;
-use crate::extension::{Provenance, Sender};
+use crate::extension::{Origin, Provenance, Sender};
 use crate::ids;
 use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, StoredEntry};
 
@@ -125,6 +125,27 @@ impl Owner {
                 "request id {request_id} was already used for a different command"
             ))),
         }
+    }
+
+    /// A prompt an extension admitted from outside this Session: the same door, with its origin.
+    pub(super) async fn admit(
+        &mut self,
+        request_id: RequestId,
+        text: PromptText,
+        delivery: PromptDelivery,
+        origin: Origin,
+    ) -> Result<Accepted, ShiitakeError> {
+        let payload = canonical(&SessionCommand::Prompt {
+            request_id: request_id.clone(),
+            text: text.clone(),
+            delivery,
+        })?;
+        let provenance = Provenance {
+            origin: Some(origin),
+            sender: None,
+        };
+        self.prompt(request_id, text, delivery, payload, provenance)
+            .await
     }
 
     async fn prompt(

@@ -10,7 +10,6 @@ use shiitake_protocol::{
 };
 
 use super::{Owner, QueuedPrompt, take};
-use crate::clock::now_ms;
 use crate::extension::host::{
     Failure, Finished, Host, Place, Raised, Registered, ToolTransaction, ToolTx, Writes,
     apply_writes, bound_prompt_section, run_hook,
@@ -196,7 +195,7 @@ impl Owner {
             session_id: Some(&self.header.id),
             session_rows: self.rows_of(id),
             agent_rows: &agent,
-            now: now_ms(),
+            now: self.core.config.clock.now_ms(),
         };
         let mut header = self.next_header();
         let finished = match run_hook(registered, &place, hook) {
@@ -312,7 +311,7 @@ impl Owner {
             session_id: Some(&self.header.id),
             session_rows: self.rows_of(id),
             agent_rows,
-            now: now_ms(),
+            now: self.core.config.clock.now_ms(),
         };
         match run_hook(registered, &place, hook) {
             Ok(finished) => self.stage(registered, finished, header, ops, staged),
@@ -382,8 +381,11 @@ impl Owner {
     pub(super) async fn fire_timer(&mut self, timer: TimerRow) -> Result<(), ShiitakeError> {
         let next = match &timer.cadence {
             Some(cadence) => Some(
-                crate::extension::tx_next_cron(cadence, timer.due_at.max(now_ms()))
-                    .map_err(|error| ShiitakeError::internal(error.to_string()))?,
+                crate::extension::tx_next_cron(
+                    cadence,
+                    timer.due_at.max(self.core.config.clock.now_ms()),
+                )
+                .map_err(|error| ShiitakeError::internal(error.to_string()))?,
             ),
             None => None,
         };
@@ -405,7 +407,10 @@ impl Owner {
         };
         if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Timers)
         {
-            return Ok(());
+            return Err(ShiitakeError::stopped(format!(
+                "extension {} is stopped or not granted; its timer waits",
+                timer.extension_id
+            )));
         }
         let _serialised = core.host.agent_transactions.lock().await;
         let agent = core.host.agent_rows_of(&timer.extension_id);
@@ -457,6 +462,7 @@ impl Owner {
             let id = &registered.definition.id;
             let agent_rows = agent.get(id);
             let view = StateView {
+                session_id: Some(&self.header.id),
                 session: Some(self.rows_of(id)),
                 agent: agent_rows,
             };
@@ -493,6 +499,7 @@ impl Owner {
                 origin: provenance.origin.as_ref(),
                 sender: provenance.sender.as_ref(),
                 state: StateView {
+                    session_id: Some(&self.header.id),
                     session: Some(self.rows_of(id)),
                     agent: agent_rows,
                 },

@@ -73,6 +73,15 @@ pub(crate) enum Request {
         transaction: crate::extension::host::ToolTransaction,
         reply: Reply<serde_json::Value>,
     },
+    /// Admit a prompt an extension sent from outside this Session (`Tx::admit_into`),
+    /// through the door like any prompt, tagged with its origin.
+    Admit {
+        request_id: shiitake_protocol::RequestId,
+        text: PromptText,
+        delivery: PromptDelivery,
+        origin: crate::extension::Origin,
+        reply: Reply<shiitake_protocol::Accepted>,
+    },
     /// Fire a due timer of this Session in the transaction that claims it.
     FireTimer(crate::store::TimerRow, Reply<()>),
     /// Stop now (the Session is being deleted, or the Agent closes): runs are
@@ -388,6 +397,16 @@ impl Owner {
                 let result = self.fire_timer(timer).await;
                 send(reply, result);
             }
+            Request::Admit {
+                request_id,
+                text,
+                delivery,
+                origin,
+                reply,
+            } => {
+                let result = self.admit(request_id, text, delivery, origin).await;
+                send(reply, result);
+            }
             Request::Stop(done) => {
                 self.stop_run_without_terminal();
                 if done.send(()).is_err() {
@@ -523,6 +542,7 @@ fn refuse_all(
             Request::ExtensionCall(_, _, _, reply) => send(reply, Err(failure)),
             Request::ExtensionTx { reply, .. } => send(reply, Err(failure)),
             Request::FireTimer(_, reply) => send(reply, Err(failure)),
+            Request::Admit { reply, .. } => send(reply, Err(failure)),
             Request::Stop(done) => {
                 if done.send(()).is_err() {
                     tracing::trace!("stop requester left");

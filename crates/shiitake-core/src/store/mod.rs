@@ -271,6 +271,37 @@ pub struct TimerRow {
     pub cadence: Option<String>,
     /// What the extension stored with it.
     pub payload: Value,
+    /// Whether it fires a hook or delivers an admission.
+    pub kind: TimerKind,
+}
+
+/// What a timer row does when it comes due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerKind {
+    /// Runs the extension's timer hook.
+    Hook,
+    /// Delivers a prompt an extension admitted into a named Session, then runs its
+    /// admission hook with the door's answer.
+    Admission,
+}
+
+impl TimerKind {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimerKind::Hook => "hook",
+            TimerKind::Admission => "admission",
+        }
+    }
+
+    /// Reads the stored text.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "hook" => Some(TimerKind::Hook),
+            "admission" => Some(TimerKind::Admission),
+            _ => None,
+        }
+    }
 }
 
 /// Attention raised on a Session.

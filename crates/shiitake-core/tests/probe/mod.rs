@@ -10,13 +10,13 @@ use serde_json::{Value, json};
 use shiitake_capabilities::{Module, ModulePath, Operation, OperationName};
 use shiitake_core::extension::host::ToolTx;
 use shiitake_core::extension::{
-    Contribution, Due, Extension, ExtensionDefinition, FiredTimer, Grants, HookError, Migration,
-    RunContext, Settled, StateScope, StateView, Tx,
+    AdmissionOutcome, Admitted, Contribution, Due, Extension, ExtensionDefinition, FiredTimer,
+    Grants, HookError, Migration, RunContext, Settled, StateScope, StateView, Tx,
 };
 use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
 use shiitake_model::ScriptedModel;
 use shiitake_protocol::catalog::{Catalog, CatalogCommand, CatalogFormat, CatalogScope};
-use shiitake_protocol::{ExtensionId, PromptDelivery};
+use shiitake_protocol::{ExtensionId, PromptDelivery, RequestId, SessionId};
 
 pub const ID: &str = "test-probe";
 
@@ -131,6 +131,29 @@ impl Extension for Probe {
                 }
                 Ok(json!(count))
             }
+            "admit_into" => {
+                // Any scope: admit into the named Session, the occurrence as request id.
+                let session = SessionId::new(arg("sessionId").as_str().unwrap_or_default())
+                    .map_err(|error| HookError::Invalid(error.to_string()))?;
+                let request = RequestId::new(arg("occurrence").as_str().unwrap_or_default())
+                    .map_err(|error| HookError::Invalid(error.to_string()))?;
+                let text = arg("text").as_str().unwrap_or("from the Agent").to_owned();
+                let correlation = arg("correlation").as_str().unwrap_or("agent").to_owned();
+                tx.admit_into(
+                    &session,
+                    request,
+                    &text,
+                    PromptDelivery::FollowUp,
+                    correlation,
+                )?;
+                Ok(json!("admitting"))
+            }
+            "arm_admission" => {
+                // Agent scope: a timer whose hook admits into a Session.
+                let at = arg("atMs").as_u64().unwrap_or(0);
+                tx.set_timer(Due::At(at), json!({"admitInto": input}))?;
+                Ok(Value::Null)
+            }
             "attention" => {
                 let inbox = arg("inbox").as_bool().unwrap_or(true);
                 tx.raise_attention("question", inbox, "Which option?")?;
@@ -161,6 +184,10 @@ impl Extension for Probe {
             Some(_) => {
                 bump(tx, StateScope::Session, "fired", 1)?;
             }
+            None if timer.payload.get("admitInto").is_some() => {
+                let input = timer.payload["admitInto"].clone();
+                self.command(tx, "admit_into", input)?;
+            }
             None => {
                 self.attempts
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -169,6 +196,28 @@ impl Extension for Probe {
             }
         }
         Ok(())
+    }
+
+    fn on_admission(&self, tx: &mut Tx<'_>, admitted: &Admitted) -> Result<(), HookError> {
+        let outcome = match &admitted.outcome {
+            AdmissionOutcome::Accepted(command_id) => json!({"accepted": command_id}),
+            AdmissionOutcome::Refused(error) => json!({"refused": error.code.as_str()}),
+        };
+        let key = admitted.request_id.as_str();
+        let seen: i64 = tx
+            .get(StateScope::Agent, "admission_runs", key)?
+            .unwrap_or(0);
+        tx.put(StateScope::Agent, "admission_runs", key, &(seen + 1))?;
+        tx.put(
+            StateScope::Agent,
+            "admissions",
+            key,
+            &json!({
+                "sessionId": admitted.session_id,
+                "correlation": admitted.correlation,
+                "outcome": outcome,
+            }),
+        )
     }
 
     fn projection(&self, state: &StateView<'_>) -> Option<Value> {
@@ -185,9 +234,18 @@ impl Extension for Probe {
             .get(StateScope::Session, "counts", "bumped")
             .unwrap_or(0);
         let last: Option<Value> = state.get(StateScope::Session, "settled", "last");
-        Some(
-            json!({"added": added, "fired": fired, "settled": settled, "bumped": bumped, "last": last}),
-        )
+        let admissions: serde_json::Map<String, Value> = state
+            .scan(StateScope::Agent, "admissions")
+            .into_iter()
+            .collect();
+        let admission_runs: serde_json::Map<String, Value> = state
+            .scan(StateScope::Agent, "admission_runs")
+            .into_iter()
+            .collect();
+        Some(json!({
+            "added": added, "fired": fired, "settled": settled, "bumped": bumped, "last": last,
+            "admissions": admissions, "admissionRuns": admission_runs,
+        }))
     }
 
     fn contribute(&self, run: &RunContext<'_>, tools: ToolTx) -> Contribution {
@@ -239,8 +297,12 @@ impl Extension for Probe {
 
 /// An Agent with the probe and the given grants on `path`.
 pub async fn agent(path: &Path, model: Arc<ScriptedModel>, probe: Probe, grants: Grants) -> Agent {
+    agent_with(path, crate::harness::config(model), probe, grants).await
+}
+
+/// An Agent with the probe, the given grants and configuration (a clock, ...) on `path`.
+pub async fn agent_with(path: &Path, config: AgentConfig, probe: Probe, grants: Grants) -> Agent {
     let store = SqliteStore::open(path, Durability::Normal).await.unwrap();
-    let config: AgentConfig = crate::harness::config(model);
     Agent::builder(
         Arc::new(store),
         Arc::new(shiitake_capabilities::Catalog::new()),

@@ -497,7 +497,7 @@ impl Store for SqliteStore {
 
     async fn next_timer(&self) -> Result<Option<TimerRow>, StoreError> {
         let row: Option<TimerRowRow> = sqlx::query_as(
-            "SELECT id, extension_id, session_id, due_at, cadence, payload FROM timers \
+            "SELECT id, extension_id, session_id, due_at, cadence, payload, kind FROM timers \
              ORDER BY due_at LIMIT 1",
         )
         .fetch_optional(&self.reads)
@@ -507,7 +507,7 @@ impl Store for SqliteStore {
 
     async fn due_timers(&self, now: u64, limit: usize) -> Result<Vec<TimerRow>, StoreError> {
         let rows: Vec<TimerRowRow> = sqlx::query_as(
-            "SELECT id, extension_id, session_id, due_at, cadence, payload FROM timers \
+            "SELECT id, extension_id, session_id, due_at, cadence, payload, kind FROM timers \
              WHERE due_at <= ? ORDER BY due_at LIMIT ?",
         )
         .bind(int(now))

@@ -280,6 +280,7 @@ pub(crate) struct TimerRowRow {
     due_at: i64,
     cadence: Option<String>,
     payload: String,
+    kind: String,
 }
 
 impl TimerRowRow {
@@ -291,6 +292,8 @@ impl TimerRowRow {
             due_at: uint(self.due_at, "due_at")?,
             cadence: self.cadence,
             payload: json(&self.payload, "timer payload")?,
+            kind: crate::store::TimerKind::parse(&self.kind)
+                .ok_or_else(|| StoreError::Corrupt(format!("timer kind `{}`", self.kind)))?,
         })
     }
 }

@@ -264,8 +264,8 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
         }
         Op::PutTimer(timer) => {
             Stmt::new(
-                "INSERT INTO timers (id, extension_id, session_id, due_at, cadence, payload) \
-                 VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO timers (id, extension_id, session_id, due_at, cadence, payload, kind) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(&timer.id)
             .bind(timer.extension_id.as_str())
@@ -273,6 +273,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
             .bind(int(timer.due_at))
             .bind(timer.cadence.as_deref())
             .bind(timer.payload.to_string())
+            .bind(timer.kind.as_str())
             .push(batch);
         }
         Op::DeleteTimer { extension_id, id } => {
