@@ -244,14 +244,13 @@ impl Extension for HomeExtension {
             }),
             _ => None,
         };
-        let others: BTreeMap<String, _> = table
+        let named: BTreeMap<String, _> = table
             .iter()
-            .filter(|entry| entry.attachment_id != home.attachment_id)
             .map(|entry| (entry.name.as_str().to_owned(), entry.value.clone()))
             .collect();
         let files = Arc::new(RunFiles {
             home: home.value.clone(),
-            others,
+            named,
             adoption,
         });
         let module = match tools::module(files) {

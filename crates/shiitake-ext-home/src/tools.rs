@@ -29,11 +29,11 @@ use crate::state;
 /// The module the tools live in: Knapsack's `files`, captured per run (no shared module).
 pub(crate) const MODULE: &str = "files";
 
-/// What one run captured: Home's port, the other attachments' ports by name, and the
-/// adoption to record on first use when Home was adopted rather than chosen.
+/// What one run captured: Home's port, every attachment's port by name (Home's too), and
+/// the adoption to record on first use when Home was adopted rather than chosen.
 pub(crate) struct RunFiles {
     pub(crate) home: Arc<dyn Files>,
-    pub(crate) others: BTreeMap<String, Arc<dyn Files>>,
+    pub(crate) named: BTreeMap<String, Arc<dyn Files>>,
     pub(crate) adoption: Option<Adoption>,
 }
 
@@ -51,10 +51,10 @@ impl RunFiles {
             route(address).map_err(|e| failed("no_such_computer", e.to_string()))?;
         match target {
             Target::Home => Ok((self.home.clone(), path)),
-            Target::Named(name) => match self.others.get(name) {
+            Target::Named(name) => match self.named.get(name) {
                 Some(port) => Ok((port.clone(), path)),
                 None => {
-                    let known: Vec<&str> = self.others.keys().map(String::as_str).collect();
+                    let known: Vec<&str> = self.named.keys().map(String::as_str).collect();
                     Err(ToolError::ForModel(
                         ForModelError::new(
                             ForModelKind::Failed,
