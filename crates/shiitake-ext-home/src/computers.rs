@@ -1,11 +1,23 @@
 //! What the host supplies: its current attachments, each with a Files port it already
 //! scoped to that attachment. Home reads the list synchronously and never creates ports.
 
+use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use knapsack::Files;
+use knapsack::{Files, FilesError, LocalFiles};
 
-use crate::contract::{AttachmentId, AttachmentName};
+use crate::contract::{AttachmentId, AttachmentName, ContractError, MAX_ATTACHMENT_ID_BYTES};
+
+/// Why a local directory could not become an attachment.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    /// The name breaks the attachment name rules.
+    #[error(transparent)]
+    Name(#[from] ContractError),
+    /// The directory cannot be a Files root.
+    #[error("the Computer's directory: {0}")]
+    Root(#[from] FilesError),
+}
 
 /// One Computer attached to the Agent, as the host admitted it.
 #[derive(Clone)]
@@ -27,6 +39,32 @@ impl Attachment {
             port,
         }
     }
+}
+
+impl Attachment {
+    /// A local directory as an attachment (what `shiitake serve --computer name=DIR` does):
+    /// a [`LocalFiles`] port jailed to `dir`, with the native patch engine, and an id that
+    /// names the canonical directory (`local:<path>`, or `local:#<hash>` past 256 bytes),
+    /// so the same directory keeps its id, and Home its choice, across restarts and renames.
+    pub fn local(name: &str, dir: impl AsRef<Path>) -> Result<Self, AttachError> {
+        let name = AttachmentName::new(name)?;
+        let port = LocalFiles::new(dir)?;
+        let root = port.root().display().to_string();
+        let id = format!("local:{root}");
+        let id = if id.len() <= MAX_ATTACHMENT_ID_BYTES {
+            id
+        } else {
+            format!("local:#{:016x}", fnv1a(root.as_bytes()))
+        };
+        Ok(Self::new(name, AttachmentId::new(id)?, Arc::new(port)))
+    }
+}
+
+/// FNV-1a 64: a stable short id for a long path (not a security boundary).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 impl std::fmt::Debug for Attachment {

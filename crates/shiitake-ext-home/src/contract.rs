@@ -21,6 +21,9 @@ pub const MAX_NAME_BYTES: usize = 64;
 pub const MAX_ATTACHMENT_ID_BYTES: usize = 256;
 /// The prompt section names at most this many other attachments, then counts the rest.
 pub const PROMPT_NAMES_LISTED: usize = 32;
+/// The prompt section always fits in this many bytes (core's section bound), so the host
+/// never cuts it.
+pub const PROMPT_SECTION_BYTES: usize = 4096;
 /// The Agent-scope collection and key of the choice row.
 pub const CHOICE_COLLECTION: &str = "choice";
 /// See [`CHOICE_COLLECTION`].

@@ -34,6 +34,6 @@ mod prompt;
 mod tools;
 
 #[cfg(feature = "runtime")]
-pub use computers::{Attachment, ComputerList, Computers};
+pub use computers::{AttachError, Attachment, ComputerList, Computers};
 #[cfg(feature = "runtime")]
 pub use extension::{HomeError, HomeExtension, HomePort, add_home, home_grants};

@@ -110,6 +110,39 @@ mod tests {
     }
 
     #[test]
+    fn the_longest_sections_fit_their_bound() {
+        let many: Vec<AttachmentName> = (0..100)
+            .map(|i| {
+                name(&format!(
+                    "{i:02}{}",
+                    "n".repeat(crate::contract::MAX_NAME_BYTES - 2)
+                ))
+            })
+            .collect();
+        let refs: Vec<&AttachmentName> = many.iter().collect();
+        let id = AttachmentId::new("i".repeat(crate::contract::MAX_ATTACHMENT_ID_BYTES)).unwrap();
+        let states = [
+            HomeState::Chosen {
+                attachment_id: id.clone(),
+                name: many[0].clone(),
+            },
+            HomeState::Detached { attachment_id: id },
+            HomeState::Unchosen { attached: 100 },
+        ];
+        for state in &states {
+            for patch in [true, false] {
+                let text = section(state, &refs, patch);
+                assert!(
+                    text.len() <= crate::contract::PROMPT_SECTION_BYTES,
+                    "{}: {state:?}",
+                    text.len()
+                );
+                assert!(text.contains("and 6"), "{text}");
+            }
+        }
+    }
+
+    #[test]
     fn names_are_listed_up_to_their_bound_then_counted() {
         let many: Vec<AttachmentName> = (0..=PROMPT_NAMES_LISTED)
             .map(|i| name(&format!("c{i}")))

@@ -184,3 +184,11 @@ async fn slash_home_is_published_and_seed_is_not() {
                "steps": [{"argument": "name", "prompt": "Which Computer should be Home?"}]})
     );
 }
+
+#[test]
+fn the_contract_bound_is_cores_section_bound() {
+    assert_eq!(
+        PROMPT_SECTION_BYTES,
+        shiitake_core::extension::host::PROMPT_SECTION_LIMIT
+    );
+}

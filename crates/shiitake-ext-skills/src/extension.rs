@@ -107,8 +107,12 @@ impl Extension for SkillsExtension {
                 None
             }
         };
+        // The metadata tells the model to call skill.load: without the tool, no section.
+        let prompt_section = tools
+            .as_ref()
+            .and_then(|_| prompt::section(self.library.skills()));
         Contribution {
-            prompt_section: prompt::section(self.library.skills()),
+            prompt_section,
             tools,
         }
     }

@@ -96,3 +96,38 @@ async fn no_skill_no_section_and_still_the_tool() {
     run(&session, "hi").await;
     assert!(!model.requests()[0].system_prompt.contains("Skills:"));
 }
+
+#[tokio::test]
+async fn without_the_files_grant_there_is_no_tool_and_no_section() {
+    use shiitake_core::extension::Grant;
+    let tree = tree();
+    let library = Arc::new(SkillLibrary::discover(&tree.roots()).await);
+    let store = shiitake_core::SqliteStore::open(
+        &tree.path().join("agent.db"),
+        shiitake_core::Durability::Normal,
+    )
+    .await
+    .unwrap();
+    let model = Arc::new(shiitake_model::ScriptedModel::new(
+        shiitake_model::Script::new(vec![Turn::text("ok")]),
+    ));
+    let config =
+        shiitake_core::AgentConfig::new(Arc::new(shiitake_core::FixedModel(model.clone())));
+    let agent = shiitake_core::Agent::builder(
+        Arc::new(store),
+        Arc::new(shiitake_capabilities::Catalog::new()),
+        config,
+    )
+    .extension_with_files(
+        shiitake_ext_skills::SkillsExtension::new(library.clone()).unwrap(),
+        shiitake_ext_skills::skills_grants().without(Grant::Files),
+        library,
+    )
+    .open()
+    .await
+    .unwrap();
+    let session = session(&agent).await;
+    run(&session, "hi").await;
+    assert!(model.requests()[0].tools.is_empty());
+    assert!(!model.requests()[0].system_prompt.contains("Skills:"));
+}
