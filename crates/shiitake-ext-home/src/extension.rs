@@ -173,6 +173,11 @@ impl Extension for HomeExtension {
                 encode(&choice)
             }
             Seed::NAME => {
+                if tx.session_id().is_some() {
+                    return Err(HookError::Invalid(
+                        "seed is an Agent-scope host operation, not a Session command".into(),
+                    ));
+                }
                 let Seed { attachment_id } = decode(command, input)?;
                 let outcome = state::seed(current, attachment_id, tx.now());
                 if let SeedOutcome::Recorded { choice } = &outcome {

@@ -151,6 +151,19 @@ async fn a_person_replaces_a_seed_and_bad_seeds_are_refused() {
     }
 
     let session = session(&agent).await;
+    let error = shiitake_protocol::SessionApi::call_extension(
+        &session,
+        &home,
+        "seed",
+        json!({"attachmentId": "att-work"}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error.code,
+        ErrorCode::Invalid,
+        "seed is not a Session command"
+    );
     let person = bind_session_extension::<_, HomeContract>(&session)
         .call(&Choose {
             name: "work".into(),

@@ -124,11 +124,14 @@ mod tests {
     }
 
     proptest! {
+        // Generating long Unicode descriptions dominates; 64 cases keep this under seconds.
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
         /// Whatever the skills, the section stays within its bound, lists a prefix of them
         /// in order, and says how many it left out.
         #[test]
         fn the_section_is_bounded_and_accounts_for_every_skill(
-            skills in proptest::collection::vec(("[a-z]{1,64}", "\\PC{1,1024}"), 1..80)
+            skills in proptest::collection::vec(("[a-z]{1,64}", "\\PC{1,300}"), 1..60)
         ) {
             let skills: Vec<_> = skills.iter().map(|(n, d)| skill(n, d)).collect();
             let text = section(skills.iter()).unwrap();
