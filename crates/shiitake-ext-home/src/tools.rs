@@ -45,26 +45,31 @@ pub(crate) struct Adoption {
 }
 
 impl RunFiles {
-    /// The port an address names and the path on it.
-    fn target<'a>(&self, address: &'a str) -> Result<(Arc<dyn Files>, &'a str), ToolError> {
+    /// The port an address names and the checked path on it; `directory` tools take the
+    /// target's root when the address gives no path.
+    fn routed(
+        &self,
+        address: &str,
+        directory: bool,
+    ) -> Result<(Arc<dyn Files>, String), ToolError> {
         let (target, path) =
             route(address).map_err(|e| failed("no_such_computer", e.to_string()))?;
-        match target {
-            Target::Home => Ok((self.home.clone(), path)),
-            Target::Named(name) => match self.named.get(name) {
-                Some(port) => Ok((port.clone(), path)),
-                None => {
-                    let known: Vec<&str> = self.named.keys().map(String::as_str).collect();
-                    Err(ToolError::ForModel(
-                        ForModelError::new(
-                            ForModelKind::Failed,
-                            format!("no Computer named `{name}` is attached to this run"),
-                        )
-                        .with_details(json!({"kind": "no_such_computer", "known": known})),
-                    ))
-                }
-            },
-        }
+        let path = if directory { or_root(path) } else { path };
+        validate_path(path).map_err(to_tool_error)?;
+        let port = match target {
+            Target::Home => self.home.clone(),
+            Target::Named(name) => self.named.get(name).cloned().ok_or_else(|| {
+                let known: Vec<&str> = self.named.keys().map(String::as_str).collect();
+                ToolError::ForModel(
+                    ForModelError::new(
+                        ForModelKind::Failed,
+                        format!("no Computer named `{name}` is attached to this run"),
+                    )
+                    .with_details(json!({"kind": "no_such_computer", "known": known})),
+                )
+            })?,
+        };
+        Ok((port, path.to_owned()))
     }
 
     /// Records the adoption the first time a tool of this run is used.
@@ -115,9 +120,9 @@ pub(crate) fn module(run: Arc<RunFiles>) -> Result<Module, NameError> {
          A bare path or computer://home/<path> is on Home; computer://<name>/<path> is on another \
          attached Computer.",
         |run, mut input| async move {
-            let (port, path) = run.target(&input.path)?;
-            input.path = path.to_owned();
-            call(port.read(checked(input.path.clone(), input)?).await)
+            let port;
+            (port, input.path) = run.routed(&input.path, false)?;
+            call(port.read(input).await)
         },
     )?)?;
     module.add_operation(tool::<ListInput, _, _>(
@@ -125,9 +130,9 @@ pub(crate) fn module(run: Arc<RunFiles>) -> Result<Module, NameError> {
         "list",
         "Lists a directory's visible entries (at most 256). Paths route as for read.",
         |run, mut input| async move {
-            let (port, path) = run.target(&input.path)?;
-            input.path = or_root(path).to_owned();
-            call(port.list(checked(input.path.clone(), input)?).await)
+            let port;
+            (port, input.path) = run.routed(&input.path, true)?;
+            call(port.list(input).await)
         },
     )?)?;
     module.add_operation(tool::<GlobInput, _, _>(
@@ -136,9 +141,9 @@ pub(crate) fn module(run: Arc<RunFiles>) -> Result<Module, NameError> {
         "Finds visible entries whose path under `path` matches a glob (at most 256). Paths route \
          as for read.",
         |run, mut input| async move {
-            let (port, path) = run.target(&input.path)?;
-            input.path = or_root(path).to_owned();
-            call(port.glob(checked(input.path.clone(), input)?).await)
+            let port;
+            (port, input.path) = run.routed(&input.path, true)?;
+            call(port.glob(input).await)
         },
     )?)?;
     module.add_operation(tool::<GrepInput, _, _>(
@@ -147,9 +152,9 @@ pub(crate) fn module(run: Arc<RunFiles>) -> Result<Module, NameError> {
         "Searches visible files for lines matching a regular expression (at most 256 matches). \
          Paths route as for read.",
         |run, mut input| async move {
-            let (port, path) = run.target(&input.path)?;
-            input.path = or_root(path).to_owned();
-            call(port.grep(checked(input.path.clone(), input)?).await)
+            let port;
+            (port, input.path) = run.routed(&input.path, true)?;
+            call(port.grep(input).await)
         },
     )?)?;
     if run.home.patch_engine().is_some() {
@@ -171,12 +176,6 @@ pub(crate) fn module(run: Arc<RunFiles>) -> Result<Module, NameError> {
         module.add_operation(patch)?;
     }
     Ok(module)
-}
-
-/// Validates a routed path before the port sees it.
-fn checked<T>(path: String, input: T) -> Result<T, ToolError> {
-    validate_path(&path).map_err(to_tool_error)?;
-    Ok(input)
 }
 
 fn call<O: Serialize>(result: Result<O, FilesError>) -> Result<Value, ToolError> {
