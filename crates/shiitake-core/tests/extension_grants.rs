@@ -143,3 +143,37 @@ async fn files_need_their_grant() {
             .contains("[files: not granted: files]")
     );
 }
+
+#[tokio::test]
+async fn a_handed_file_port_offers_tools_with_files_alone() {
+    let tools_with = |grants: Grants, with_port: bool| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Arc::new(ScriptedModel::new(Script::new(vec![Turn::text("ok")])));
+        let path = dir.path().join("agent.db");
+        let agent = if with_port {
+            probe::agent_with_files(&path, model.clone(), grants).await
+        } else {
+            probe::agent(&path, model.clone(), probe::Probe::new(), grants).await
+        };
+        let session = new_session(&agent).await;
+        let command = send(&session, "hi").await;
+        terminal_of(&session, &command).await;
+        model.requests()[0].tools.len()
+    };
+    let no_tools = Grants::all().without(Grant::Tools);
+    assert_eq!(
+        tools_with(no_tools.clone(), true).await,
+        1,
+        "files and a handed port: the tools over it are offered"
+    );
+    assert_eq!(
+        tools_with(no_tools.clone(), false).await,
+        0,
+        "files without a port offers nothing"
+    );
+    assert_eq!(
+        tools_with(no_tools.without(Grant::Files), true).await,
+        0,
+        "a port without the files grant offers nothing"
+    );
+}

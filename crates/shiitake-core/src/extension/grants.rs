@@ -8,7 +8,8 @@ use std::fmt;
 pub enum Grant {
     /// Read and write its namespaced collections.
     State,
-    /// Use file ports the host hands it.
+    /// Use the file port the host hands it, and offer the tools over that port to runs
+    /// (its tool module is offered with `files` alone when the host handed a port).
     Files,
     /// Add a prompt section to runs.
     Prompt,

@@ -159,6 +159,8 @@ pub struct Contribution {
     /// Quiet system context, bounded by the host (see [`host::PROMPT_SECTION_LIMIT`]).
     pub prompt_section: Option<String>,
     /// Model-facing operations; their handlers change state through a [`host::ToolTx`].
+    /// Offered with the `tools` grant, or with `files` when the host handed the
+    /// extension a file port ([`RunContext::files`]).
     pub tools: Option<Module>,
 }
 

@@ -486,7 +486,10 @@ impl Owner {
         for registered in &host.extensions {
             let id = &registered.definition.id;
             let wants_prompt = registered.grants.has(Grant::Prompt);
-            let wants_tools = registered.grants.has(Grant::Tools);
+            // An extension the host handed a file port may offer the tools over it with
+            // `files` alone (Home's file tools); any other tool module needs `tools`.
+            let wants_tools = registered.grants.has(Grant::Tools)
+                || (registered.grants.has(Grant::Files) && registered.files.is_some());
             if host.stopped(id).is_some() || !(wants_prompt || wants_tools) {
                 continue;
             }
