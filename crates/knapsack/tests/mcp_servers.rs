@@ -75,6 +75,7 @@ async fn servers_connect_concurrently_and_each_failure_drops_only_its_server() {
     let good = serve(Notes::new(good_tools()), Some(SECRET)).await;
     let slow = serve(Notes::hanging(), None).await;
     let wrong_credential = serve(Notes::new(good_tools()), Some("another-token")).await;
+    let no_challenge = serve_with(Notes::new(good_tools()), Some("another-token"), false).await;
     // The redirect points at a server that counts requests: none may arrive.
     let hits = Arc::new(AtomicUsize::new(0));
     let counted = hits.clone();
@@ -107,6 +108,7 @@ async fn servers_connect_concurrently_and_each_failure_drops_only_its_server() {
         server("good", &good.url),
         server("slow", &slow.url),
         server("unauthorized", &wrong_credential.url),
+        server("unauthorized_plain", &no_challenge.url),
         server("redirect", &redirect.url),
         server("opaque", &opaque.url),
         server("collide", &colliding.url),
@@ -158,6 +160,13 @@ async fn servers_connect_concurrently_and_each_failure_drops_only_its_server() {
                 name: "unauthorized".into(),
                 error: McpError::Unauthorized {
                     name: "unauthorized".into(),
+                    status: 401
+                },
+            },
+            McpUnavailable {
+                name: "unauthorized_plain".into(),
+                error: McpError::Unauthorized {
+                    name: "unauthorized_plain".into(),
                     status: 401
                 },
             },

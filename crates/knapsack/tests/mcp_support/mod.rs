@@ -258,6 +258,11 @@ pub fn mcp_router(notes: Notes) -> axum::Router {
 /// Serves `notes` at `/mcp`; with `bearer`, every request must carry
 /// `Authorization: Bearer <bearer>` or gets a 401 with a challenge.
 pub async fn serve(notes: Notes, bearer: Option<&str>) -> Running {
+    serve_with(notes, bearer, true).await
+}
+
+/// [`serve`], choosing whether a 401 carries a `WWW-Authenticate` challenge.
+pub async fn serve_with(notes: Notes, bearer: Option<&str>, challenge: bool) -> Running {
     let mut router = mcp_router(notes);
     if let Some(token) = bearer {
         let expected = HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
@@ -267,6 +272,8 @@ pub async fn serve(notes: Notes, bearer: Option<&str>) -> Running {
                 async move {
                     if request.headers().get(header::AUTHORIZATION) == Some(&expected) {
                         next.run(request).await
+                    } else if !challenge {
+                        (StatusCode::UNAUTHORIZED, "no entry").into_response()
                     } else {
                         (
                             StatusCode::UNAUTHORIZED,
