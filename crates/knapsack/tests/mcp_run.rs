@@ -63,7 +63,8 @@ impl Servers {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let _quiet = tracing::subscriber::set_default(tracing::subscriber::NoSubscriber::default());
+            let _quiet =
+                tracing::subscriber::set_default(tracing::subscriber::NoSubscriber::default());
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -74,7 +75,12 @@ impl Servers {
                 let wrong = serve(Notes::new(vec![create_note()]), Some("a-different-one")).await;
                 let redirect = redirecting(&good.url).await;
                 ready_tx
-                    .send((notes, good.url.clone(), wrong.url.clone(), redirect.url.clone()))
+                    .send((
+                        notes,
+                        good.url.clone(),
+                        wrong.url.clone(),
+                        redirect.url.clone(),
+                    ))
                     .unwrap();
                 let _ = stopped.await;
                 drop((good, wrong, redirect));
@@ -152,12 +158,18 @@ async fn a_scripted_run_calls_mcp_tools_and_the_secret_is_never_observed() {
     let catalog = Arc::new(Catalog::new());
     let diff = catalog.add_source(Arc::new(source)).await.unwrap();
     assert_eq!(
-        diff.added.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        diff.added
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
         ["env.mcp.notes"]
     );
 
     let model = Arc::new(ScriptedModel::new(Script::new(vec![
-        Turn::tool_call("env__mcp__notes__create_note", json!({ "title": "groceries" })),
+        Turn::tool_call(
+            "env__mcp__notes__create_note",
+            json!({ "title": "groceries" }),
+        ),
         Turn::tool_call("env__mcp__notes__list_notes", json!({})),
         Turn::tool_call("env__mcp__notes__tag_note", json!({ "id": true })),
         Turn::text("noted"),
@@ -219,7 +231,12 @@ async fn a_scripted_run_calls_mcp_tools_and_the_secret_is_never_observed() {
             ("tag-note".to_owned(), json!({ "id": true })),
         ]
     );
-    let mut names: Vec<String> = reports.lock().unwrap().iter().map(|r| r.name.clone()).collect();
+    let mut names: Vec<String> = reports
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.name.clone())
+        .collect();
     names.sort();
     assert_eq!(names, ["locked", "moved"]);
 
@@ -233,8 +250,14 @@ async fn a_scripted_run_calls_mcp_tools_and_the_secret_is_never_observed() {
     catalog.close().await;
     drop(servers);
     let mut observed: Vec<(&str, String)> = vec![
-        ("first snapshot", serde_json::to_string(&first_snapshot).unwrap()),
-        ("last snapshot", serde_json::to_string(&last_snapshot).unwrap()),
+        (
+            "first snapshot",
+            serde_json::to_string(&first_snapshot).unwrap(),
+        ),
+        (
+            "last snapshot",
+            serde_json::to_string(&last_snapshot).unwrap(),
+        ),
         ("frames", serde_json::to_string(&frames).unwrap()),
         ("frames (debug)", format!("{frames:?}")),
         ("transcript", serde_json::to_string(&messages).unwrap()),

@@ -17,8 +17,8 @@ use knapsack::mcp::{McpError, McpHttp, McpServer, McpServersOptions, McpUnavaila
 use mcp_support::*;
 use serde_json::{Value, json};
 use shiitake_capabilities::{
-    CapabilitySource, Catalog, ExecutionId, ForModelKind, InvocationContext, OperationPath,
-    Replay, SourceId, ToolError,
+    CapabilitySource, Catalog, ExecutionId, ForModelKind, InvocationContext, OperationPath, Replay,
+    SourceId, ToolError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -185,13 +185,7 @@ async fn tools_become_operations_with_mapped_names_replay_and_schemas() {
     let names: Vec<(String, Option<String>, Replay)> = module
         .operations
         .iter()
-        .map(|op| {
-            (
-                op.path.to_string(),
-                op.foreign_name.clone(),
-                op.replay,
-            )
-        })
+        .map(|op| (op.path.to_string(), op.foreign_name.clone(), op.replay))
         .collect();
     assert_eq!(
         names,
@@ -218,7 +212,9 @@ async fn tools_become_operations_with_mapped_names_replay_and_schemas() {
             ),
         ]
     );
-    let descriptor = catalog.describe(&path("env.mcp.notes.create_note")).unwrap();
+    let descriptor = catalog
+        .describe(&path("env.mcp.notes.create_note"))
+        .unwrap();
     assert_eq!(
         serde_json::to_value(&descriptor).unwrap(),
         json!({
@@ -278,7 +274,11 @@ async fn a_call_returns_structured_content_or_is_error_and_content() {
 
     // The subset schema is enforced before anything is sent.
     let invalid = catalog
-        .execute(&path("env.mcp.notes.create_note"), json!({ "title": "" }), &ctx())
+        .execute(
+            &path("env.mcp.notes.create_note"),
+            json!({ "title": "" }),
+            &ctx(),
+        )
         .await
         .unwrap_err();
     let ToolError::ForModel(invalid) = invalid else {
@@ -357,7 +357,10 @@ async fn tools_list_changed_refreshes_the_module() {
     let tools: Vec<String> = catalog.tools().iter().map(|t| t.name.to_string()).collect();
     assert_eq!(
         tools,
-        ["env__mcp__notes__create_note", "env__mcp__notes__list_notes"]
+        [
+            "env__mcp__notes__create_note",
+            "env__mcp__notes__list_notes"
+        ]
     );
     let listed = catalog
         .execute(&path("env.mcp.notes.list_notes"), json!({}), &ctx())
@@ -378,7 +381,10 @@ async fn a_new_list_that_is_unusable_drops_the_server() {
         .expect("the source was invalidated");
     let diff = catalog.refresh().await;
     assert_eq!(
-        diff.removed.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        diff.removed
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
         ["env.mcp.notes"]
     );
     let reports = reports.lock().unwrap().clone();

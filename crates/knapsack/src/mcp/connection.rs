@@ -73,9 +73,10 @@ impl Connection {
                 stale: stale.clone(),
                 invalidator,
             };
-            let service = listener.serve(transport).await.map_err(|error| {
-                classify_initialize(&error, &headers).into_error(server.name())
-            })?;
+            let service = listener
+                .serve(transport)
+                .await
+                .map_err(|error| classify_initialize(&error, &headers).into_error(server.name()))?;
             let module = list(server, &headers, &service).await?;
             Ok::<_, McpError>((service, module))
         };

@@ -173,7 +173,10 @@ impl Failure {
 }
 
 /// Sorts a failed handshake.
-pub(crate) fn classify_initialize(error: &ClientInitializeError, headers: &SecretHeaders) -> Failure {
+pub(crate) fn classify_initialize(
+    error: &ClientInitializeError,
+    headers: &SecretHeaders,
+) -> Failure {
     let root: Option<&(dyn StdError + 'static)> = match error {
         ClientInitializeError::TransportError { error, .. } => Some(error.error.as_ref()),
         _ => None,

@@ -140,9 +140,12 @@ impl McpServersSource {
             if names.insert(server.name()) {
                 unique.push(server.clone());
             } else {
-                self.report(server.name(), McpError::DuplicateName {
-                    name: server.name().to_owned(),
-                });
+                self.report(
+                    server.name(),
+                    McpError::DuplicateName {
+                        name: server.name().to_owned(),
+                    },
+                );
             }
         }
         let token = cancel.child_token();
@@ -219,9 +222,12 @@ impl McpServersSource {
             if failed.contains(connection.name()) {
                 dropped.push(connection);
             } else if connection.is_closed() {
-                self.report(connection.name(), McpError::Disconnected {
-                    name: connection.name().to_owned(),
-                });
+                self.report(
+                    connection.name(),
+                    McpError::Disconnected {
+                        name: connection.name().to_owned(),
+                    },
+                );
                 dropped.push(connection);
             } else {
                 kept.push(connection);

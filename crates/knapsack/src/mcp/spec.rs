@@ -121,8 +121,14 @@ mod tests {
     fn bad_specs_are_refused_without_echoing_them() {
         let cases = [
             ("notes", "expected name=URL"),
-            ("notes=http://x/mcp,header=NoColon-secret", "expected header"),
-            ("notes=http://x/mcp,header=K:${UNCLOSED-secret", "not closed"),
+            (
+                "notes=http://x/mcp,header=NoColon-secret",
+                "expected header",
+            ),
+            (
+                "notes=http://x/mcp,header=K:${UNCLOSED-secret",
+                "not closed",
+            ),
             ("notes=http://x/mcp,header=K:${1BAD}", "must name"),
         ];
         for (spec, expected) in cases {

@@ -31,10 +31,7 @@ pub(crate) fn build_module(
             limit: MCP_TOOL_LIMIT,
         });
     }
-    let mut module = Module::new(
-        path.clone(),
-        format!("Tools of the MCP server `{name}`."),
-    );
+    let mut module = Module::new(path.clone(), format!("Tools of the MCP server `{name}`."));
     for tool in tools {
         let unusable = |reason: String| McpError::Unusable {
             name: name.to_owned(),
@@ -130,7 +127,10 @@ mod tests {
             panic!("expected Unusable, got {error:?}")
         };
         assert_eq!(tool, "create_note");
-        assert!(reason.contains("create-note") && reason.contains("create_note"), "{reason}");
+        assert!(
+            reason.contains("create-note") && reason.contains("create_note"),
+            "{reason}"
+        );
     }
 
     #[test]
@@ -157,9 +157,13 @@ mod tests {
 
     #[test]
     fn a_schema_that_is_not_an_object_schema_is_unusable() {
-        let error =
-            build_module("notes", &path(), &[tool("get", json!({ "type": "string" }))], echo)
-                .unwrap_err();
+        let error = build_module(
+            "notes",
+            &path(),
+            &[tool("get", json!({ "type": "string" }))],
+            echo,
+        )
+        .unwrap_err();
         assert!(matches!(error, McpError::Unusable { .. }), "{error:?}");
     }
 

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
+use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
@@ -21,7 +22,6 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::ServerHandler;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -51,18 +51,30 @@ pub fn create_note() -> Tool {
 
 /// `listNotes {}`: answers text content only; read-only.
 pub fn list_notes() -> Tool {
-    Tool::new("listNotes", "Lists the notes.", schema(json!({ "type": "object" })))
-        .annotate(ToolAnnotations::new().read_only(true))
+    Tool::new(
+        "listNotes",
+        "Lists the notes.",
+        schema(json!({ "type": "object" })),
+    )
+    .annotate(ToolAnnotations::new().read_only(true))
 }
 
 /// `fail-note {}`: always a tool error.
 pub fn fail_note() -> Tool {
-    Tool::new("fail-note", "Always fails.", schema(json!({ "type": "object" })))
+    Tool::new(
+        "fail-note",
+        "Always fails.",
+        schema(json!({ "type": "object" })),
+    )
 }
 
 /// `wait {}`: waits until the client cancels it.
 pub fn wait() -> Tool {
-    Tool::new("wait", "Waits until cancelled.", schema(json!({ "type": "object" })))
+    Tool::new(
+        "wait",
+        "Waits until cancelled.",
+        schema(json!({ "type": "object" })),
+    )
 }
 
 /// `tag-note {id: string | integer}`: its schema is outside the subset (`oneOf`); the
@@ -204,10 +216,7 @@ impl ServerHandler for Notes {
                 }
             },
             other => {
-                return Err(ErrorData::invalid_params(
-                    format!("no tool {other}"),
-                    None,
-                ));
+                return Err(ErrorData::invalid_params(format!("no tool {other}"), None));
             }
         };
         Ok(result.into())
