@@ -179,6 +179,39 @@ async fn servers_connect_concurrently_and_each_failure_drops_only_its_server() {
 }
 
 #[tokio::test]
+async fn at_most_concurrency_servers_connect_at_once() {
+    // Five servers that never answer, sharing one record of when `initialize` arrived.
+    let hanging = Notes::hanging();
+    let mut running = Vec::new();
+    for _ in 0..5 {
+        running.push(serve(hanging.clone(), None).await);
+    }
+    let timeout = Duration::from_millis(400);
+    let (mut options, reports) = options(timeout);
+    options.concurrency = 2;
+    let servers = running
+        .iter()
+        .enumerate()
+        .map(|(i, r)| server(&format!("s{i}"), &r.url))
+        .collect();
+    let source = Knapsack::mcp_servers(SourceId::new("mcp"), servers, options);
+    let started = Instant::now();
+    let modules = source.acquire(&CancellationToken::new()).await.unwrap();
+    let elapsed = started.elapsed();
+    assert!(modules.is_empty());
+    assert_eq!(reports.lock().unwrap().len(), 5);
+    // Three waves (2 + 2 + 1), each one timeout long.
+    assert!(elapsed >= timeout * 3, "{elapsed:?}");
+    let starts = hanging.initialize_started();
+    assert_eq!(starts.len(), 5);
+    for wave in starts.windows(3) {
+        // A third server starts only once one of the two before it timed out.
+        let gap = wave[2] - wave[0];
+        assert!(gap >= timeout - Duration::from_millis(50), "{gap:?}");
+    }
+}
+
+#[tokio::test]
 async fn tools_become_operations_with_mapped_names_replay_and_schemas() {
     let (catalog, _running, _) = notes_catalog(Notes::new(good_tools())).await;
     let module = &catalog.list()[0];

@@ -170,3 +170,40 @@ async fn within<T>(
         result = work => result,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn finishing_after(delay: Duration) -> Result<(), McpError> {
+        tokio::time::sleep(delay).await;
+        Ok(())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_timeout_holds_just_inside_its_edge_and_fails_just_past_it() {
+        let timeout = Duration::from_secs(10);
+        let cancel = CancellationToken::new();
+        let inside = finishing_after(timeout - Duration::from_millis(1));
+        assert_eq!(within("notes", timeout, &cancel, inside).await, Ok(()));
+        let past = finishing_after(timeout + Duration::from_millis(1));
+        assert_eq!(
+            within("notes", timeout, &cancel, past).await,
+            Err(McpError::TimedOut {
+                name: "notes".into(),
+                after: timeout
+            })
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cancellation_wins_over_work_and_timeout() {
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let ready = async { Ok(()) };
+        assert_eq!(
+            within("notes", Duration::ZERO, &cancel, ready).await,
+            Err(McpError::Cancelled)
+        );
+    }
+}

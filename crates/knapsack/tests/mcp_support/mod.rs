@@ -100,6 +100,7 @@ pub struct Notes {
     cancelled: Arc<AtomicUsize>,
     waiting: Arc<tokio::sync::Notify>,
     hang_initialize: bool,
+    initialize_started: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 impl Notes {
@@ -133,6 +134,11 @@ impl Notes {
         self.calls.lock().unwrap().clone()
     }
 
+    /// When each `initialize` arrived, in order.
+    pub fn initialize_started(&self) -> Vec<std::time::Instant> {
+        self.initialize_started.lock().unwrap().clone()
+    }
+
     /// How many calls the client cancelled.
     pub fn cancelled(&self) -> usize {
         self.cancelled.load(Ordering::SeqCst)
@@ -160,6 +166,10 @@ impl ServerHandler for Notes {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        self.initialize_started
+            .lock()
+            .unwrap()
+            .push(std::time::Instant::now());
         if self.hang_initialize {
             std::future::pending::<()>().await;
         }
