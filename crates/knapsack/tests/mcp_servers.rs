@@ -113,6 +113,10 @@ async fn servers_connect_concurrently_and_each_failure_drops_only_its_server() {
         server("opaque", &opaque.url),
         server("collide", &colliding.url),
         server("good", &opaque.url),
+        server(
+            "unreachable",
+            &format!("http://127.0.0.1:{}/mcp", free_port()),
+        ),
     ];
     let source = Knapsack::mcp_servers(SourceId::new("mcp"), servers, options);
     let catalog = Catalog::new();
@@ -125,6 +129,14 @@ async fn servers_connect_concurrently_and_each_failure_drops_only_its_server() {
     assert_eq!(diff.problems, vec![]);
     let mut reports = reports.lock().unwrap().clone();
     reports.sort_by(|a, b| a.name.cmp(&b.name));
+    // Nothing listens there: a rejection whose message says what failed.
+    let unreachable = reports.pop().unwrap();
+    let McpError::Rejected { name, message } = &unreachable.error else {
+        panic!("expected a rejection, got {unreachable:?}")
+    };
+    assert_eq!(name, "unreachable");
+    assert!(message.contains("error sending request"), "{message}");
+    assert!(!message.contains(SECRET), "{message}");
     assert_eq!(
         reports,
         vec![
@@ -539,6 +551,15 @@ async fn closing_the_source_ends_its_connections() {
         "{result:?}"
     );
     assert_eq!(notes.calls(), Vec::<(String, Value)>::new());
+}
+
+/// A port nothing listens on (it was free a moment ago).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 async fn wait_until(mut condition: impl FnMut() -> bool) {

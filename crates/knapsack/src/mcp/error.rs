@@ -200,6 +200,7 @@ fn classify(
 ) -> Failure {
     let mut next = root;
     let mut seen = 0;
+    let mut http = None;
     while let Some(current) = next {
         seen += 1;
         if seen > 32 {
@@ -208,9 +209,32 @@ fn classify(
         if let Some(found) = recognise(current) {
             return found;
         }
+        if http.is_none() && current.downcast_ref::<reqwest::Error>().is_some() {
+            http = Some(current);
+        }
         next = inner(current);
     }
+    // The HTTP client's own chain says more, and more plainly, than rmcp's wrappers
+    // (which name the transport's type): "error sending request for url (…): … refused".
+    let message = http.map_or(message, chain_text);
     Failure::Other(headers.scrub(&message))
+}
+
+/// `error` and its sources, joined with `: `, each repeated text once.
+fn chain_text(error: &(dyn StdError + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(current) = next {
+        let text = current.to_string();
+        if !parts.iter().any(|part| part.contains(&text)) {
+            parts.push(text);
+        }
+        next = current.source();
+        if parts.len() >= 8 {
+            break;
+        }
+    }
+    parts.join(": ")
 }
 
 /// What one link of an error chain says, if it is a failure Knapsack names.
