@@ -21,6 +21,9 @@
 //!   advertised operations as `env.computers.<name>`;
 //!   [`Knapsack::computers`] follows a host-owned list of them, describing
 //!   each under a timeout and reporting those that fail.
+//! - **MCP servers** (feature `mcp`, on by default). [`Knapsack::mcp_servers`]
+//!   connects a host-owned list of remote MCP servers over Streamable HTTP
+//!   (the rmcp client) as `env.mcp.<name>`; see [`mcp`].
 //!
 //! **What it does not own.** Credentials, the choice of roots, Computer
 //! storage, model loops and tool execution policy all belong to the host.
@@ -49,6 +52,8 @@ mod error;
 mod files_module;
 pub mod limits;
 mod local;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod patch;
 mod path;
 mod port;

@@ -21,3 +21,12 @@ pub const PATH_LIMIT_BYTES: usize = 4096;
 
 /// A grep match line is cut to this many bytes (on a character boundary) in results.
 pub const GREP_LINE_LIMIT_BYTES: usize = 1024;
+
+/// An MCP server advertises at most this many tools; more makes its list unusable.
+pub const MCP_TOOL_LIMIT: usize = 256;
+
+/// How many MCP servers connect at once.
+pub const MCP_CONNECT_CONCURRENCY: usize = 8;
+
+/// The default time one MCP server has to connect and list its tools.
+pub const MCP_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use knapsack::Knapsack;
+use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
 use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_core::{Agent, AgentConfig, Durability, SpecResolver, SqliteStore};
 use shiitake_model::ModelEnv;
@@ -24,14 +26,34 @@ pub struct ServeArgs {
     /// Directory the agent's file tools may read and edit; default: the current directory.
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// A remote MCP server, `name=URL[,header=Name:Value]...` (repeatable); its tools
+    /// become `env.mcp.<name>`. `${VAR}` in a header value reads the environment.
+    #[arg(long = "mcp", value_name = "NAME=URL[,header=Name:Value]", value_parser = mcp_spec)]
+    mcp: Vec<McpSpec>,
+}
+
+/// A `--mcp` value as typed; parsed after clap so no error message repeats it, and
+/// its `Debug` hides it (it may hold a header value).
+#[derive(Clone)]
+struct McpSpec(String);
+
+impl std::fmt::Debug for McpSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("McpSpec(..)")
+    }
+}
+
+fn mcp_spec(text: &str) -> Result<McpSpec, std::convert::Infallible> {
+    Ok(McpSpec(text.to_owned()))
 }
 
 fn setup(what: &str) -> impl Fn(String) -> CliError + '_ {
     move |error| CliError::Setup(format!("{what}: {error}"))
 }
 
-/// The tools of the Local host: the Knapsack files module over the workspace directory.
-async fn catalog(workspace: Option<PathBuf>) -> Result<Arc<Catalog>, CliError> {
+/// The tools of the Local host: the Knapsack files module over the workspace directory,
+/// and the `--mcp` servers.
+async fn catalog(workspace: Option<PathBuf>, mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
     let root = match workspace {
         Some(root) => root,
         None => std::env::current_dir()?,
@@ -46,7 +68,47 @@ async fn catalog(workspace: Option<PathBuf>) -> Result<Arc<Catalog>, CliError> {
         .add_source(Arc::new(source))
         .await
         .map_err(|error| setup("files tools")(error.to_string()))?;
-    Ok(Arc::new(catalog))
+    let catalog = Arc::new(catalog);
+    if !mcp.is_empty() {
+        add_mcp_servers(&catalog, mcp).await?;
+    }
+    Ok(catalog)
+}
+
+/// Connects the `--mcp` servers (those that fail are reported and left out) and keeps
+/// the catalog following their `tools/list_changed`.
+async fn add_mcp_servers(catalog: &Arc<Catalog>, specs: &[McpSpec]) -> Result<(), CliError> {
+    let servers = specs
+        .iter()
+        .map(|spec| McpServer::from_spec(&spec.0, |name| std::env::var(name).ok()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| setup("--mcp")(error.to_string()))?;
+    let http = McpHttp::new().map_err(|error| setup("--mcp")(error.to_string()))?;
+    let mut options = McpServersOptions::new(http);
+    options.on_unavailable = Arc::new(|unavailable: McpUnavailable| {
+        eprintln!("shiitake: MCP server left out: {}", unavailable.error);
+    });
+    let source = Arc::new(Knapsack::mcp_servers(
+        SourceId::new("mcp"),
+        servers,
+        options,
+    ));
+    catalog
+        .add_source(source.clone())
+        .await
+        .map_err(|error| setup("--mcp")(error.to_string()))?;
+    println!(
+        "shiitake: MCP servers connected: {:?}",
+        source.connected().await
+    );
+    let follower = catalog.clone();
+    tokio::spawn(async move {
+        loop {
+            follower.changed().await;
+            follower.refresh().await;
+        }
+    });
+    Ok(())
 }
 
 /// Runs the Local host until Ctrl-C.
@@ -58,7 +120,7 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     let store = SqliteStore::open(&database, Durability::Full)
         .await
         .map_err(|error| setup("store")(format!("{}: {error}", database.display())))?;
-    let tools = catalog(args.workspace).await?;
+    let tools = catalog(args.workspace, &args.mcp).await?;
     let models = SpecResolver {
         default_spec: args.model.clone(),
         env: ModelEnv::from_env(),

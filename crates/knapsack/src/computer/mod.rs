@@ -213,7 +213,7 @@ pub async fn capture(
 }
 
 /// An input schema must be a JSON object describing an object (or leave `type` out).
-fn check_schema(schema: &Value) -> Result<(), &'static str> {
+pub(crate) fn check_schema(schema: &Value) -> Result<(), &'static str> {
     let Some(map) = schema.as_object() else {
         return Err("the input schema is not a JSON object");
     };
@@ -241,6 +241,17 @@ impl Knapsack {
     ) -> Result<StaticSource, ComputerError> {
         let modules = capture(&connection, COMPUTER_DESCRIBE_TIMEOUT, cancel).await?;
         Ok(StaticSource::new(SourceId::new(connection.id), modules))
+    }
+
+    /// Connects a host-owned list of MCP servers as `env.mcp.<name>` modules; see
+    /// [`crate::mcp::McpServersSource`]. Nothing connects until the first acquisition.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_servers(
+        id: SourceId,
+        servers: Vec<crate::mcp::McpServer>,
+        options: crate::mcp::McpServersOptions,
+    ) -> crate::mcp::McpServersSource {
+        crate::mcp::McpServersSource::new(id, servers, options)
     }
 
     /// Follows a host-owned Computer list; see [`ComputersSource`].

@@ -1,0 +1,283 @@
+//! `Knapsack::mcp_servers`: a capability source over a host-owned list of MCP servers.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::future::join_all;
+use shiitake_capabilities::{
+    CapabilitySource, Invalidations, Invalidator, Module, SourceError, SourceId,
+};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use super::connection::Connection;
+use super::error::McpError;
+use super::http::McpHttp;
+use super::server::McpServer;
+use crate::limits::{MCP_CONNECT_CONCURRENCY, MCP_CONNECT_TIMEOUT};
+
+/// An MCP server left out of the source, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpUnavailable {
+    /// The server's name.
+    pub name: String,
+    /// What went wrong.
+    pub error: McpError,
+}
+
+/// How an [`McpServersSource`] connects.
+#[derive(Clone)]
+pub struct McpServersOptions {
+    /// The host's HTTP client, which carries every request.
+    pub http: McpHttp,
+    /// How long one server has to connect and list its tools (default 10 s); a
+    /// listing after `tools/list_changed` has as long.
+    pub timeout: Duration,
+    /// How many servers connect at once (default 8).
+    pub concurrency: usize,
+    /// Told about each server that is left out or drops out; the others stay.
+    pub on_unavailable: Arc<dyn Fn(McpUnavailable) + Send + Sync>,
+}
+
+impl McpServersOptions {
+    /// The defaults around the host's client; unavailable servers are logged as warnings.
+    pub fn new(http: McpHttp) -> Self {
+        Self {
+            http,
+            timeout: MCP_CONNECT_TIMEOUT,
+            concurrency: MCP_CONNECT_CONCURRENCY,
+            on_unavailable: Arc::new(|unavailable: McpUnavailable| {
+                tracing::warn!(server = %unavailable.name, error = %unavailable.error, "MCP server unavailable");
+            }),
+        }
+    }
+}
+
+impl std::fmt::Debug for McpServersOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServersOptions")
+            .field("timeout", &self.timeout)
+            .field("concurrency", &self.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A source holding one module, `env.mcp.<name>`, per connected MCP server.
+///
+/// The first read of its modules connects every server, at most `concurrency` at a
+/// time, each under `timeout` (handshake and `tools/list`). A server that rejects,
+/// refuses its credential, redirects, times out or advertises an unusable tool list
+/// is reported through `on_unavailable` and left out; the rest stay. A server's
+/// `tools/list_changed` invalidates the source, and the next read lists that
+/// server's tools again; a server whose connection ended, or whose new list is
+/// unusable, is then reported and dropped. A dropped server is not retried: build a
+/// new source to try again. Closing the source ends every connection.
+pub struct McpServersSource {
+    id: SourceId,
+    servers: Vec<McpServer>,
+    options: McpServersOptions,
+    invalidator: Arc<Invalidator>,
+    closed: CancellationToken,
+    /// `None` until the first acquisition.
+    connections: Mutex<Option<Vec<Connection>>>,
+}
+
+impl std::fmt::Debug for McpServersSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServersSource")
+            .field("id", &self.id)
+            .field("servers", &self.servers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServersSource {
+    /// A source over `servers`; nothing connects until the first acquisition.
+    pub fn new(id: SourceId, servers: Vec<McpServer>, options: McpServersOptions) -> Self {
+        Self {
+            id,
+            servers,
+            options,
+            invalidator: Arc::new(Invalidator::new()),
+            closed: CancellationToken::new(),
+            connections: Mutex::new(None),
+        }
+    }
+
+    /// Connects the servers (the first time) or brings stale ones up to date, and
+    /// returns the modules of those connected. Cancelling `cancel` gives up with
+    /// [`McpError::Cancelled`].
+    pub async fn acquire(&self, cancel: &CancellationToken) -> Result<Vec<Module>, McpError> {
+        let mut guard = self.connections.lock().await;
+        let connections = match guard.as_mut() {
+            Some(connections) => {
+                self.maintain(connections, cancel).await?;
+                connections
+            }
+            None => guard.insert(self.connect_all(cancel).await?),
+        };
+        Ok(connections.iter().map(|c| c.module().clone()).collect())
+    }
+
+    /// The names of the servers connected now, in list order.
+    pub async fn connected(&self) -> Vec<String> {
+        self.connections
+            .lock()
+            .await
+            .iter()
+            .flatten()
+            .map(|c| c.name().to_owned())
+            .collect()
+    }
+
+    async fn connect_all(&self, cancel: &CancellationToken) -> Result<Vec<Connection>, McpError> {
+        let mut names = BTreeSet::new();
+        let mut unique = Vec::new();
+        for server in &self.servers {
+            if names.insert(server.name()) {
+                unique.push(server.clone());
+            } else {
+                self.report(
+                    server.name(),
+                    McpError::DuplicateName {
+                        name: server.name().to_owned(),
+                    },
+                );
+            }
+        }
+        let token = cancel.child_token();
+        let _stop = token.clone().drop_guard();
+        let timeout = self.options.timeout;
+        // Unordered, so a fast or failing server frees its slot at once; the
+        // results are put back in list order afterwards.
+        let opening = futures::stream::iter(unique.into_iter().enumerate())
+            .map(|(index, server)| {
+                let token = token.clone();
+                let invalidator = self.invalidator.clone();
+                let http = self.options.http.clone();
+                async move {
+                    let opened =
+                        Connection::open(&server, &http, invalidator, timeout, &token).await;
+                    (index, server, opened)
+                }
+            })
+            .buffer_unordered(self.options.concurrency.max(1))
+            .collect::<Vec<_>>();
+        let mut results = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(McpError::Cancelled),
+            results = opening => results,
+        };
+        results.sort_by_key(|(index, _, _)| *index);
+        let mut connections = Vec::new();
+        let mut cancelled = false;
+        for (_, server, opened) in results {
+            match opened {
+                Ok(connection) => connections.push(connection),
+                Err(McpError::Cancelled) => cancelled = true,
+                Err(error) => self.report(server.name(), error),
+            }
+        }
+        if cancelled {
+            join_all(connections.into_iter().map(Connection::close)).await;
+            return Err(McpError::Cancelled);
+        }
+        Ok(connections)
+    }
+
+    /// Drops ended connections and lists stale ones again.
+    async fn maintain(
+        &self,
+        connections: &mut Vec<Connection>,
+        cancel: &CancellationToken,
+    ) -> Result<(), McpError> {
+        let timeout = self.options.timeout;
+        let relisted = join_all(
+            connections
+                .iter_mut()
+                .filter(|c| !c.is_closed() && c.is_stale())
+                .map(|c| async move {
+                    let result = c.relist(timeout, cancel).await;
+                    (c.name().to_owned(), result)
+                }),
+        )
+        .await;
+        let mut failed = BTreeSet::new();
+        for (name, result) in relisted {
+            match result {
+                Ok(()) => {}
+                Err(McpError::Cancelled) => return Err(McpError::Cancelled),
+                Err(error) => {
+                    self.report(&name, error);
+                    failed.insert(name);
+                }
+            }
+        }
+        let mut kept = Vec::with_capacity(connections.len());
+        let mut dropped = Vec::new();
+        for connection in connections.drain(..) {
+            if failed.contains(connection.name()) {
+                dropped.push(connection);
+            } else if connection.is_closed() {
+                self.report(
+                    connection.name(),
+                    McpError::Disconnected {
+                        name: connection.name().to_owned(),
+                    },
+                );
+                dropped.push(connection);
+            } else {
+                kept.push(connection);
+            }
+        }
+        *connections = kept;
+        join_all(dropped.into_iter().map(Connection::close)).await;
+        Ok(())
+    }
+
+    fn report(&self, name: &str, error: McpError) {
+        (self.options.on_unavailable)(McpUnavailable {
+            name: name.to_owned(),
+            error,
+        });
+    }
+}
+
+#[async_trait]
+impl CapabilitySource for McpServersSource {
+    fn id(&self) -> &SourceId {
+        &self.id
+    }
+
+    async fn modules(&self) -> Result<Vec<Module>, SourceError> {
+        if self.closed.is_cancelled() {
+            return Err(SourceError::Closed);
+        }
+        self.acquire(&self.closed)
+            .await
+            .map_err(|error| match error {
+                McpError::Cancelled => SourceError::Closed,
+                other => SourceError::Unavailable(other.to_string()),
+            })
+    }
+
+    fn subscribe(&self) -> Invalidations {
+        self.invalidator.subscribe()
+    }
+
+    async fn close(&self) {
+        self.closed.cancel();
+        self.invalidator.close();
+        let connections = self.connections.lock().await.take();
+        join_all(connections.into_iter().flatten().map(Connection::close)).await;
+    }
+}
+
+impl Drop for McpServersSource {
+    fn drop(&mut self) {
+        self.closed.cancel();
+    }
+}
