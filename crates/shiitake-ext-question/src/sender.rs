@@ -17,7 +17,7 @@
 //! ```
 
 use serde_json::{Value, json};
-use shiitake_core::extension::{HookError, StateView, Tx};
+use shiitake_core::extension::{HookError, Tx};
 
 use crate::contract::{AskId, AskStatus, AskView, QuestionAnswer, Receipt};
 use crate::state::Responder;
@@ -57,8 +57,8 @@ pub fn sender_turn_ended(tx: &mut Tx<'_>, from: &str) -> Result<Value, HookError
 
 /// The open Asks that wait on the Session `from` (not yet escalated): what rides the
 /// child's reply to the sender as `waiting_on_you`.
-pub fn waiting_on(state: &StateView<'_>, from: &str) -> Vec<AskView> {
-    store::read(state)
+pub fn waiting_on(tx: &Tx<'_>, from: &str) -> Result<Vec<AskView>, HookError> {
+    Ok(store::load(tx)?
         .open()
         .filter(|row| {
             row.waiting_on
@@ -66,5 +66,5 @@ pub fn waiting_on(state: &StateView<'_>, from: &str) -> Vec<AskView> {
                 .is_some_and(|w| w.session_id == from && !w.escalated)
         })
         .map(|row| row.view())
-        .collect()
+        .collect())
 }
