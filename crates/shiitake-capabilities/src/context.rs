@@ -49,6 +49,41 @@ pub struct InvocationContext {
     execution_id: ExecutionId,
     cancellation: CancellationToken,
     deadline: Option<Instant>,
+    newer_input: NewerInput,
+}
+
+/// Tells a long-waiting operation that newer input waits for the caller, such as a
+/// person's steer while a tool waits for an answer, so it can return early instead
+/// of holding the run.
+///
+/// It is a hint, not a cancellation: an operation that ignores it still finishes
+/// normally. The runner raises it; an operation reads it with
+/// [`InvocationContext::newer_input`].
+#[derive(Debug, Clone, Default)]
+pub struct NewerInput(Option<tokio::sync::watch::Receiver<bool>>);
+
+impl NewerInput {
+    /// A signal that follows `receiver`: raised while it holds `true`.
+    pub fn new(receiver: tokio::sync::watch::Receiver<bool>) -> Self {
+        Self(Some(receiver))
+    }
+
+    /// Whether newer input waits now.
+    pub fn is_raised(&self) -> bool {
+        self.0.as_ref().is_some_and(|receiver| *receiver.borrow())
+    }
+
+    /// Resolves once newer input waits; never resolves for a context without a signal.
+    pub async fn raised(&self) {
+        let Some(receiver) = &self.0 else {
+            return std::future::pending().await;
+        };
+        let mut receiver = receiver.clone();
+        if receiver.wait_for(|raised| *raised).await.is_err() {
+            // The runner is gone; nothing newer can arrive.
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 impl InvocationContext {
@@ -58,7 +93,20 @@ impl InvocationContext {
             execution_id,
             cancellation,
             deadline: None,
+            newer_input: NewerInput::default(),
         }
+    }
+
+    /// Attaches the signal that tells this call newer input waits.
+    #[must_use]
+    pub fn with_newer_input(mut self, newer_input: NewerInput) -> Self {
+        self.newer_input = newer_input;
+        self
+    }
+
+    /// The signal that newer input waits for the caller (see [`NewerInput`]).
+    pub fn newer_input(&self) -> &NewerInput {
+        &self.newer_input
     }
 
     /// Sets the instant by which the call must finish.
@@ -111,6 +159,38 @@ impl InvocationContext {
             execution_id: self.execution_id.clone(),
             cancellation,
             deadline: self.deadline,
+            newer_input: self.newer_input.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod newer_input_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn newer_input_follows_its_sender_and_never_fires_without_one() {
+        let (raise, receiver) = tokio::sync::watch::channel(false);
+        let context = InvocationContext::new(ExecutionId::new("e"), CancellationToken::new())
+            .with_newer_input(NewerInput::new(receiver));
+        assert!(!context.newer_input().is_raised());
+        let waiting = context.newer_input().clone();
+        let waiter = tokio::spawn(async move { waiting.raised().await });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        raise.send_replace(true);
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("raised in time")
+            .expect("joined");
+        assert!(context.newer_input().is_raised());
+
+        let plain = InvocationContext::new(ExecutionId::new("p"), CancellationToken::new());
+        assert!(!plain.newer_input().is_raised());
+        let never = tokio::time::timeout(Duration::from_millis(20), plain.newer_input().raised());
+        assert!(
+            never.await.is_err(),
+            "a context without a signal never raises"
+        );
     }
 }

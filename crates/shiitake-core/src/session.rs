@@ -73,6 +73,65 @@ impl LocalSession {
         .await
     }
 
+    /// Accepts a prompt another Agent sent, recording `sender` with it so the run and
+    /// extension hooks can see who asked ([`crate::extension::Sender`]).
+    ///
+    /// Host only, like [`Self::host_transaction`]: clients cannot claim a sender.
+    /// Idempotent by request id like [`SessionApi::send`].
+    pub async fn send_from(
+        &self,
+        sender: crate::extension::Sender,
+        text: shiitake_protocol::PromptText,
+        options: shiitake_protocol::SendOptions,
+    ) -> Result<shiitake_protocol::Accepted, ShiitakeError> {
+        let command = SessionCommand::Prompt {
+            request_id: options.request_id.unwrap_or_else(|| self.new_request_id()),
+            text,
+            delivery: options
+                .delivery
+                .unwrap_or(shiitake_protocol::PromptDelivery::FollowUp),
+        };
+        match self
+            .ask(|reply| Request::Command(command.clone(), Some(sender.clone()), reply))
+            .await?
+        {
+            CommandOutcome::Accepted(accepted) => Ok(accepted),
+            other => Err(ShiitakeError::internal(format!(
+                "a prompt answered {other:?}"
+            ))),
+        }
+    }
+
+    /// Runs a transaction of one extension in this Session and commits it, on behalf
+    /// of the host itself.
+    ///
+    /// This is the in-process door for operations a host must not expose to clients
+    /// over the wire (another Agent answering a question it was asked, a migration
+    /// seed): it is not part of [`SessionApi`], so no HTTP route reaches it. The
+    /// extension needs no `commands` grant for it; its transaction still obeys every
+    /// other grant. A transaction that changes nothing commits nothing.
+    pub async fn host_transaction(
+        &self,
+        extension_id: &ExtensionId,
+        transaction: impl Fn(
+            &mut crate::extension::Tx<'_>,
+        ) -> Result<Value, crate::extension::HookError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Result<Value, ShiitakeError> {
+        let transaction = Arc::new(transaction);
+        self.ask(|reply| {
+            let transaction = transaction.clone();
+            Request::ExtensionTx {
+                extension_id: extension_id.clone(),
+                transaction: Box::new(move |tx| transaction(tx)),
+                reply,
+            }
+        })
+        .await
+    }
+
     async fn watch_parts(
         &self,
         options: ReadOptions,
@@ -147,7 +206,7 @@ impl SessionApi for LocalSession {
     }
 
     async fn command(&self, command: SessionCommand) -> Result<CommandOutcome, ShiitakeError> {
-        self.ask(|reply| Request::Command(command.clone(), reply))
+        self.ask(|reply| Request::Command(command.clone(), None, reply))
             .await
     }
 

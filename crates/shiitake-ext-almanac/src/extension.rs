@@ -289,6 +289,7 @@ impl Extension for AlmanacExtension {
             call: name.trim_start_matches("almanac-").into(),
             arguments,
             steps: Vec::new(),
+            flow: None,
         };
         let by_id = || vec![argument("scheduleId", "The schedule", text(64), true)];
         Some(Catalog {

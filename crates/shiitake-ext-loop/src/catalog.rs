@@ -35,6 +35,7 @@ pub(crate) fn catalog(extension_id: ExtensionId) -> Catalog {
                             .map(choice)
                             .collect(),
                         multiple: false,
+                        free_text: false,
                     },
                     required: true,
                 },
@@ -57,6 +58,7 @@ pub(crate) fn catalog(extension_id: ExtensionId) -> Catalog {
                 argument: "action".into(),
                 prompt: "Start, pause, resume or stop the loop?".into(),
             }],
+            flow: None,
         }],
     }
 }

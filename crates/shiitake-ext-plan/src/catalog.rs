@@ -26,10 +26,12 @@ pub(crate) fn catalog(extension_id: ExtensionId) -> Catalog {
                 kind: ArgumentKind::Choice {
                     choices: vec![choice("open", "open"), choice("clear", "clear")],
                     multiple: false,
+                    free_text: false,
                 },
                 required: false,
             }],
             steps: Vec::new(),
+            flow: None,
         }],
     }
 }

@@ -63,6 +63,41 @@ pub struct CatalogCommand {
     /// Questions asked, in order, for arguments still missing.
     #[serde(default)]
     pub steps: Vec<CatalogStep>,
+    /// A server-owned conversation that replaces `steps`: the extension command a
+    /// client calls (with the arguments collected so far, and no `requestId`) to learn
+    /// the next [`FlowStep`]. Used when what to ask depends on state, such as
+    /// which question is waiting and what its options are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+}
+
+/// What a flow command answers: the next thing to ask a person, the call to make,
+/// or why there is nothing to do.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FlowStep {
+    /// Ask the person for one argument, then call the flow again with it added.
+    Ask {
+        /// The argument this fills.
+        argument: String,
+        /// The question to show.
+        prompt: String,
+        /// What values it takes.
+        kind: ArgumentKind,
+    },
+    /// Everything is collected: show `summary`, and once the person confirms, call
+    /// the command's `call` with `input` plus a fresh `requestId`.
+    Confirm {
+        /// What will happen, in one or two lines.
+        summary: String,
+        /// The call's input.
+        input: serde_json::Value,
+    },
+    /// Nothing to do now (for example, no question waits); show the message.
+    Unavailable {
+        /// Why.
+        message: String,
+    },
 }
 
 /// One argument of a command.
@@ -94,11 +129,15 @@ pub enum ArgumentKind {
     /// Yes or no.
     Boolean,
     /// One (or several, comma-separated) of fixed choices.
+    #[serde(rename_all = "camelCase")]
     Choice {
         /// The choices.
         choices: Vec<CatalogChoice>,
         /// Several may be chosen.
         multiple: bool,
+        /// Free text is accepted instead of a choice.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        free_text: bool,
     },
 }
 

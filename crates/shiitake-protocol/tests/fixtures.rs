@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use shiitake_protocol::catalog::Catalog;
+use shiitake_protocol::catalog::{Catalog, FlowStep};
 use shiitake_protocol::*;
 
 fn fixture_root() -> PathBuf {
@@ -86,6 +86,7 @@ fixtures! {
     "extension_status" => ExtensionStatusV0,
     "shiitake_error" => ShiitakeError,
     "catalog" => Catalog,
+    "flow_step" => FlowStep,
 }
 
 #[test]

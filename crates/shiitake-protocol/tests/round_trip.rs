@@ -92,6 +92,9 @@ proptest! {
     fn catalog(value in s::catalog()) { round_trips(&value) }
 
     #[test]
+    fn flow_step(value in s::flow_step()) { round_trips(&value) }
+
+    #[test]
     fn options(after in proptest::option::of(s::cursor()), before in proptest::option::of(s::cursor()),
                limit in proptest::option::of(1u32..=PageLimit::MAX), flag in proptest::option::of(any::<bool>())) {
         round_trips(&SubscribeOptions { include_sandbox_failures: flag, after });

@@ -73,6 +73,13 @@ pub(crate) struct Finished<T> {
     pub(crate) timers_changed: bool,
 }
 
+impl<T> Finished<T> {
+    /// Whether committing it would change nothing: no rows, timers, attention or admissions.
+    pub(crate) fn changes_nothing(&self) -> bool {
+        self.ops.is_empty() && self.admissions.is_empty() && self.attention.is_empty()
+    }
+}
+
 /// A hook that did not finish.
 #[derive(Debug)]
 pub(crate) enum Failure {
@@ -398,6 +405,25 @@ pub(crate) type ToolTransaction = Box<dyn FnOnce(&mut Tx<'_>) -> Result<Value, H
 pub struct ToolTx {
     pub(crate) mailbox: mpsc::Sender<Request>,
     pub(crate) extension_id: ExtensionId,
+    pub(crate) changes: tokio::sync::watch::Receiver<u64>,
+}
+
+/// Tells a tool handler that its extension's state in this Session changed, so a
+/// handler that waits for something (a person's answer) can look again instead of
+/// polling. Made by [`ToolTx::state_changes`].
+#[derive(Debug)]
+pub struct StateChanges(tokio::sync::watch::Receiver<u64>);
+
+impl StateChanges {
+    /// Resolves at the next committed change of the extension's Session rows after
+    /// this value was made (or after the previous `changed`). Fails when the
+    /// Session's owner stopped.
+    pub async fn changed(&mut self) -> Result<(), ToolError> {
+        self.0
+            .changed()
+            .await
+            .map_err(|_| ToolError::fatal("the Session's owner stopped"))
+    }
 }
 
 impl std::fmt::Debug for ToolTx {
@@ -409,7 +435,17 @@ impl std::fmt::Debug for ToolTx {
 }
 
 impl ToolTx {
+    /// A signal of later changes to this extension's Session rows. Take it before
+    /// reading the state you wait on, then wait on it between reads: no change
+    /// committed after this call is missed.
+    pub fn state_changes(&self) -> StateChanges {
+        let mut receiver = self.changes.clone();
+        receiver.mark_unchanged();
+        StateChanges(receiver)
+    }
+
     /// Runs `transaction` in the owner and commits it; its error is told to the model.
+    /// A transaction that changes nothing (a read) commits nothing.
     pub async fn run(
         &self,
         transaction: impl FnOnce(&mut Tx<'_>) -> Result<Value, HookError> + Send + 'static,

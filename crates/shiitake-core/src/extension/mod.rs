@@ -34,7 +34,8 @@ pub use admission::{AdmissionOutcome, Admitted};
 pub(crate) use cadence::next_after as tx_next_cron;
 pub use definition::{ExtensionDefinition, Migration, MigrationTx, StateScope};
 pub use grants::{Grant, Grants};
-pub use tx::{Due, Origin, StateView, TimerId, Tx};
+pub(crate) use tx::Provenance;
+pub use tx::{Due, Origin, Sender, StateView, TimerId, Tx};
 
 /// Why a hook did not do what it was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,6 +63,29 @@ pub struct Settled {
     pub outcome: TerminalOutcome,
     /// Who admitted it, when an extension did.
     pub origin: Option<Origin>,
+    /// The Agent that sent it, when the host admitted it for another Agent.
+    pub sender: Option<Sender>,
+}
+
+/// A call of one of this extension's tools got its committed result; what
+/// tool-result hooks see.
+///
+/// The hook runs in the transaction that commits the result, so state that must
+/// hold until the model has really received something (a delivery receipt) can be
+/// released exactly when the result is durable, and not before.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolOutcome {
+    /// The extension whose tool was called.
+    pub extension_id: shiitake_protocol::ExtensionId,
+    /// The run.
+    pub command_id: CommandId,
+    /// The id the handler saw in its invocation context; stable across a replay after restart.
+    pub execution_id: shiitake_capabilities::ExecutionId,
+    /// The provider tool name the model called, such as `question__ask`.
+    pub tool_name: String,
+    /// Whether the committed result is an error result (including "outcome unknown"
+    /// after a restart and "aborted").
+    pub is_error: bool,
 }
 
 /// A timer that came due; what timer hooks see.
@@ -82,8 +106,13 @@ pub struct FiredTimer {
 pub struct RunContext<'a> {
     /// The Session.
     pub session_id: &'a SessionId,
+    /// The run's work item; every tool call's execution id is `<command id>:<call id>`,
+    /// and settled hooks see it again as [`Settled::command_id`].
+    pub command_id: &'a CommandId,
     /// Who admitted the run's prompt, when an extension did.
     pub origin: Option<&'a Origin>,
+    /// The Agent that sent the run's prompt, when the host admitted it for another Agent.
+    pub sender: Option<&'a Sender>,
     /// The extension's committed state.
     pub state: StateView<'a>,
     pub(crate) files: Option<&'a FilesHandle>,
@@ -117,7 +146,9 @@ impl std::fmt::Debug for RunContext<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunContext")
             .field("session_id", &self.session_id)
+            .field("command_id", &self.command_id)
             .field("origin", &self.origin)
+            .field("sender", &self.sender)
             .finish_non_exhaustive()
     }
 }
@@ -144,6 +175,12 @@ pub trait Extension: Send + Sync + 'static {
 
     /// Runs in the transaction that commits a run's terminal.
     fn on_settled(&self, _tx: &mut Tx<'_>, _settled: &Settled) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    /// Runs in the transaction that commits the result of a call of one of this
+    /// extension's tools (see [`ToolOutcome`]).
+    fn on_tool_result(&self, _tx: &mut Tx<'_>, _outcome: &ToolOutcome) -> Result<(), HookError> {
         Ok(())
     }
 

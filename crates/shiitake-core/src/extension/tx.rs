@@ -24,12 +24,66 @@ pub struct Origin {
     pub correlation: String,
 }
 
+/// The Agent that sent a prompt on another Agent's behalf, recorded when the host
+/// admits it with [`crate::LocalSession::send_from`].
+///
+/// Runs and hooks see it, so an extension can treat work another Agent sent
+/// differently from a person's (a question can wait on the sender first). It grants
+/// nothing: it is a record of who asked, set only by the in-process host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sender {
+    /// The sending Agent's name, as people see it (`waiting on <agent>`).
+    pub agent: String,
+    /// The sending Agent's Session that sent the work.
+    pub session_id: SessionId,
+}
+
+/// Where an accepted prompt came from besides the command door's caller: the
+/// extension that admitted it and/or the Agent that sent it. Stored with the command.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Provenance {
+    #[serde(flatten, default)]
+    pub(crate) origin: Option<Origin>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sender: Option<Sender>,
+}
+
+impl Provenance {
+    /// Nothing beyond the caller: nothing is stored.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.origin.is_none() && self.sender.is_none()
+    }
+
+    /// The stored form, `None` when empty (so plain prompts store no origin).
+    pub(crate) fn to_stored(&self) -> Option<Value> {
+        if self.is_empty() {
+            None
+        } else {
+            serde_json::to_value(self).ok()
+        }
+    }
+
+    /// Reads the stored form; an unreadable one counts as none.
+    pub(crate) fn from_stored(stored: Option<&Value>) -> Self {
+        stored
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
+            .unwrap_or_default()
+    }
+}
+
 /// A timer's id: a ULID.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct TimerId(pub(crate) String);
 
 impl TimerId {
+    /// Rebuilds an id an extension stored (from [`TimerId::as_str`]), to clear its timer.
+    /// Clearing only ever touches the extension's own timers, so a wrong id clears nothing.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
     /// The id text.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -9,7 +9,7 @@ use shiitake_protocol::{
 
 use super::{Owner, Published, QueuedPrompt, WaitingLine, take};
 use crate::clock::now_ms;
-use crate::extension::Origin;
+use crate::extension::{Origin, Provenance, Sender};
 use crate::ids;
 use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, StoredEntry};
 
@@ -54,6 +54,7 @@ impl Owner {
     pub(super) async fn command(
         &mut self,
         command: SessionCommand,
+        sender: Option<Sender>,
     ) -> Result<CommandOutcome, ShiitakeError> {
         match &command {
             SessionCommand::Prompt {
@@ -62,9 +63,19 @@ impl Owner {
                 delivery,
             } => {
                 let payload = canonical(&command)?;
-                self.prompt(request_id.clone(), text.clone(), *delivery, payload, None)
-                    .await
-                    .map(CommandOutcome::Accepted)
+                let provenance = Provenance {
+                    origin: None,
+                    sender,
+                };
+                self.prompt(
+                    request_id.clone(),
+                    text.clone(),
+                    *delivery,
+                    payload,
+                    provenance,
+                )
+                .await
+                .map(CommandOutcome::Accepted)
             }
             SessionCommand::Cancel {
                 command_id,
@@ -129,7 +140,11 @@ impl Owner {
             text: text.clone(),
             delivery,
         })?;
-        self.prompt(request_id, text, delivery, payload, Some(origin))
+        let provenance = Provenance {
+            origin: Some(origin),
+            sender: None,
+        };
+        self.prompt(request_id, text, delivery, payload, provenance)
             .await
     }
 
@@ -139,7 +154,7 @@ impl Owner {
         text: PromptText,
         delivery: PromptDelivery,
         payload: String,
-        origin: Option<Origin>,
+        provenance: Provenance,
     ) -> Result<Accepted, ShiitakeError> {
         let mut header = self.next_header();
         if header.title.is_empty() {
@@ -150,7 +165,7 @@ impl Owner {
         let command = StoredCommand {
             id: ids::command_id(),
             request_id: Some(request_id),
-            origin: origin.as_ref().and_then(|o| serde_json::to_value(o).ok()),
+            origin: provenance.to_stored(),
             kind: CommandKind::Prompt,
             payload,
             accepted_sequence: take(&mut header),
@@ -184,11 +199,10 @@ impl Owner {
             command_id: command_id.clone(),
             text,
             delivery,
-            origin,
+            provenance,
         });
         if self.run.is_some() && delivery == PromptDelivery::Steer {
-            self.steer_waiting
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.steer_waiting.send_replace(true);
         }
         self.refresh_activity();
         self.publish_changes(Vec::new(), Vec::new());

@@ -14,7 +14,9 @@ use crate::extension::host::{
     Failure, Finished, Host, Place, Raised, Registered, ToolTransaction, ToolTx, Writes,
     apply_writes, bound_prompt_section, run_hook,
 };
-use crate::extension::{FiredTimer, Grant, HookError, Origin, RunContext, Settled, StateView};
+use crate::extension::{
+    FiredTimer, Grant, HookError, Origin, Provenance, RunContext, Settled, StateView, ToolOutcome,
+};
 use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, TimerRow};
 
 /// Rows of one extension in one scope.
@@ -29,6 +31,14 @@ pub(super) struct Staged {
     pub(super) queued: Vec<QueuedPrompt>,
     pub(super) stops: Vec<(ExtensionId, String)>,
     pub(super) timers_changed: bool,
+}
+
+/// The commit a hook's transaction is staged into: the next header, its ops, and
+/// what to adopt once it is committed.
+pub(super) struct StagedCommit<'a> {
+    pub(super) header: &'a mut SessionHeader,
+    pub(super) ops: &'a mut Vec<Op>,
+    pub(super) staged: &'a mut Staged,
 }
 
 /// How a failed hook answers its caller.
@@ -73,10 +83,14 @@ impl Owner {
                 text: admission.text.clone(),
                 delivery: admission.delivery,
             };
+            let provenance = Provenance {
+                origin: Some(origin),
+                sender: None,
+            };
             let stored = StoredCommand {
                 id: crate::ids::command_id(),
                 request_id: Some(request_id),
-                origin: serde_json::to_value(&origin).ok(),
+                origin: provenance.to_stored(),
                 kind: CommandKind::Prompt,
                 payload: serde_json::to_string(&command).unwrap_or_default(),
                 accepted_sequence: take(header),
@@ -88,7 +102,7 @@ impl Owner {
                 command_id: stored.id.clone(),
                 text: admission.text,
                 delivery: admission.delivery,
-                origin: Some(origin),
+                provenance,
             });
             ops.push(Op::InsertCommand {
                 session_id: self.header.id.clone(),
@@ -110,6 +124,12 @@ impl Owner {
     /// The caller holds `agent_transactions` since before the transaction ran.
     pub(super) async fn adopt(&mut self, staged: Staged) {
         for (id, writes) in staged.session_writes {
+            if writes.is_empty() {
+                continue;
+            }
+            if let Some(changes) = self.extension_changes.get(&id) {
+                changes.send_modify(|version| *version = version.wrapping_add(1));
+            }
             apply_writes(self.extension_rows.entry(id).or_default(), writes);
         }
         for (id, writes) in staged.agent_writes {
@@ -139,8 +159,7 @@ impl Owner {
                 .iter()
                 .any(|q| q.delivery == PromptDelivery::Steer)
         {
-            self.steer_waiting
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.steer_waiting.send_replace(true);
         }
         self.queue.extend(staged.queued);
         self.refresh_activity();
@@ -178,15 +197,12 @@ impl Owner {
             agent_rows: &agent,
             now: self.core.config.clock.now_ms(),
         };
-        let outcome = run_hook(registered, &place, hook);
         let mut header = self.next_header();
-        let mut ops = Vec::new();
-        let mut staged = Staged::default();
-        let value = match outcome {
-            Ok(finished) => self.stage(registered, finished, &mut header, &mut ops, &mut staged),
+        let finished = match run_hook(registered, &place, hook) {
+            Ok(finished) => finished,
             Err(Failure::Caller(error)) => return Err(caller_error(error)),
             Err(Failure::Stop(reason)) => {
-                ops.push(Host::status_op(registered, Some(reason.clone())));
+                let ops = vec![Host::status_op(registered, Some(reason.clone()))];
                 self.commit(ops, header).await?;
                 core.host.mark_stopped(id, Some(reason.clone()));
                 self.publish_changes(Vec::new(), Vec::new());
@@ -195,6 +211,13 @@ impl Owner {
                 )));
             }
         };
+        if request.is_none() && finished.changes_nothing() {
+            // A read, such as a tool handler checking its state: nothing to commit or publish.
+            return Ok(finished.value);
+        }
+        let mut ops = Vec::new();
+        let mut staged = Staged::default();
+        let value = self.stage(registered, finished, &mut header, &mut ops, &mut staged);
         if let Some((request_id, payload)) = request {
             ops.push(Op::PutExtensionRequest {
                 extension_id: id.clone(),
@@ -264,6 +287,45 @@ impl Owner {
             .await
     }
 
+    /// Runs one hook of one extension into a commit that carries another change:
+    /// its writes and effects are staged with `ops`; if it fails, only that
+    /// extension stops (`what` names the hook in the reason).
+    fn hook_into_commit(
+        &self,
+        registered: &Registered,
+        agent_rows: &Rows,
+        what: &str,
+        hook: impl FnOnce(
+            &dyn crate::extension::Extension,
+            &mut crate::extension::Tx<'_>,
+        ) -> Result<(), HookError>,
+        into: StagedCommit<'_>,
+    ) {
+        let StagedCommit {
+            header,
+            ops,
+            staged,
+        } = into;
+        let id = &registered.definition.id;
+        let place = Place {
+            session_id: Some(&self.header.id),
+            session_rows: self.rows_of(id),
+            agent_rows,
+            now: self.core.config.clock.now_ms(),
+        };
+        match run_hook(registered, &place, hook) {
+            Ok(finished) => self.stage(registered, finished, header, ops, staged),
+            Err(failure) => {
+                let reason = match failure {
+                    Failure::Caller(error) => format!("{what} hook failed: {error}"),
+                    Failure::Stop(reason) => reason,
+                };
+                ops.push(Host::status_op(registered, Some(reason.clone())));
+                staged.stops.push((id.clone(), reason));
+            }
+        }
+    }
+
     /// Runs every extension's settled hook into the terminal's commit; failures stop
     /// only the extension that failed.
     pub(super) fn settled_hooks(
@@ -275,32 +337,44 @@ impl Owner {
         staged: &mut Staged,
     ) {
         let host = &self.core.host;
+        let empty = Rows::new();
         for registered in &host.extensions {
             let id = &registered.definition.id;
             if host.stopped(id).is_some() {
                 continue;
             }
-            let empty = Rows::new();
-            let place = Place {
-                session_id: Some(&self.header.id),
-                session_rows: self.rows_of(id),
-                agent_rows: agent.get(id).unwrap_or(&empty),
-                now: self.core.config.clock.now_ms(),
-            };
-            match run_hook(registered, &place, |extension, tx| {
-                extension.on_settled(tx, settled)
-            }) {
-                Ok(finished) => self.stage(registered, finished, header, ops, staged),
-                Err(failure) => {
-                    let reason = match failure {
-                        Failure::Caller(error) => format!("settled hook failed: {error}"),
-                        Failure::Stop(reason) => reason,
-                    };
-                    ops.push(Host::status_op(registered, Some(reason.clone())));
-                    staged.stops.push((id.clone(), reason));
-                }
-            }
+            self.hook_into_commit(
+                registered,
+                agent.get(id).unwrap_or(&empty),
+                "settled",
+                |extension, tx| extension.on_settled(tx, settled),
+                StagedCommit {
+                    header: &mut *header,
+                    ops: &mut *ops,
+                    staged: &mut *staged,
+                },
+            );
         }
+    }
+
+    /// Runs the tool-result hook of the extension whose tool was called into the
+    /// commit of its result. The caller holds `agent_transactions`.
+    pub(super) fn tool_result_hook(&self, outcome: &ToolOutcome, into: StagedCommit<'_>) {
+        let host = &self.core.host;
+        let Some(registered) = host.find(&outcome.extension_id) else {
+            return;
+        };
+        if host.stopped(&outcome.extension_id).is_some() {
+            return;
+        }
+        let agent_rows = host.agent_rows_of(&outcome.extension_id);
+        self.hook_into_commit(
+            registered,
+            &agent_rows,
+            "tool-result",
+            |extension, tx| extension.on_tool_result(tx, outcome),
+            into,
+        );
     }
 
     /// Fires a due Session timer in the transaction that claims it.
@@ -340,30 +414,20 @@ impl Owner {
         }
         let _serialised = core.host.agent_transactions.lock().await;
         let agent = core.host.agent_rows_of(&timer.extension_id);
-        let place = Place {
-            session_id: Some(&self.header.id),
-            session_rows: self.rows_of(&timer.extension_id),
-            agent_rows: &agent,
-            now: self.core.config.clock.now_ms(),
-        };
         let mut header = self.next_header();
         let mut ops = vec![claim];
         let mut staged = Staged::default();
-        match run_hook(registered, &place, |extension, tx| {
-            extension.on_timer(tx, &fired)
-        }) {
-            Ok(finished) => {
-                self.stage(registered, finished, &mut header, &mut ops, &mut staged);
-            }
-            Err(failure) => {
-                let reason = match failure {
-                    Failure::Caller(error) => format!("timer hook failed: {error}"),
-                    Failure::Stop(reason) => reason,
-                };
-                ops.push(Host::status_op(registered, Some(reason.clone())));
-                staged.stops.push((timer.extension_id.clone(), reason));
-            }
-        }
+        self.hook_into_commit(
+            registered,
+            &agent,
+            "timer",
+            |extension, tx| extension.on_timer(tx, &fired),
+            StagedCommit {
+                header: &mut header,
+                ops: &mut ops,
+                staged: &mut staged,
+            },
+        );
         take(&mut header);
         header.inbox_state = self.inbox_state_with(&staged);
         self.commit(ops, header).await?;
@@ -410,7 +474,11 @@ impl Owner {
     }
 
     /// Prompt sections and tool modules every running extension contributes to a run.
-    pub(super) fn contributions(&self, origin: Option<&Origin>) -> (Vec<String>, Vec<Module>) {
+    pub(super) fn contributions(
+        &self,
+        command_id: &CommandId,
+        provenance: &Provenance,
+    ) -> (Vec<String>, Vec<(ExtensionId, Module)>) {
         let host = &self.core.host;
         let agent = host.agent_read();
         let mut sections = Vec::new();
@@ -427,7 +495,9 @@ impl Owner {
                 files: registered.files.as_ref(),
                 grants: &registered.grants,
                 session_id: &self.header.id,
-                origin,
+                command_id,
+                origin: provenance.origin.as_ref(),
+                sender: provenance.sender.as_ref(),
                 state: StateView {
                     session_id: Some(&self.header.id),
                     session: Some(self.rows_of(id)),
@@ -437,6 +507,7 @@ impl Owner {
             let tools = ToolTx {
                 mailbox: self.mailbox.clone(),
                 extension_id: id.clone(),
+                changes: self.changes_of(id),
             };
             let extension = registered.extension.clone();
             let contributed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -450,14 +521,35 @@ impl Owner {
                 sections.push(bound_prompt_section(&section));
             }
             if wants_tools && let Some(module) = contribution.tools {
-                modules.push(module);
+                modules.push((id.clone(), module));
             }
         }
         (sections, modules)
     }
 
+    /// Makes sure every extension that offers tools has a change signal its tool
+    /// handlers can wait on; called before [`Self::contributions`].
+    pub(super) fn prepare_change_signals(&mut self) {
+        for registered in &self.core.host.extensions {
+            if registered.grants.has(Grant::Tools) {
+                self.extension_changes
+                    .entry(registered.definition.id.clone())
+                    .or_insert_with(|| tokio::sync::watch::Sender::new(0));
+            }
+        }
+    }
+
+    /// A receiver of changes to an extension's Session rows, for its tool handlers.
+    fn changes_of(&self, id: &ExtensionId) -> tokio::sync::watch::Receiver<u64> {
+        match self.extension_changes.get(id) {
+            Some(changes) => changes.subscribe(),
+            // Not prepared: a receiver whose sender is gone reports the owner stopped.
+            None => tokio::sync::watch::Sender::new(0).subscribe(),
+        }
+    }
+
     /// The command ids and origins of a run's commands, for settled hooks.
-    pub(super) fn origin_of(&self, command_id: &CommandId) -> Option<Origin> {
-        self.origins.get(command_id).cloned()
+    pub(super) fn provenance_of(&self, command_id: &CommandId) -> Provenance {
+        self.origins.get(command_id).cloned().unwrap_or_default()
     }
 }

@@ -14,7 +14,6 @@ mod runs;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use shiitake_protocol::message::Message;
 use shiitake_protocol::{
@@ -39,8 +38,12 @@ pub(crate) type Reply<T> = oneshot::Sender<Result<T, ShiitakeError>>;
 /// What an owner can be asked.
 #[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
 pub(crate) enum Request {
-    /// Execute one command.
-    Command(SessionCommand, Reply<shiitake_protocol::CommandOutcome>),
+    /// Execute one command; a prompt may carry the Agent that sent it (host only).
+    Command(
+        SessionCommand,
+        Option<crate::extension::Sender>,
+        Reply<shiitake_protocol::CommandOutcome>,
+    ),
     /// A bounded snapshot.
     Read(ReadOptions, Reply<SessionSnapshot>),
     /// A snapshot and a live receiver taken at the same point.
@@ -97,6 +100,8 @@ pub(crate) enum RunEvent {
     Commit {
         entry_id: EntryId,
         message: Message,
+        /// Set for the result of an extension's tool: its tool-result hook runs in this commit.
+        tool: Option<crate::extension::ToolOutcome>,
         reply: oneshot::Sender<Result<(), ShiitakeError>>,
     },
     /// The streaming message moved on (never stored).
@@ -141,8 +146,8 @@ struct QueuedPrompt {
     command_id: CommandId,
     text: PromptText,
     delivery: PromptDelivery,
-    /// The extension that admitted it, if one did.
-    origin: Option<crate::extension::Origin>,
+    /// The extension that admitted it and the Agent that sent it, if any.
+    provenance: crate::extension::Provenance,
 }
 
 /// An operator line accepted while a run was active, appended at the next boundary.
@@ -170,8 +175,9 @@ pub(crate) struct Owner {
     run: Option<ActiveRun>,
     activity: SessionActivity,
     progress: Option<SessionProgress>,
-    /// Set when a steer waits, so the runner skips tool calls not yet started.
-    steer_waiting: Arc<AtomicBool>,
+    /// Raised while a steer waits, so the runner skips tool calls not yet started
+    /// and tools that wait for a person can return early.
+    steer_waiting: tokio::sync::watch::Sender<bool>,
     /// The outcome of the latest settled work, for the inbox state.
     last_outcome: Option<TerminalOutcome>,
     /// Work found running on load, resumed by [`Owner::resume`].
@@ -180,10 +186,13 @@ pub(crate) struct Owner {
     pending_absorbed: Vec<(CommandId, CommandId)>,
     /// Session-scope rows of every extension, as committed.
     extension_rows: HashMap<ExtensionId, extensions::Rows>,
+    /// Bumped when an extension's Session rows change, for tool handlers that wait
+    /// on their state ([`crate::extension::host::StateChanges`]); created on demand.
+    extension_changes: HashMap<ExtensionId, tokio::sync::watch::Sender<u64>>,
     /// Attention raised on this Session: (extension, kind) → (inbox, text).
     attention: BTreeMap<(ExtensionId, String), (bool, String)>,
     /// Who admitted each open command, when an extension did.
-    origins: HashMap<CommandId, crate::extension::Origin>,
+    origins: HashMap<CommandId, crate::extension::Provenance>,
     /// Every command not yet settled, as committed: the header's `open_from` is its first.
     open: BTreeSet<CommandId>,
     /// Created with the first subscriber, so an owner nobody watches costs no buffer.
@@ -205,11 +214,12 @@ impl Owner {
             run: None,
             activity: SessionActivity::default(),
             progress: None,
-            steer_waiting: Arc::new(AtomicBool::new(false)),
+            steer_waiting: tokio::sync::watch::Sender::new(false),
             last_outcome,
             interrupted: Vec::new(),
             pending_absorbed: Vec::new(),
             extension_rows: HashMap::new(),
+            extension_changes: HashMap::new(),
             attention: BTreeMap::new(),
             origins: HashMap::new(),
             open: BTreeSet::new(),
@@ -226,12 +236,9 @@ impl Owner {
 
     /// Puts a command loaded from the store back where it was.
     fn restore(&mut self, command: StoredCommand) {
-        let origin: Option<crate::extension::Origin> = command
-            .origin
-            .clone()
-            .and_then(|origin| serde_json::from_value(origin).ok());
-        if let Some(origin) = &origin {
-            self.origins.insert(command.id.clone(), origin.clone());
+        let provenance = crate::extension::Provenance::from_stored(command.origin.as_ref());
+        if !provenance.is_empty() {
+            self.origins.insert(command.id.clone(), provenance.clone());
         }
         let Ok(parsed) = serde_json::from_str::<SessionCommand>(&command.payload) else {
             tracing::warn!(command = %command.id, "an open command does not decode; it is left alone");
@@ -243,7 +250,7 @@ impl Owner {
                     command_id: command.id,
                     text,
                     delivery,
-                    origin,
+                    provenance,
                 });
             }
             (CommandState::Pending, SessionCommand::Operator { author, text, .. }) => {
@@ -354,8 +361,8 @@ impl Owner {
 
     async fn handle(&mut self, request: Request) -> Flow {
         match request {
-            Request::Command(command, reply) => {
-                let result = self.command(command).await;
+            Request::Command(command, sender, reply) => {
+                let result = self.command(command, sender).await;
                 send(reply, result);
             }
             Request::Read(options, reply) => send(reply, self.snapshot(&options).await),
@@ -526,7 +533,7 @@ fn refuse_all(
     while let Ok(request) = requests.try_recv() {
         let failure = error(session_id);
         match request {
-            Request::Command(_, reply) => send(reply, Err(failure)),
+            Request::Command(_, _, reply) => send(reply, Err(failure)),
             Request::Read(_, reply) => send(reply, Err(failure)),
             Request::Watch(_, reply) => send(reply, Err(failure)),
             Request::Subscribe(_, reply) => send(reply, Err(failure)),

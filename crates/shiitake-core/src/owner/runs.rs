@@ -1,7 +1,6 @@
 //! The owner's side of runs: starting them, boundaries, commits, settling, recovery.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use shiitake_protocol::message::Message;
 use shiitake_protocol::{
@@ -99,8 +98,9 @@ impl Owner {
                 return;
             }
             self.queue.pop_front();
-            if let Some(origin) = next.origin {
-                self.origins.insert(next.command_id.clone(), origin);
+            if !next.provenance.is_empty() {
+                self.origins
+                    .insert(next.command_id.clone(), next.provenance.clone());
             }
             self.spawn_runner(next.command_id, false);
             self.refresh_activity();
@@ -110,13 +110,13 @@ impl Owner {
 
     fn spawn_runner(&mut self, command_id: CommandId, recovering: bool) {
         let cancel = CancellationToken::new();
-        let origin = self.origin_of(&command_id);
-        let (prompt_sections, modules) = self.contributions(origin.as_ref());
-        self.steer_waiting.store(
+        let provenance = self.provenance_of(&command_id);
+        self.prepare_change_signals();
+        let (prompt_sections, modules) = self.contributions(&command_id, &provenance);
+        self.steer_waiting.send_replace(
             self.queue
                 .iter()
                 .any(|queued| queued.delivery == PromptDelivery::Steer),
-            Ordering::SeqCst,
         );
         let start = RunStart {
             core: self.core.clone(),
@@ -126,7 +126,7 @@ impl Owner {
             preference: self.header.model_preference.clone(),
             owner: self.mailbox.clone(),
             cancel: cancel.clone(),
-            steer_waiting: self.steer_waiting.clone(),
+            steer_waiting: self.steer_waiting.subscribe(),
             recovering,
             prompt_sections,
             modules,
@@ -209,9 +209,10 @@ impl Owner {
             RunEvent::Commit {
                 entry_id,
                 message,
+                tool,
                 reply,
             } => {
-                let result = self.commit_message(entry_id, message).await;
+                let result = self.commit_message(entry_id, message, tool).await;
                 if reply.send(result).is_err() {
                     tracing::trace!("runner left before its commit answer");
                 }
@@ -301,7 +302,7 @@ impl Owner {
         self.waiting_lines.clear();
         self.queue
             .retain(|queued| queued.delivery != PromptDelivery::Steer);
-        self.steer_waiting.store(false, Ordering::SeqCst);
+        self.steer_waiting.send_replace(false);
         if let Some(run) = &mut self.run {
             run.absorbed
                 .extend(steers.into_iter().map(|steer| steer.command_id));
@@ -319,27 +320,46 @@ impl Owner {
         &mut self,
         entry_id: EntryId,
         message: Message,
+        tool: Option<crate::extension::ToolOutcome>,
     ) -> Result<(), ShiitakeError> {
         let Some(run_id) = self.run.as_ref().map(|run| run.command_id.clone()) else {
             return Err(ShiitakeError::stopped("the run is no longer active"));
+        };
+        let core = self.core.clone();
+        // Only a commit that runs a hook serialises with other Agent transactions.
+        let _serialised = match &tool {
+            Some(_) => Some(core.host.agent_transactions.lock().await),
+            None => None,
         };
         let is_assistant = matches!(message, Message::Assistant(_));
         let mut header = self.next_header();
         let entry = self.entry_row_with_id(&mut header, entry_id, Some(run_id), message);
         let session_id = self.header.id.clone();
-        self.commit(
-            vec![Op::InsertEntry {
-                session_id,
-                entry: entry.clone(),
-            }],
-            header,
-        )
-        .await?;
+        let mut ops = vec![Op::InsertEntry {
+            session_id,
+            entry: entry.clone(),
+        }];
+        let mut staged = Staged::default();
+        if let Some(outcome) = &tool {
+            self.tool_result_hook(
+                outcome,
+                super::extensions::StagedCommit {
+                    header: &mut header,
+                    ops: &mut ops,
+                    staged: &mut staged,
+                },
+            );
+            header.inbox_state = self.inbox_state_with(&staged);
+        }
+        self.commit(ops, header).await?;
         if is_assistant {
             self.activity.last_model_choice_sequence = Some(entry.sequence);
             self.progress = None;
         }
         self.publish_changes(vec![entry], Vec::new());
+        if tool.is_some() {
+            self.adopt(staged).await;
+        }
         Ok(())
     }
 
@@ -372,10 +392,12 @@ impl Owner {
             });
             terminals.push(terminal);
         }
+        let provenance = self.provenance_of(command_id);
         let settled = Settled {
             command_id: command_id.clone(),
             outcome,
-            origin: self.origin_of(command_id),
+            origin: provenance.origin,
+            sender: provenance.sender,
         };
         let mut staged = Staged::default();
         {

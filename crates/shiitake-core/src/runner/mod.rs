@@ -15,7 +15,6 @@ mod tools;
 mod transcript;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use shiitake_model::{ModelContext, ModelOptions, ReasoningLevel, ToolChoice, ToolSpec};
 use shiitake_protocol::message::{Message, StopReason};
@@ -40,12 +39,17 @@ pub(crate) struct RunStart {
     pub(crate) preference: Option<ModelPreference>,
     pub(crate) owner: mpsc::Sender<Request>,
     pub(crate) cancel: CancellationToken,
-    pub(crate) steer_waiting: Arc<AtomicBool>,
+    /// Raised while a steer waits for the next model-call boundary.
+    pub(crate) steer_waiting: tokio::sync::watch::Receiver<bool>,
     pub(crate) recovering: bool,
     /// Bounded prompt sections of extensions, captured at the start of the run.
     pub(crate) prompt_sections: Vec<String>,
-    /// Tool modules of extensions, captured at the start of the run.
-    pub(crate) modules: Vec<shiitake_capabilities::Module>,
+    /// Tool modules of extensions, captured at the start of the run, with the
+    /// extension that contributed each.
+    pub(crate) modules: Vec<(
+        shiitake_protocol::ExtensionId,
+        shiitake_capabilities::Module,
+    )>,
 }
 
 /// How a run ended.
@@ -97,9 +101,23 @@ impl OwnerLink {
             .map_err(|_| ShiitakeError::stopped("the Session's owner stopped"))?
     }
 
-    /// Has the owner commit a completed message; returns its entry id.
-    pub(crate) async fn commit(&self, message: Message) -> Result<EntryId, ShiitakeError> {
-        self.commit_as(crate::ids::entry_id(), message).await
+    /// Has the owner commit a tool result of an extension's tool, with that
+    /// extension's tool-result hook in the same transaction.
+    pub(crate) async fn commit_tool_result(
+        &self,
+        message: Message,
+        outcome: Option<crate::extension::ToolOutcome>,
+    ) -> Result<EntryId, ShiitakeError> {
+        let entry_id = crate::ids::entry_id();
+        let id = entry_id.clone();
+        self.ask(|reply| RunEvent::Commit {
+            entry_id,
+            message,
+            tool: outcome,
+            reply,
+        })
+        .await?;
+        Ok(id)
     }
 
     /// Has the owner commit a completed message under an entry id chosen earlier.
@@ -112,6 +130,7 @@ impl OwnerLink {
         self.ask(|reply| RunEvent::Commit {
             entry_id,
             message,
+            tool: None,
             reply,
         })
         .await?;
@@ -234,10 +253,7 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
                 }
             }
             StopReason::Stop | StopReason::Length | StopReason::ToolUse => {
-                if !start
-                    .steer_waiting
-                    .load(std::sync::atomic::Ordering::SeqCst)
-                {
+                if !*start.steer_waiting.borrow() {
                     return Ok(Settled::completed());
                 }
             }
@@ -285,6 +301,11 @@ fn system_prompt(base: &str, sections: &[String]) -> String {
 pub(crate) struct RunTools {
     shared: Arc<shiitake_capabilities::Catalog>,
     contributed: Option<shiitake_capabilities::Catalog>,
+    /// Which extension contributed each module of `contributed`.
+    owners: std::collections::HashMap<
+        shiitake_capabilities::ModulePath,
+        shiitake_protocol::ExtensionId,
+    >,
 }
 
 impl RunTools {
@@ -295,7 +316,11 @@ impl RunTools {
             let catalog = shiitake_capabilities::Catalog::new();
             let source = shiitake_capabilities::StaticSource::new(
                 shiitake_capabilities::SourceId::new("extensions"),
-                start.modules.clone(),
+                start
+                    .modules
+                    .iter()
+                    .map(|(_, module)| module.clone())
+                    .collect(),
             );
             catalog
                 .add_source(Arc::new(source))
@@ -303,10 +328,22 @@ impl RunTools {
                 .map_err(|error| ShiitakeError::internal(format!("extension tools: {error}")))?;
             Some(catalog)
         };
+        let owners = start
+            .modules
+            .iter()
+            .map(|(extension, module)| (module.path().clone(), extension.clone()))
+            .collect();
         Ok(Self {
             shared: start.core.tools.clone(),
             contributed,
+            owners,
         })
+    }
+
+    /// The extension whose module offers `tool_name`, if an extension's does.
+    pub(crate) fn extension_for(&self, tool_name: &str) -> Option<&shiitake_protocol::ExtensionId> {
+        let path = self.contributed.as_ref()?.resolve_tool_name(tool_name)?;
+        self.owners.get(path.module())
     }
 
     fn specs(&self) -> Vec<ToolSpec> {

@@ -1,9 +1,9 @@
 //! Tool calls of one assistant message: executed one at a time through the execute door.
 
-use std::sync::atomic::Ordering;
-
 use serde_json::Value;
-use shiitake_capabilities::{ExecutionId, ForModelKind, InvocationContext, Replay, ToolError};
+use shiitake_capabilities::{
+    ExecutionId, ForModelKind, InvocationContext, NewerInput, Replay, ToolError,
+};
 use shiitake_protocol::message::{InputContent, Message, TextContent, ToolCall, ToolResultMessage};
 use shiitake_protocol::{EntryId, ShiitakeError};
 
@@ -54,6 +54,33 @@ fn output_text(output: &Value) -> String {
     }
 }
 
+/// The execution id of one tool call of this run: stable across restarts, so an
+/// operation replayed after a crash sees the id of the execution it repeats.
+fn execution_id(start: &RunStart, call: &ToolCall) -> ExecutionId {
+    ExecutionId::new(format!("{}:{}", start.command_id, call.id))
+}
+
+/// Commits a tool result; an extension's tool gets its tool-result hook in the same commit.
+async fn commit_result(
+    start: &RunStart,
+    link: &OwnerLink,
+    tools: &RunTools,
+    call: &ToolCall,
+    message: Message,
+) -> Result<EntryId, ShiitakeError> {
+    let outcome = tools.extension_for(&call.name).map(|extension_id| {
+        let is_error = matches!(&message, Message::ToolResult(result) if result.is_error);
+        crate::extension::ToolOutcome {
+            extension_id: extension_id.clone(),
+            command_id: start.command_id.clone(),
+            execution_id: execution_id(start, call),
+            tool_name: call.name.clone(),
+            is_error,
+        }
+    });
+    link.commit_tool_result(message, outcome).await
+}
+
 /// Runs one call through the door; `Err` carries a fatal diagnostic.
 async fn execute_one(
     start: &RunStart,
@@ -62,9 +89,9 @@ async fn execute_one(
     call: &ToolCall,
 ) -> Result<Message, Executed> {
     let core = &start.core;
-    let execution_id = ExecutionId::new(format!("{}:{}", start.command_id, call.id));
-    let context = InvocationContext::new(execution_id, start.cancel.child_token())
-        .with_timeout(core.config.tool_timeout);
+    let context = InvocationContext::new(execution_id(start, call), start.cancel.child_token())
+        .with_timeout(core.config.tool_timeout)
+        .with_newer_input(NewerInput::new(start.steer_waiting.clone()));
     let input = Value::Object(call.arguments.clone());
     let catalog = tools.catalog_for(&call.name);
     match catalog.execute_tool(&call.name, input, &context).await {
@@ -119,7 +146,7 @@ pub(crate) async fn execute_all(
                 true,
                 None,
             )
-        } else if start.steer_waiting.load(Ordering::SeqCst) {
+        } else if *start.steer_waiting.borrow() {
             result_message(call, SKIPPED.to_owned(), true, None)
         } else {
             link.tell(RunEvent::ActiveTool(Some(call.name.clone())))
@@ -136,7 +163,7 @@ pub(crate) async fn execute_all(
                 Err(_) => result_message(call, ABORTED.to_owned(), true, None),
             }
         };
-        let id = link.commit(message.clone()).await?;
+        let id = commit_result(start, link, tools, call, message.clone()).await?;
         results.push((id, message));
     }
     Ok(match fatal {
@@ -155,10 +182,10 @@ pub(crate) async fn resolve_after_restart(
 ) -> Result<Vec<(EntryId, Message)>, ShiitakeError> {
     let mut results = Vec::with_capacity(calls.len());
     for call in calls {
-        let tools = &start.core.tools;
-        let replay = tools
+        let catalog = run_tools.catalog_for(&call.name);
+        let replay = catalog
             .resolve_tool_name(&call.name)
-            .and_then(|path| tools.replay(&path));
+            .and_then(|path| catalog.replay(&path));
         let message = match replay {
             Some(Replay::Safe) => match execute_one(start, link, run_tools, call).await {
                 Ok(message) => message,
@@ -166,7 +193,7 @@ pub(crate) async fn resolve_after_restart(
             },
             _ => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
         };
-        let id = link.commit(message.clone()).await?;
+        let id = commit_result(start, link, run_tools, call, message.clone()).await?;
         results.push((id, message));
     }
     Ok(results)

@@ -289,6 +289,7 @@ impl Extension for Probe {
                 call: "add".into(),
                 arguments: Vec::new(),
                 steps: Vec::new(),
+                flow: None,
             }],
         })
     }

@@ -109,21 +109,45 @@ pub fn extension_status() -> impl Strategy<Value = ExtensionStatusV0> {
         )
 }
 
-pub fn catalog() -> impl Strategy<Value = Catalog> {
-    let kind = prop_oneof![
+pub fn argument_kind() -> impl Strategy<Value = ArgumentKind> {
+    prop_oneof![
         any::<u32>().prop_map(|max_bytes| ArgumentKind::Text { max_bytes }),
         Just(ArgumentKind::Integer),
         Just(ArgumentKind::Boolean),
-        (vec((text(), text()), 0..3), any::<bool>()).prop_map(|(choices, multiple)| {
-            ArgumentKind::Choice {
-                choices: choices
-                    .into_iter()
-                    .map(|(label, value)| CatalogChoice { label, value })
-                    .collect(),
-                multiple,
+        (vec((text(), text()), 0..3), any::<bool>(), any::<bool>()).prop_map(
+            |(choices, multiple, free_text)| {
+                ArgumentKind::Choice {
+                    choices: choices
+                        .into_iter()
+                        .map(|(label, value)| CatalogChoice { label, value })
+                        .collect(),
+                    multiple,
+                    free_text,
+                }
+            }
+        ),
+    ]
+}
+
+pub fn flow_step() -> impl Strategy<Value = FlowStep> {
+    prop_oneof![
+        ("[a-z0-9]{1,10}", text(), argument_kind()).prop_map(|(argument, prompt, kind)| {
+            FlowStep::Ask {
+                argument,
+                prompt,
+                kind,
             }
         }),
-    ];
+        (text(), text()).prop_map(|(summary, value)| FlowStep::Confirm {
+            summary,
+            input: serde_json::json!({"text": value}),
+        }),
+        text().prop_map(|message| FlowStep::Unavailable { message }),
+    ]
+}
+
+pub fn catalog() -> impl Strategy<Value = Catalog> {
+    let kind = argument_kind();
     let argument = ("[a-z]{1,10}", text(), kind, any::<bool>()).prop_map(
         |(name, description, kind, required)| CatalogArgument {
             name,
@@ -141,15 +165,17 @@ pub fn catalog() -> impl Strategy<Value = Catalog> {
         "[a-z_]{1,10}",
         vec(argument, 0..3),
         vec(step, 0..3),
+        proptest::option::of("[a-z_]{1,10}"),
     )
         .prop_map(
-            |(name, summary, scope, call, arguments, steps)| CatalogCommand {
+            |(name, summary, scope, call, arguments, steps, flow)| CatalogCommand {
                 name,
                 summary,
                 scope,
                 call,
                 arguments,
                 steps,
+                flow,
             },
         );
     (extension_id(), vec(command, 0..3)).prop_map(|(extension_id, commands)| Catalog {

@@ -1,0 +1,111 @@
+//! The bridge between the pure [`Book`] and a core transaction: load the Session's
+//! Asks, run a transition, commit its rows and effects.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use shiitake_core::extension::{Due, HookError, StateScope, StateView, TimerId, Tx};
+use shiitake_protocol::PromptDelivery;
+
+use crate::contract::AskId;
+use crate::state::{AskRow, Book, Effect, TimerPurpose};
+use crate::validate::Refused;
+
+/// The collection holding one row per Ask.
+pub(crate) const ASKS: &str = "asks";
+
+/// The payload of an Ask's timer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TimerPayload {
+    pub(crate) ask_id: AskId,
+    pub(crate) purpose: TimerPurpose,
+}
+
+/// The attention kind of one Ask: each open Ask raises and clears its own.
+pub(crate) fn attention_kind(ask_id: &AskId) -> String {
+    format!("question/{ask_id}")
+}
+
+/// The Asks of the transaction's Session.
+pub(crate) fn load(tx: &Tx<'_>) -> Result<Book, HookError> {
+    let asks = tx
+        .scan::<AskRow>(StateScope::Session, ASKS)?
+        .into_iter()
+        .map(|(_, row)| (row.ask_id.clone(), row))
+        .collect();
+    Ok(Book { asks })
+}
+
+/// The committed Asks, for projections and run contributions.
+pub(crate) fn read(state: &StateView<'_>) -> Book {
+    let asks = state
+        .scan::<AskRow>(StateScope::Session, ASKS)
+        .into_iter()
+        .map(|(_, row)| (row.ask_id.clone(), row))
+        .collect();
+    Book { asks }
+}
+
+/// Runs `transition` over the Session's Asks and commits what it changed.
+pub(crate) fn transact<T>(
+    tx: &mut Tx<'_>,
+    transition: impl FnOnce(&mut Book) -> Result<(T, Vec<Effect>), Refused>,
+) -> Result<T, HookError> {
+    let before = load(tx)?;
+    let mut book = before.clone();
+    let (value, effects) =
+        transition(&mut book).map_err(|refused| HookError::Invalid(refused.0))?;
+    apply(tx, &mut book, effects)?;
+    save(tx, &before, &book)?;
+    Ok(value)
+}
+
+fn apply(tx: &mut Tx<'_>, book: &mut Book, effects: Vec<Effect>) -> Result<(), HookError> {
+    for effect in effects {
+        match effect {
+            Effect::Admit { ask_id, text } => {
+                tx.admit(&text, PromptDelivery::FollowUp, ask_id.as_str())?;
+            }
+            Effect::Raise {
+                ask_id,
+                inbox,
+                text,
+            } => tx.raise_attention(&attention_kind(&ask_id), inbox, &text)?,
+            Effect::Clear { ask_id } => tx.clear_attention(&attention_kind(&ask_id))?,
+            Effect::SetTimer {
+                ask_id,
+                purpose,
+                at,
+            } => {
+                let payload = json!(TimerPayload {
+                    ask_id: ask_id.clone(),
+                    purpose,
+                });
+                let id = tx.set_timer(Due::At(at), payload)?;
+                if let Some(row) = book.asks.get_mut(&ask_id) {
+                    row.timers.push(id.as_str().to_owned());
+                }
+            }
+            Effect::ClearTimers(ids) => {
+                for id in ids {
+                    tx.clear_timer(&TimerId::new(id))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn save(tx: &mut Tx<'_>, before: &Book, after: &Book) -> Result<(), HookError> {
+    for (ask_id, row) in &after.asks {
+        if before.asks.get(ask_id) != Some(row) {
+            tx.put(StateScope::Session, ASKS, ask_id.as_str(), row)?;
+        }
+    }
+    for ask_id in before.asks.keys() {
+        if !after.asks.contains_key(ask_id) {
+            tx.delete(StateScope::Session, ASKS, ask_id.as_str())?;
+        }
+    }
+    Ok(())
+}
