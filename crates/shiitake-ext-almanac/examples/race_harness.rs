@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +23,7 @@ use shiitake_protocol::extension::bind_agent_extension;
 use shiitake_protocol::{AgentApi, RequestId};
 use sqlx::ConnectOptions;
 
-async fn open(path: &PathBuf) -> (Agent, Arc<ScriptedModel>) {
+async fn open(path: &Path) -> (Agent, Arc<ScriptedModel>) {
     let model = Arc::new(ScriptedModel::new(
         Script::new(vec![Turn::text("ok")]).cycle(true),
     ));
@@ -37,7 +37,7 @@ async fn open(path: &PathBuf) -> (Agent, Arc<ScriptedModel>) {
     (agent, model)
 }
 
-async fn settled_almanac_prompts(path: &PathBuf) -> i64 {
+async fn settled_almanac_prompts(path: &Path) -> i64 {
     let mut conn = sqlx::sqlite::SqliteConnectOptions::from_str("sqlite://")
         .unwrap()
         .filename(path)

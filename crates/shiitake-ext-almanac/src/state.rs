@@ -192,8 +192,16 @@ pub fn accepted(
 /// The door refused `occurrence` at `now`: retry it with backoff, or stop the
 /// schedule after [`MAX_ATTEMPTS`] refusals. Other schedules are not touched.
 pub fn refused(schedule: &Schedule, occurrence: u64, error: RecordedError, now: u64) -> Step {
-    if already_admitted(schedule, occurrence) {
+    if already_admitted(schedule, occurrence) || schedule.status == ScheduleStatus::Done {
         return (schedule.clone(), Vec::new());
+    }
+    if schedule.status == ScheduleStatus::Stopped {
+        // A late answer for a stopped schedule: show it, count nothing more.
+        let next = Schedule {
+            last_error: Some(error),
+            ..schedule.clone()
+        };
+        return (next, Vec::new());
     }
     let attempts = match &schedule.pending {
         Some(pending) if pending.occurrence == occurrence => pending.attempts,

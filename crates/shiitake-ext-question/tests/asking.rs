@@ -8,8 +8,7 @@ mod support;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
 use shiitake_ext_question::contract::{
-    AnswerAsk, AskStatus, DeclineAsk, Delivery, ListAsks, QuestionAnswer, QuestionContract,
-    Receipt,
+    AnswerAsk, AskStatus, DeclineAsk, Delivery, ListAsks, QuestionAnswer, QuestionContract, Receipt,
 };
 use shiitake_ext_question::extension_id;
 use shiitake_model::Turn;
@@ -53,13 +52,20 @@ async fn a_waiting_ask_receives_the_persons_answer_in_turn() {
             delivery: Delivery::InTurn,
         }
     );
-    assert_eq!(terminal_of(&session, &sent).await.outcome, TerminalOutcome::Completed);
+    assert_eq!(
+        terminal_of(&session, &sent).await.outcome,
+        TerminalOutcome::Completed
+    );
     let messages = transcript(&session).await;
     let results = tool_values(&messages);
     assert_eq!(results.len(), 1);
     assert_eq!(results[0]["status"], "answered");
     assert_eq!(results[0]["answers"][0]["selected"], json!(["PostgreSQL"]));
-    assert_eq!(user_texts(&messages).len(), 1, "no follow-up: it was delivered in-turn");
+    assert_eq!(
+        user_texts(&messages).len(),
+        1,
+        "no follow-up: it was delivered in-turn"
+    );
 
     let snapshot = session.read(ReadOptions::default()).await.unwrap();
     assert!(projection(&snapshot).asks.is_empty());
@@ -129,8 +135,14 @@ async fn a_parked_ask_is_answered_by_one_self_contained_follow_up() {
     let texts = user_texts(&transcript(&session).await);
     assert_eq!(texts.len(), 2, "exactly one follow-up: {texts:?}");
     let prompt = &texts[1];
-    assert!(prompt.contains("[Database] Which database should the service use?"), "{prompt}");
-    assert!(prompt.contains("Answer: SQLite — \"keep it small\""), "{prompt}");
+    assert!(
+        prompt.contains("[Database] Which database should the service use?"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("Answer: SQLite — \"keep it small\""),
+        "{prompt}"
+    );
     assert!(prompt.contains(asks[0].ask_id.as_str()), "{prompt}");
 }
 
@@ -151,7 +163,11 @@ async fn a_steer_parks_a_waiting_ask_so_the_steer_is_delivered() {
             .any(|text| text == "Use whatever is simplest"),
         "the steer reached the model"
     );
-    assert_eq!(open_asks(&session, 1).await.len(), 1, "the Ask stays open, parked");
+    assert_eq!(
+        open_asks(&session, 1).await.len(),
+        1,
+        "the Ask stays open, parked"
+    );
 }
 
 #[tokio::test]
@@ -183,19 +199,38 @@ async fn a_decline_reaches_the_waiter_and_withdraw_closes_without_delivery() {
     assert_eq!(results[0]["reason"], "not my call");
     assert_eq!(results[1]["status"], "parked");
     // The scripted withdraw names no real Ask: the model is told, the run goes on.
-    assert!(results[2].as_str().unwrap_or_default().contains("no open question"), "{}", results[2]);
+    assert!(
+        results[2]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no open question"),
+        "{}",
+        results[2]
+    );
     let open = open_asks(&session, 1).await;
 
     // A person's withdraw is not a command; the model's is. Withdraw the open one.
     let withdrawn = session
-        .call_extension(&extension_id().unwrap(), "withdraw", json!({"askId": open[0].ask_id}))
+        .call_extension(
+            &extension_id().unwrap(),
+            "withdraw",
+            json!({"askId": open[0].ask_id}),
+        )
         .await;
-    assert_eq!(withdrawn.unwrap_err().code, ErrorCode::NotFound, "people do not withdraw");
+    assert_eq!(
+        withdrawn.unwrap_err().code,
+        ErrorCode::NotFound,
+        "people do not withdraw"
+    );
 }
 
 #[tokio::test]
 async fn the_model_withdraws_its_own_open_ask_and_nothing_is_delivered() {
-    let setup = setup(vec![ask_call(json!({"mode": "continue"})), Turn::text("Asked.")]).await;
+    let setup = setup(vec![
+        ask_call(json!({"mode": "continue"})),
+        Turn::text("Asked."),
+    ])
+    .await;
     let session_id = new_session(&setup.agent).await.session_id().clone();
     let session = setup.agent.session(session_id.clone());
     let sent = send(&session, "Go").await;
@@ -204,10 +239,12 @@ async fn the_model_withdraws_its_own_open_ask_and_nothing_is_delivered() {
     setup.agent.close().await.unwrap();
 
     // The same database, a model that now knows the Ask's id.
-    let model = std::sync::Arc::new(shiitake_model::ScriptedModel::new(shiitake_model::Script::new(vec![
-        Turn::tool_call("question__withdraw", json!({"askId": asks[0].ask_id})),
-        Turn::text("Withdrawn."),
-    ])));
+    let model = std::sync::Arc::new(shiitake_model::ScriptedModel::new(
+        shiitake_model::Script::new(vec![
+            Turn::tool_call("question__withdraw", json!({"askId": asks[0].ask_id})),
+            Turn::text("Withdrawn."),
+        ]),
+    ));
     let agent = open_at(
         &setup.dir.path().join("agent.db"),
         model,
@@ -223,8 +260,15 @@ async fn the_model_withdraws_its_own_open_ask_and_nothing_is_delivered() {
     assert_eq!(tool_values(&messages)[1]["status"], "withdrawn");
     let snapshot = session.read(ReadOptions::default()).await.unwrap();
     assert!(projection(&snapshot).asks.is_empty());
-    assert_eq!(user_texts(&messages).len(), 2, "a withdrawn Ask delivers nothing");
-    assert_ne!(inbox_state(&agent, &session_id).await, SessionInboxState::NeedsYou);
+    assert_eq!(
+        user_texts(&messages).len(),
+        2,
+        "a withdrawn Ask delivers nothing"
+    );
+    assert_ne!(
+        inbox_state(&agent, &session_id).await,
+        SessionInboxState::NeedsYou
+    );
     let contract = bind_session_extension::<_, QuestionContract>(&session);
     let late = contract
         .call(&AnswerAsk {
@@ -255,11 +299,17 @@ async fn the_answer_flow_collects_one_answer_per_question() {
         let session = &session;
         let id = id.clone();
         async move {
-            let step = session.call_extension(&id, "answer_flow", input).await.unwrap();
+            let step = session
+                .call_extension(&id, "answer_flow", input)
+                .await
+                .unwrap();
             serde_json::from_value::<FlowStep>(step).unwrap()
         }
     };
-    assert!(matches!(flow(json!({})).await, FlowStep::Unavailable { .. }));
+    assert!(matches!(
+        flow(json!({})).await,
+        FlowStep::Unavailable { .. }
+    ));
     let sent = send(&session, "Go").await;
     terminal_of(&session, &sent).await;
     let asks = open_asks(&session, 1).await;
@@ -267,18 +317,34 @@ async fn the_answer_flow_collects_one_answer_per_question() {
     let FlowStep::Ask { argument, kind, .. } = flow(json!({})).await else {
         panic!("the flow asks the first question");
     };
-    assert_eq!(argument, "a1", "the only waiting Ask is chosen without asking");
-    assert!(matches!(kind, shiitake_protocol::catalog::ArgumentKind::Choice { free_text: true, multiple: false, .. }));
+    assert_eq!(
+        argument, "a1",
+        "the only waiting Ask is chosen without asking"
+    );
+    assert!(matches!(
+        kind,
+        shiitake_protocol::catalog::ArgumentKind::Choice {
+            free_text: true,
+            multiple: false,
+            ..
+        }
+    ));
     let FlowStep::Ask { argument, kind, .. } = flow(json!({"a1": "PostgreSQL"})).await else {
         panic!("then the second");
     };
     assert_eq!(argument, "a2");
-    assert!(matches!(kind, shiitake_protocol::catalog::ArgumentKind::Choice { multiple: true, .. }));
+    assert!(matches!(
+        kind,
+        shiitake_protocol::catalog::ArgumentKind::Choice { multiple: true, .. }
+    ));
     let collected = json!({"a1": "PostgreSQL", "a2": "Auth, \"Search, full text\""});
     let FlowStep::Confirm { input, summary } = flow(collected).await else {
         panic!("then it confirms");
     };
-    assert!(summary.contains("[Features] Auth, Search, full text"), "{summary}");
+    assert!(
+        summary.contains("[Features] Auth, Search, full text"),
+        "{summary}"
+    );
     let mut call = input.clone();
     call["requestId"] = json!("flow-1");
     let receipt: Receipt =
@@ -310,10 +376,21 @@ async fn describe_shows_the_validated_bounds() {
     let question = &schema["properties"]["questions"]["items"]["properties"];
     assert_eq!(question["header"]["maxLength"], 12);
     let expire = &schema["properties"]["onExpire"]["properties"]["afterMinutes"];
-    assert_eq!((expire["minimum"].clone(), expire["maximum"].clone()), (json!(5), json!(10080)));
-    assert!(context.tools.iter().any(|tool| tool.name == "question__withdraw"));
+    assert_eq!(
+        (expire["minimum"].clone(), expire["maximum"].clone()),
+        (json!(5), json!(10080))
+    );
     assert!(
-        !context.tools.iter().any(|tool| tool.name.contains("answer")),
+        context
+            .tools
+            .iter()
+            .any(|tool| tool.name == "question__withdraw")
+    );
+    assert!(
+        !context
+            .tools
+            .iter()
+            .any(|tool| tool.name.contains("answer")),
         "the model has no answer operation"
     );
 }

@@ -17,11 +17,11 @@ use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::*;
 use support::*;
 
-/// The `crash_harness` example, built by `cargo test` next to this test binary.
+/// The `question_crash_harness` example, built by `cargo test` next to this test binary.
 fn harness() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let debug = exe.parent().and_then(Path::parent).unwrap();
-    debug.join("examples").join("crash_harness")
+    debug.join("examples").join("question_crash_harness")
 }
 
 /// Runs the harness until it holds the tool outcome, SIGKILLs it, returns the Session.
@@ -41,11 +41,21 @@ fn killed_between_answer_and_outcome(db: &Path) -> SessionId {
     session
 }
 
-async fn reopen(db: &Path, turns: Vec<Turn>, max_recoveries: u32) -> (shiitake_core::Agent, Arc<ScriptedModel>) {
+async fn reopen(
+    db: &Path,
+    turns: Vec<Turn>,
+    max_recoveries: u32,
+) -> (shiitake_core::Agent, Arc<ScriptedModel>) {
     let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    let agent = open_at(db, model.clone(), ManualClock::new(START), Default::default(), |config| {
-        config.max_recoveries = max_recoveries;
-    })
+    let agent = open_at(
+        db,
+        model.clone(),
+        ManualClock::new(START),
+        Default::default(),
+        |config| {
+            config.max_recoveries = max_recoveries;
+        },
+    )
     .await;
     (agent, model)
 }
@@ -71,8 +81,15 @@ async fn a_replayed_call_delivers_the_committed_answer_once_in_turn() {
     let results = tool_values(&messages);
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[0]["status"], "answered");
-    assert_eq!(results[0]["answers"][0]["selected"], serde_json::json!(["PostgreSQL"]));
-    assert_eq!(user_texts(&messages).len(), 1, "no follow-up besides the in-turn answer");
+    assert_eq!(
+        results[0]["answers"][0]["selected"],
+        serde_json::json!(["PostgreSQL"])
+    );
+    assert_eq!(
+        user_texts(&messages).len(),
+        1,
+        "no follow-up besides the in-turn answer"
+    );
     assert_eq!(model.requests().len(), 1, "the model saw the answer once");
     let snapshot = session.read(ReadOptions::default()).await.unwrap();
     assert!(projection(&snapshot).asks.is_empty());

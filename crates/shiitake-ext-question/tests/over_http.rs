@@ -69,8 +69,14 @@ async fn a_person_answers_over_http_in_turn_then_by_follow_up_then_an_ask_expire
         })
         .await
         .unwrap();
-    assert_eq!((receipt.status, receipt.delivery), (AskStatus::Answered, Delivery::InTurn));
-    assert_eq!(terminal_of(&session, &first).await.outcome, TerminalOutcome::Completed);
+    assert_eq!(
+        (receipt.status, receipt.delivery),
+        (AskStatus::Answered, Delivery::InTurn)
+    );
+    assert_eq!(
+        terminal_of(&session, &first).await.outcome,
+        TerminalOutcome::Completed
+    );
     let results = tool_values(&transcript(&session).await);
     assert_eq!(results[0]["answers"][0]["selected"], json!(["PostgreSQL"]));
 
@@ -116,7 +122,10 @@ async fn a_person_answers_over_http_in_turn_then_by_follow_up_then_an_ask_expire
     eventually(|| setup.model.requests().len() >= 8).await;
     let texts = user_texts(&transcript(&session).await);
     let expired = texts.last().unwrap();
-    assert!(expired.contains("within 30 minutes, and it expired"), "{expired}");
+    assert!(
+        expired.contains("within 30 minutes, and it expired"),
+        "{expired}"
+    );
     assert!(expired.contains("Do not proceed"), "{expired}");
     assert_eq!(
         texts.iter().filter(|t| t.contains("expired")).count(),

@@ -217,7 +217,11 @@ impl World {
                 if let Some(ask_id) = self.open_id(index) {
                     let expires = self.book.asks[&ask_id].on_expire.is_some();
                     let effects = self.book.fire(&ask_id, TimerPurpose::Expire);
-                    assert_eq!(!effects.is_empty(), expires, "only an Ask with onExpire expires");
+                    assert_eq!(
+                        !effects.is_empty(),
+                        expires,
+                        "only an Ask with onExpire expires"
+                    );
                     if expires {
                         self.resolved.insert(ask_id, ());
                     }

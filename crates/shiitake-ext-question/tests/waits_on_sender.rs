@@ -63,9 +63,15 @@ fn answer_turns() -> Vec<Turn> {
 async fn an_ask_waits_on_the_sender_and_only_the_senders_session_answers_it() {
     let (setup, child, ask) = asked_by_sender(answer_turns()).await;
     let results = tool_values(&transcript(&child).await);
-    assert_eq!(results[0]["status"], "parked", "a wait-mode Ask parks when it waits on the sender");
+    assert_eq!(
+        results[0]["status"], "parked",
+        "a wait-mode Ask parks when it waits on the sender"
+    );
     let waiting = ask.waiting_on.clone().unwrap();
-    assert_eq!((waiting.agent.as_str(), waiting.escalated), ("Planner", false));
+    assert_eq!(
+        (waiting.agent.as_str(), waiting.escalated),
+        ("Planner", false)
+    );
     assert_eq!(ask.status_line(), "waiting on Planner");
     assert!(!ask.needs_person());
     assert_ne!(
@@ -102,7 +108,9 @@ async fn an_ask_waits_on_the_sender_and_only_the_senders_session_answers_it() {
     };
     assert_eq!(from_elsewhere.unwrap_err().code, ErrorCode::Invalid);
     let receipt = child
-        .host_transaction(&id, move |tx| sender::answer(tx, &ask_id, PARENT, answers.clone()))
+        .host_transaction(&id, move |tx| {
+            sender::answer(tx, &ask_id, PARENT, answers.clone())
+        })
         .await
         .unwrap();
     let receipt: Receipt = serde_json::from_value(receipt).unwrap();
@@ -209,7 +217,11 @@ async fn after_fifteen_minutes_an_unanswered_ask_goes_to_a_person() {
 
 #[tokio::test]
 async fn without_the_host_option_a_sent_run_asks_a_person_directly() {
-    let setup = setup(vec![ask_call(json!({"mode": "continue"})), Turn::text("Asked.")]).await;
+    let setup = setup(vec![
+        ask_call(json!({"mode": "continue"})),
+        Turn::text("Asked."),
+    ])
+    .await;
     let id = new_session(&setup.agent).await.session_id().clone();
     let child = setup.agent.session(id);
     let accepted = child

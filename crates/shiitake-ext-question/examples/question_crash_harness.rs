@@ -3,7 +3,7 @@
 //! and then holds the commit of the tool outcome, printing `HELD`, so the test can
 //! SIGKILL it exactly between the answer and the outcome.
 //!
-//! `crash_harness <database file>`; prints `SESSION <id>` then `HELD`.
+//! `question_crash_harness <database file>`; prints `SESSION <id>` then `HELD`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,13 +15,14 @@ use shiitake_core::extension::{
     StateView, ToolOutcome, Tx,
 };
 use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
-use shiitake_ext_question::contract::{AnswerAsk, QuestionAnswer, QuestionContract};
+use shiitake_ext_question::contract::{AnswerAsk, AskView, QuestionAnswer, QuestionContract};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::catalog::Catalog;
 use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
 use shiitake_protocol::{
-    AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionFrame,
+    AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionExtensionSlots,
+    SessionFrame,
 };
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
@@ -59,9 +60,21 @@ impl Extension for Holding {
     }
 }
 
+/// The first open Ask in an observation's slots.
+fn open(slots: &SessionExtensionSlots) -> Option<AskView> {
+    match view::<QuestionContract>(slots) {
+        Ok(ExtensionViewV0::Running { value: Some(p) }) => p.asks.first().cloned(),
+        _ => None,
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Failure> {
-    let path = PathBuf::from(std::env::args().nth(1).ok_or("usage: crash_harness <db>")?);
+    let path = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .ok_or("usage: question_crash_harness <db>")?,
+    );
     let script = Script::new(vec![
         Turn::tool_call(
             "question__ask",
@@ -86,13 +99,12 @@ async fn main() -> Result<(), Failure> {
     let session = agent.session(agent.create_session(RequestId::new("crash")?).await?);
     println!("SESSION {}", session.session_id());
     session
-        .send(PromptText::new("Set up the service")?, SendOptions::default())
+        .send(
+            PromptText::new("Set up the service")?,
+            SendOptions::default(),
+        )
         .await?;
     let mut watch = session.watch(ReadOptions::default()).await?;
-    let open = |slots| match view::<QuestionContract>(slots) {
-        Ok(ExtensionViewV0::Running { value: Some(p) }) => p.asks.first().cloned(),
-        _ => None,
-    };
     let mut ask = open(&watch.snapshot.extensions);
     while ask.is_none() {
         use futures::StreamExt;
