@@ -32,6 +32,9 @@ pub(crate) struct AgentCore {
     pub(crate) host: Host,
     /// Cancelled by `close`: the timer scheduler stops.
     pub(crate) closing: CancellationToken,
+    /// Leases and forwarding when several processes share the store; `None` when
+    /// this process is the store's only user.
+    pub(crate) ownership: Option<Arc<dyn crate::store::Ownership>>,
 }
 
 /// A durable harness: Sessions, their queues and runs, on one store.
@@ -109,7 +112,9 @@ impl AgentBuilder {
                 }
             })
             .collect();
+        let ownership = self.store.ownership();
         let core = Arc::new(AgentCore {
+            ownership: ownership.clone(),
             store: self.store,
             tools: self.tools,
             config: self.config,
@@ -119,6 +124,9 @@ impl AgentBuilder {
         });
         lifecycle::open_extensions(&core).await?;
         tokio::spawn(crate::timers::run(core.clone()));
+        if let Some(ownership) = ownership {
+            tokio::spawn(crate::owner::remote::watch(core.clone(), ownership));
+        }
         let agent = Agent { core };
         for session_id in agent.core.store.sessions_with_open_work().await? {
             agent.core.owners.mailbox(&agent.core, &session_id);

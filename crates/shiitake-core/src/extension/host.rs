@@ -14,7 +14,7 @@ use super::definition::ExtensionDefinition;
 use super::tx::{Effect, Rows, StateView, Tx};
 use super::{Extension, Grant, Grants, HookError, StateScope};
 use crate::owner::Request;
-use crate::store::{ExtensionStatusRow, Op, TimerKind, TimerRow};
+use crate::store::{ExtensionStatusRow, Op, RowScope, TimerKind, TimerRow};
 
 /// Longest prompt section an extension may contribute to a run, in UTF-8 bytes.
 ///
@@ -275,26 +275,24 @@ fn finish<T>(
         agent_writes: Vec::new(),
         timers_changed: false,
     };
-    let scope_id = |scope: StateScope| match scope {
-        StateScope::Session => session_id
-            .map(|s| s.as_str().to_owned())
-            .unwrap_or_default(),
-        StateScope::Agent => String::new(),
-    };
     for ((scope, collection, key), value) in tx.writes {
+        let row_scope = match (scope, session_id) {
+            (StateScope::Session, Some(session_id)) => RowScope::Session(session_id.clone()),
+            (StateScope::Agent, _) => RowScope::Agent,
+            // The transaction refuses Session-scope writes outside a Session.
+            (StateScope::Session, None) => continue,
+        };
         let op = match &value {
             Some(value) => Op::PutExtensionRow {
                 extension_id: definition.id.clone(),
-                scope: scope.as_str(),
-                scope_id: scope_id(scope),
+                scope: row_scope,
                 collection: collection.clone(),
                 key: key.clone(),
                 value: value.clone(),
             },
             None => Op::DeleteExtensionRow {
                 extension_id: definition.id.clone(),
-                scope: scope.as_str(),
-                scope_id: scope_id(scope),
+                scope: row_scope,
                 collection: collection.clone(),
                 key: key.clone(),
             },
