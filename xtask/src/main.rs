@@ -5,6 +5,7 @@
 mod bench;
 mod local_model;
 mod pack;
+mod postgres;
 mod stranger;
 mod test;
 mod util;
@@ -18,6 +19,7 @@ commands:
   pack         package every publishable crate and check each package's file list
   stranger     build a consumer outside the workspace against the packaged crates only
   local-model  build (or reuse) and start the local OpenAI-compatible model server
+  postgres     start or stop a throwaway PostgreSQL on a loopback port (for the tests)
   test         start what the tests need, then run every test of the workspace";
 
 fn main() -> ExitCode {
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
         Some("pack") => pack::run(&rest).map(|_| ()),
         Some("stranger") => stranger::run(&rest),
         Some("local-model") => local_model::run(&rest),
+        Some("postgres") => postgres::run(&rest),
         Some("test") => test::run(&rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");

@@ -1,14 +1,16 @@
 //! `cargo xtask test`: the one test command of the README.
 //!
-//! Starts what the tests need (today: the bundled local model, reused when it
-//! already runs or when `SHIITAKE_TEST_LOCAL_MODEL_URL` names another server),
-//! then runs `cargo test --workspace` with the extra arguments given. The model
-//! server is left running for the next run; `cargo xtask local-model stop` ends it.
+//! Starts what the tests need (the bundled local model, reused when it already
+//! runs or when `SHIITAKE_TEST_LOCAL_MODEL_URL` names another server; a throwaway
+//! PostgreSQL unless `SHIITAKE_TEST_POSTGRES_URL` names one), then runs
+//! `cargo test --workspace` with the extra arguments given. The model server is
+//! left running for the next run; `cargo xtask local-model stop` ends it. The
+//! PostgreSQL this command started is stopped and deleted afterwards.
 
 use std::process::Command;
 
-use crate::local_model;
 use crate::util::{cargo, run_checked};
+use crate::{local_model, postgres};
 
 /// The variable the real-model tests read.
 const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
@@ -20,10 +22,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
         _ => local_model::ensure_running(local_model::DEFAULT_PORT)?,
     };
     eprintln!("test: {MODEL_URL_VAR}={url}");
-    run_checked(
+    let (database, started) = match std::env::var(postgres::URL_VAR) {
+        Ok(database) if !database.trim().is_empty() => (database, false),
+        _ => (postgres::start(postgres::DEFAULT_PORT)?, true),
+    };
+    eprintln!("test: {}={database}", postgres::URL_VAR);
+    let tested = run_checked(
         Command::new(cargo())
             .args(["test", "--workspace"])
             .args(args)
-            .env(MODEL_URL_VAR, url),
-    )
+            .env(MODEL_URL_VAR, url)
+            .env(postgres::URL_VAR, database),
+    );
+    if started {
+        postgres::stop(postgres::DEFAULT_PORT)?;
+    }
+    tested
 }

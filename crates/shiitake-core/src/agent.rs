@@ -122,6 +122,10 @@ impl AgentBuilder {
             host: Host::new(registered),
             closing: CancellationToken::new(),
         });
+        if let Some(ownership) = &ownership {
+            core.host
+                .share_agent_state(core.store.clone(), ownership.clone());
+        }
         lifecycle::open_extensions(&core).await?;
         tokio::spawn(crate::timers::run(core.clone()));
         if let Some(ownership) = ownership {

@@ -144,4 +144,29 @@ pub trait Ownership: Send + Sync + 'static {
 
     /// Announcements from every process, this one included.
     fn events(&self) -> broadcast::Receiver<OwnershipEvent>;
+
+    /// Serialises the Agent-scope transactions of every process: held from before
+    /// a transaction reads the Agent's rows until it committed. Dropping the guard
+    /// releases it; a process that dies releases it with its connection.
+    async fn lock_agent_state(&self) -> Result<AgentStateLock, StoreError>;
+}
+
+/// A held [`Ownership::lock_agent_state`]; dropping it releases the lock.
+pub struct AgentStateLock {
+    _held: Box<dyn Send>,
+}
+
+impl AgentStateLock {
+    /// Wraps whatever releases the lock when dropped.
+    pub fn new(held: impl Send + 'static) -> Self {
+        Self {
+            _held: Box::new(held),
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentStateLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AgentStateLock")
+    }
 }
