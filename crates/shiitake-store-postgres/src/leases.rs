@@ -14,14 +14,15 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use shiitake_core::store::columns::uint;
+use shiitake_core::store::columns::{int, uint};
 use shiitake_core::store::ownership::{
     AgentStateLock, Claim, ForwardId, ForwardedRequest, Orphans, OwnershipEvent,
 };
 use shiitake_core::store::{FencingToken, Ownership, StoreError};
 use shiitake_protocol::SessionId;
 use sqlx::pool::PoolConnection;
-use sqlx::{Connection, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{ConnectOptions, Connection, Postgres};
 use tokio::sync::broadcast;
 
 use crate::error::db;
@@ -41,23 +42,31 @@ impl Held {
         };
     }
 
+    /// The tenures to renew: (Session ids, tokens).
+    fn tenures(&self) -> (Vec<String>, Vec<i64>) {
+        let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        held.iter()
+            .map(|(session_id, (token, _))| (session_id.as_str().to_owned(), int(token.0)))
+            .unzip()
+    }
+
     /// Forgets every lease taken before `since` that is not in `renewed`, and
-    /// returns those Sessions. A lease taken after the renewal started may simply
+    /// returns those tenures. A lease taken after the renewal started may simply
     /// not have been there to renew.
     fn keep_only(
         &self,
         renewed: &HashMap<SessionId, FencingToken>,
         since: Instant,
-    ) -> Vec<SessionId> {
+    ) -> Vec<(SessionId, FencingToken)> {
         let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let lost: Vec<SessionId> = held
+        let lost: Vec<(SessionId, FencingToken)> = held
             .iter()
             .filter(|(session_id, (token, taken))| {
                 *taken < since && renewed.get(*session_id) != Some(token)
             })
-            .map(|(session_id, _)| session_id.clone())
+            .map(|(session_id, (token, _))| (session_id.clone(), *token))
             .collect();
-        for session_id in &lost {
+        for (session_id, _) in &lost {
             held.remove(session_id);
         }
         lost
@@ -69,8 +78,10 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Renews this process's leases until the store closes.
-pub(crate) async fn renew(shared: Weak<Shared>) {
+/// Renews this process's leases until the store closes, on a connection of its
+/// own, so a busy pool never delays a renewal past the expiry.
+pub(crate) async fn renew(shared: Weak<Shared>, connect: PgConnectOptions) {
+    let mut conn: Option<PgConnection> = None;
     loop {
         let Some((closing, every)) = shared
             .upgrade()
@@ -85,22 +96,46 @@ pub(crate) async fn renew(shared: Weak<Shared>) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        if let Err(error) = renew_once(&shared).await {
+        if conn.is_none() {
+            match connect.connect().await {
+                Ok(fresh) => conn = Some(fresh),
+                Err(error) => {
+                    tracing::warn!(%error, "could not connect to renew this process's leases");
+                    continue;
+                }
+            }
+        }
+        let Some(connection) = conn.as_mut() else {
+            continue;
+        };
+        if let Err(error) = renew_once(&shared, connection).await {
             tracing::warn!(%error, "could not renew this process's leases; they lapse unless the next renewal succeeds");
+            // Start the next renewal on a fresh connection, in case this one broke.
+            conn = None;
         }
     }
 }
 
-async fn renew_once(shared: &Shared) -> Result<(), StoreError> {
+async fn renew_once(shared: &Shared, conn: &mut PgConnection) -> Result<(), StoreError> {
     let started = Instant::now();
+    // Only the tenures an owner here still holds: a lease whose owner left (or died
+    // without giving it back) lapses instead of living on.
+    let (sessions, tokens) = shared.leases.tenures();
+    if sessions.is_empty() {
+        return Ok(());
+    }
     let rows: Vec<(String, i64)> = sqlx::query_as(
         "UPDATE session_leases SET expires_at = clock_timestamp() + $3 * interval '1 millisecond' \
-         WHERE agent_id = $1 AND holder = $2 RETURNING session_id, token",
+         WHERE agent_id = $1 AND holder = $2 \
+           AND (session_id, token) IN (SELECT * FROM unnest($4::text[], $5::bigint[])) \
+         RETURNING session_id, token",
     )
     .bind(shared.agent.as_str())
     .bind(&shared.holder)
     .bind(millis(shared.lease_ttl))
-    .fetch_all(&shared.pool)
+    .bind(sessions)
+    .bind(tokens)
+    .fetch_all(&mut *conn)
     .await
     .map_err(db)?;
     let mut renewed = HashMap::with_capacity(rows.len());
@@ -109,9 +144,9 @@ async fn renew_once(shared: &Shared) -> Result<(), StoreError> {
             renewed.insert(session_id, FencingToken(uint(token, "lease token")?));
         }
     }
-    for session_id in shared.leases.keep_only(&renewed, started) {
+    for (session_id, token) in shared.leases.keep_only(&renewed, started) {
         tracing::warn!(session = %session_id, "this process lost a lease: another process took the Session over");
-        let _receivers = shared.events.send(OwnershipEvent::Lost { session_id });
+        let _receivers = shared.events.send(OwnershipEvent::Lost { session_id, token });
     }
     Ok(())
 }
@@ -169,7 +204,7 @@ impl Ownership for PostgresStore {
         .bind(shared.agent.as_str())
         .bind(session_id.as_str())
         .bind(&shared.holder)
-        .bind(shiitake_core::store::columns::int(token.0))
+        .bind(int(token.0))
         .execute(&mut *tx)
         .await
         .map_err(db)?;

@@ -156,10 +156,14 @@ impl PostgresStore {
         migrator_conn.close().await.map_err(OpenError::connect)?;
         let pool = PgPoolOptions::new()
             .max_connections(options.read_connections.max(1))
+            // A ping before every query doubles the round trips; a broken connection
+            // fails its query instead, and the pool replaces it.
+            .test_before_acquire(false)
             .connect_with(connect.clone())
             .await
             .map_err(OpenError::connect)?;
         let writer_conn = connect.connect().await.map_err(OpenError::connect)?;
+        let connect_for_renewal = connect.clone();
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let holder = ulid::Ulid::generate().to_string();
         let closing = tokio_util::sync::CancellationToken::new();
@@ -179,7 +183,7 @@ impl PostgresStore {
             .await
             .map_err(OpenError::connect)?;
         tokio::spawn(events::run(listener, Arc::downgrade(&shared)));
-        tokio::spawn(leases::renew(Arc::downgrade(&shared)));
+        tokio::spawn(leases::renew(Arc::downgrade(&shared), connect_for_renewal));
         Ok(Self { shared })
     }
 

@@ -364,12 +364,13 @@ impl Statements<'_> {
                 self.push(stmt.expecting(Expect::Claim));
             }
             Op::Fence { session_id, token } => {
-                // The share lock holds off a takeover (an update of this row) until
-                // this transaction ends, so the new owner loads after this commit.
+                // The key-share lock holds off a takeover (which changes the token, a
+                // key column) until this transaction ends, so the new owner loads after
+                // this commit; renewals (which change only the expiry) pass.
                 let stmt = self
                     .keyed(
                         "SELECT 1 FROM session_leases WHERE agent_id = $1 AND session_id = $2 \
-                         AND token = $3 AND holder = $4 FOR SHARE",
+                         AND token = $3 AND holder = $4 FOR KEY SHARE",
                     )
                     .bind(session_id.as_str())
                     .bind(int(token.0))

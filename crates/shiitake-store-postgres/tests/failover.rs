@@ -65,7 +65,7 @@ fn spawn_node(database: &str, key: &str, effects: &Path, name: &str) -> Node {
             effects.to_str().unwrap(),
             &STEPS.to_string(),
         ])
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", std::env::var("SHIITAKE_NODE_LOG").unwrap_or_else(|_| "warn".to_owned()))
         .stdout(Stdio::piped())
         .stderr(File::create(&log).unwrap())
         .spawn()
@@ -278,9 +278,18 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
     };
     use sqlx::Row;
     let key = fresh_key();
-    let effects = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    // SHIITAKE_KEEP_FAILOVER=1 keeps the node logs and marks for a look afterwards.
+    let (effects, _scratch): (PathBuf, Option<tempfile::TempDir>) =
+        if std::env::var_os("SHIITAKE_KEEP_FAILOVER").is_some() {
+            let kept = scratch.keep();
+            eprintln!("keeping {}", kept.display());
+            (kept, None)
+        } else {
+            (scratch.path().to_owned(), Some(scratch))
+        };
     let mut nodes: Vec<Node> = (0..3)
-        .map(|n| spawn_node(&database, key.as_str(), effects.path(), &format!("node{n}")))
+        .map(|n| spawn_node(&database, key.as_str(), effects.as_path(), &format!("node{n}")))
         .collect();
     let cluster = Arc::new(Cluster {
         clients: nodes.iter().map(|node| client(&node.url)).collect(),
@@ -330,6 +339,7 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
     // Mid-run: kill process 0, then pause process 1 past its lease and continue it.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let killed_at_ms = now_ms();
+    eprintln!("killing process 0 at {killed_at_ms}");
     cluster.alive[0].store(false, Ordering::SeqCst);
     nodes[0].child.kill().unwrap();
     let killed = Instant::now();
@@ -493,7 +503,7 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
     );
 
     // No double run: each execution of the unsafe tool happened once.
-    let marks = std::fs::read_to_string(effects.path().join("marks")).unwrap();
+    let marks = std::fs::read_to_string(effects.as_path().join("marks")).unwrap();
     let mut executions = HashSet::new();
     for line in marks.lines() {
         assert!(executions.insert(line.to_owned()), "{line} ran twice");

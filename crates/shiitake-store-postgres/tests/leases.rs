@@ -212,7 +212,7 @@ async fn a_lease_taken_over_is_announced_as_lost_to_its_old_holder() {
     .await;
     let lost = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
-            if let Ok(OwnershipEvent::Lost { session_id }) = events.recv().await {
+            if let Ok(OwnershipEvent::Lost { session_id, .. }) = events.recv().await {
                 return session_id;
             }
         }

@@ -100,8 +100,9 @@ pub(crate) enum Request {
     /// Requests were forwarded to this Session from another process (shared stores
     /// only); a stand-in takes it as the moment to try for the lease.
     Drain,
-    /// Another process took this Session's lease over: stop without committing.
-    LeaseLost,
+    /// Another process took this Session's lease (taken with this token) over:
+    /// stop without committing.
+    LeaseLost(FencingToken),
 }
 
 /// What the runner tells its owner.
@@ -399,15 +400,13 @@ impl Owner {
         result
     }
 
-    /// Gives the lease back, so another process may take the Session at once.
+    /// Gives the lease back, so another process may take the Session at once (a
+    /// lease that moved on to another tenure is left alone by the store).
     async fn release_lease(&mut self) {
         let (Some(token), Some(ownership)) = (self.lease.take(), self.core.ownership.clone())
         else {
             return;
         };
-        if self.fenced {
-            return;
-        }
         if let Err(error) = ownership.release(&self.header.id, token).await {
             tracing::warn!(%error, session = %self.header.id, "could not give a lease back; it lapses");
         }
@@ -432,7 +431,9 @@ impl Owner {
             }
             // `run_owner` serves forwarded requests itself (they come back through here).
             Request::Drain => {}
-            Request::LeaseLost => {
+            // A later tenure of this process is not the one that was lost.
+            Request::LeaseLost(token) if self.lease != Some(token) => {}
+            Request::LeaseLost(_) => {
                 tracing::warn!(session = %self.header.id, "lease taken over by another process; this owner stops");
                 self.fenced = true;
                 self.stop_run_without_terminal();
@@ -700,7 +701,7 @@ fn refuse_all(
                     tracing::trace!("stop requester left");
                 }
             }
-            Request::Run(_) | Request::Drain | Request::LeaseLost => {}
+            Request::Run(_) | Request::Drain | Request::LeaseLost(_) => {}
         }
     }
 }

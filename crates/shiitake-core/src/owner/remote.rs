@@ -112,7 +112,7 @@ impl Forwarded {
             | Request::Stop(_)
             | Request::Run(_)
             | Request::Drain
-            | Request::LeaseLost => return None,
+            | Request::LeaseLost(_) => return None,
         })
     }
 }
@@ -403,7 +403,7 @@ pub(super) fn refuse(request: Request, error: ShiitakeError) {
                 tracing::trace!("stop requester left");
             }
         }
-        Request::Run(_) | Request::Drain | Request::LeaseLost => {}
+        Request::Run(_) | Request::Drain | Request::LeaseLost(_) => {}
     }
 }
 
@@ -591,8 +591,21 @@ impl Follower {
         // Whatever was committed between the answer and this task starting.
         let mut look = true;
         loop {
-            if look && !self.catch_up().await {
-                return;
+            if look {
+                match self.catch_up().await {
+                    CaughtUp::Yes => {}
+                    CaughtUp::Nobody => return,
+                    // The owner could not be reached (it is moving): look again soon
+                    // rather than wait for a commit that may not come.
+                    CaughtUp::Later => {
+                        tokio::select! {
+                            () = self.closing.cancelled() => return,
+                            () = self.publisher.closed() => return,
+                            () = tokio::time::sleep(FOLLOWER_RETRY) => {}
+                        }
+                        continue;
+                    }
+                }
             }
             look = tokio::select! {
                 () = self.closing.cancelled() => return,
@@ -618,8 +631,8 @@ impl Follower {
             .map(|position| position.sequence)
     }
 
-    /// Publishes every frame after the cursor; `false` when nobody listens any more.
-    async fn catch_up(&mut self) -> bool {
+    /// Publishes every frame after the cursor.
+    async fn catch_up(&mut self) -> CaughtUp {
         let after = self.cursor.clone().unwrap_or_else(|| {
             Position {
                 epoch: 0,
@@ -634,8 +647,12 @@ impl Follower {
         let frames = match self.session.replay(options).await {
             Ok(frames) => frames,
             Err(error) => {
-                tracing::warn!(%error, session = %shiitake_protocol::SessionApi::session_id(&self.session), "a follower could not catch up");
-                return self.publisher.receiver_count() > 0;
+                tracing::debug!(%error, session = %shiitake_protocol::SessionApi::session_id(&self.session), "a follower could not catch up yet");
+                return if self.publisher.receiver_count() > 0 {
+                    CaughtUp::Later
+                } else {
+                    CaughtUp::Nobody
+                };
             }
         };
         for frame in frames {
@@ -654,12 +671,25 @@ impl Follower {
                 SessionFrame::Progress(progress) => Published::Progress(Arc::new(progress)),
             };
             if self.publisher.send(published).is_err() {
-                return false;
+                return CaughtUp::Nobody;
             }
         }
-        true
+        CaughtUp::Yes
     }
 }
+
+/// What one catch-up of a follower came to.
+enum CaughtUp {
+    /// Everything committed so far was published.
+    Yes,
+    /// Nobody listens any more.
+    Nobody,
+    /// The owner could not be asked now; try again after [`FOLLOWER_RETRY`].
+    Later,
+}
+
+/// How long a follower waits before asking again after the owner could not answer.
+const FOLLOWER_RETRY: Duration = Duration::from_millis(200);
 
 /// This process's side of shared ownership, until the Agent closes: wakes owners
 /// here for requests forwarded to them, stops owners whose lease was taken over,
@@ -674,8 +704,8 @@ pub(crate) async fn watch(core: Arc<AgentCore>, ownership: Arc<dyn Ownership>) {
                 Ok(OwnershipEvent::Forwarded { session_id }) => {
                     wake(&core, &session_id, Request::Drain);
                 }
-                Ok(OwnershipEvent::Lost { session_id }) => {
-                    wake(&core, &session_id, Request::LeaseLost);
+                Ok(OwnershipEvent::Lost { session_id, token }) => {
+                    wake(&core, &session_id, Request::LeaseLost(token));
                 }
                 Ok(OwnershipEvent::Released { .. }) => look_at = Instant::now(),
                 Ok(OwnershipEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -715,6 +745,12 @@ async fn adopt_orphans(core: &Arc<AgentCore>, ownership: &Arc<dyn Ownership>) ->
             return ttl / 2;
         }
     };
+    if !orphans.sessions.is_empty() {
+        tracing::info!(
+            sessions = orphans.sessions.len(),
+            "adopting Sessions whose owner went away"
+        );
+    }
     for session_id in &orphans.sessions {
         let mailbox = core.owners.mailbox(core, session_id);
         if mailbox.try_send(Request::Drain).is_err() {
@@ -725,6 +761,7 @@ async fn adopt_orphans(core: &Arc<AgentCore>, ownership: &Arc<dyn Ownership>) ->
         // Their timers may be due: the scheduler looks again.
         core.host.timers_changed.notify_one();
     }
+    tracing::debug!(next_lapse = ?orphans.next_lapse, "looked for Sessions whose owner went away");
     // A lease renewed just now lapses one lease period from now; look a little after.
     orphans
         .next_lapse

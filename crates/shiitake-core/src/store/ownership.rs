@@ -95,6 +95,8 @@ pub enum OwnershipEvent {
     Lost {
         /// The Session.
         session_id: SessionId,
+        /// The tenure that ended; an owner that took the lease again since holds another.
+        token: FencingToken,
     },
     /// Announcements may have been missed (the listening connection was lost and
     /// came back): whoever waits on one should look at the database again.

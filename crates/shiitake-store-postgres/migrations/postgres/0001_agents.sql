@@ -170,8 +170,13 @@ CREATE INDEX timers_by_due ON timers (agent_id, due_at);
 
 -- One lease per Session with a live owner. `holder` names the owning process;
 -- `token` grows by one every time the lease is taken, and every commit of the owner
--- checks it (a share lock on this row), so a stale owner's commit never lands.
--- Expiry is the database's clock, so processes need not agree on time.
+-- checks it, so a stale owner's commit never lands. Expiry is the database's clock,
+-- so processes need not agree on time.
+--
+-- Locks: a commit checks the token under FOR KEY SHARE. The unique index on
+-- (agent_id, session_id, token) makes `token` a key column, so taking the lease
+-- (which changes the token) waits for commits in flight, while renewing it (which
+-- changes only the expiry) does not, and cannot deadlock with them.
 CREATE TABLE session_leases (
     agent_id   TEXT NOT NULL,
     session_id TEXT NOT NULL,
@@ -183,6 +188,7 @@ CREATE TABLE session_leases (
 );
 
 CREATE INDEX session_leases_by_holder ON session_leases (agent_id, holder);
+CREATE UNIQUE INDEX session_leases_token ON session_leases (agent_id, session_id, token);
 
 -- Requests for a Session's owner from another process, and their answers.
 CREATE TABLE forwarded_requests (
