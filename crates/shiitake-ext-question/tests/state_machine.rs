@@ -310,9 +310,10 @@ proptest! {
         for ask_id in world.resolved.keys() {
             let delivered = world.delivered.get(ask_id).copied().unwrap_or(0);
             let suppressed = world.suppressed.contains_key(ask_id);
-            prop_assert!(
-                delivered == 1 || (suppressed && delivered == 0),
-                "{} resolved: delivered {} times, suppressed {}",
+            let expected = if suppressed { 0 } else { 1 };
+            prop_assert_eq!(
+                delivered, expected,
+                "{} resolved: delivered {} times, suppressed by a cancel: {}",
                 ask_id, delivered, suppressed
             );
         }
