@@ -23,7 +23,7 @@ const USAGE: &str = "usage: cargo xtask local-model <command>
   spec [--port N] [--weights W]    print the model spec that reaches the server
   eval [--port N] [--runs N] [--weights W]
                                    measure each weights (or W) on the fixed prompt set of
-                                   xtask/local-model-eval.json (default port 8095, 3 runs)
+                                   xtask/local-model-eval.json (default port 8095, 1 run)
 
   W is one of: smollm2 (the default), gemma3";
 
@@ -112,7 +112,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 &cache,
                 &candidates,
                 options.port.unwrap_or(eval::DEFAULT_PORT),
-                options.runs.unwrap_or(3),
+                options.runs.unwrap_or(1),
             )
         }
         other => Err(format!("unknown local-model command `{other}`\n\n{USAGE}")),

@@ -17,9 +17,13 @@
 //! /v1/models` answers and returns its base URL. [`stop`] ends the server the
 //! pid file names, checking first that the pid still is that server.
 //!
-//! The server cannot stream a tool call chosen with `tool_choice: "auto"`
-//! (it answers an empty 200), so [`spec`] asks the OpenAI-compatible provider
-//! to replay whole answers when tools are offered (`?tool_streaming=replay`).
+//! The server runs with Shiitake's own tool-calling chat handler
+//! (`src/server.py`, registered as `shiitake-tools`): llama-cpp-python's
+//! `chatml-function-calling` answers every message empty when tools are
+//! offered, hides tool results from the model and cannot stream a tool call.
+//! The handler builds each answer whole, so [`spec`] asks the
+//! OpenAI-compatible provider to ask for it whole and replay it
+//! (`?tool_streaming=replay`).
 //!
 //! Everything here is synchronous and blocking (it runs `pip` for minutes on
 //! a first start); async callers run it on a blocking thread. It knows nothing

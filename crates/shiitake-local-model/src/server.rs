@@ -17,6 +17,10 @@ use crate::{Cache, LocalModelError, base_url};
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Context window: the function-calling prompt lists every tool's schema.
 const CONTEXT_TOKENS: &str = "4096";
+/// The server with Shiitake's tool-calling chat handler (see the file's docstring).
+const SERVER_SCRIPT: &str = include_str!("server.py");
+/// The name the script registers its chat handler under.
+const CHAT_FORMAT: &str = "shiitake-tools";
 
 /// Starts the server for `weights` on 127.0.0.1:`port`, or reuses the one answering there.
 ///
@@ -37,6 +41,13 @@ pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, Local
     }
     install::server(cache)?;
     let model = install::weights(cache, weights)?;
+    let script = cache.root().join("shiitake_server.py");
+    if fs::read_to_string(&script).ok().as_deref() != Some(SERVER_SCRIPT) {
+        fs::write(&script, SERVER_SCRIPT).map_err(|source| LocalModelError::Io {
+            path: script.clone(),
+            source,
+        })?;
+    }
     let log_path = cache.log_file();
     let log = fs::File::create(&log_path).map_err(|source| LocalModelError::Io {
         path: log_path.clone(),
@@ -47,13 +58,13 @@ pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, Local
         source,
     })?;
     let mut child = Command::new(cache.python())
-        .args(["-m", "llama_cpp.server", "--model"])
+        .arg(&script)
+        .arg("--model")
         .arg(&model)
         .args(["--model_alias", weights.alias(), "--host", "127.0.0.1", "--port"])
         .arg(port.to_string())
         .args(["--n_ctx", CONTEXT_TOKENS, "--n_threads", "2", "--verbose", "false"])
-        // The one generic chat format of llama-cpp-python that offers tools.
-        .args(["--chat_format", "chatml-function-calling"])
+        .args(["--chat_format", CHAT_FORMAT])
         // Queue concurrent requests instead of cutting the running one short.
         .args(["--interrupt_requests", "false"])
         .stdin(Stdio::null())
@@ -63,7 +74,7 @@ pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, Local
         .process_group(0)
         .spawn()
         .map_err(|error| LocalModelError::Command {
-            command: "python -m llama_cpp.server".into(),
+            command: "python shiitake_server.py".into(),
             detail: error.to_string(),
         })?;
     let pid_file = cache.pid_file();
@@ -115,7 +126,8 @@ pub fn stop(cache: &Cache) -> Result<bool, LocalModelError> {
         .map_err(|_| LocalModelError::Unexpected(format!("bad pid file: `{}`", text.trim())))?;
     // Only signal the process if it still is our server: pids get reused.
     let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let ours = String::from_utf8_lossy(&cmdline).contains("llama_cpp.server");
+    let ours = String::from_utf8_lossy(&cmdline).contains("shiitake_server.py")
+        || String::from_utf8_lossy(&cmdline).contains("llama_cpp.server");
     if ours {
         signal(pid, "TERM")?;
         let deadline = Instant::now() + Duration::from_secs(10);
