@@ -55,7 +55,13 @@ fn load() -> Result<Prompts, String> {
     let list_of = |key: &str| -> Result<Vec<String>, String> {
         value[key]
             .as_array()
-            .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .ok_or_else(|| format!("{}: `{key}` must be a list of strings", path.display()))
     };
     Ok(Prompts {
@@ -64,8 +70,14 @@ fn load() -> Result<Prompts, String> {
             .as_array()
             .cloned()
             .ok_or_else(|| format!("{}: `tools` must be a list", path.display()))?,
-        file_path: value["file"]["path"].as_str().unwrap_or_default().to_owned(),
-        file_content: value["file"]["content"].as_str().unwrap_or_default().to_owned(),
+        file_path: value["file"]["path"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        file_content: value["file"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
         must_mention: text_of("must_mention")?,
         plain: list_of("plain")?,
         read: list_of("read")?,
@@ -140,7 +152,9 @@ fn measure(prompts: &Prompts, weights: Weights, port: u16, runs: u32) -> Result<
             if !text_of(&answer).trim().is_empty() {
                 tally.text.0 += 1;
             } else {
-                tally.failures.push(format!("no text for {question:?}: {answer}"));
+                tally
+                    .failures
+                    .push(format!("no text for {question:?}: {answer}"));
             }
         }
         for request in &prompts.read {
@@ -150,7 +164,9 @@ fn measure(prompts: &Prompts, weights: Weights, port: u16, runs: u32) -> Result<
             if well_formed_read(&answer, &prompts.file_path) {
                 tally.call.0 += 1;
             } else {
-                tally.failures.push(format!("no read call for {request:?}: {answer}"));
+                tally
+                    .failures
+                    .push(format!("no read call for {request:?}: {answer}"));
             }
             let messages = vec![
                 system.clone(),
@@ -167,7 +183,9 @@ fn measure(prompts: &Prompts, weights: Weights, port: u16, runs: u32) -> Result<
             if text.contains(&prompts.must_mention.to_lowercase()) {
                 tally.after.0 += 1;
             } else {
-                tally.failures.push(format!("after the result of {request:?}: {answer}"));
+                tally
+                    .failures
+                    .push(format!("after the result of {request:?}: {answer}"));
             }
         }
     }

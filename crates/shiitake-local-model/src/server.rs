@@ -61,9 +61,22 @@ pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, Local
         .arg(&script)
         .arg("--model")
         .arg(&model)
-        .args(["--model_alias", weights.alias(), "--host", "127.0.0.1", "--port"])
+        .args([
+            "--model_alias",
+            weights.alias(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+        ])
         .arg(port.to_string())
-        .args(["--n_ctx", CONTEXT_TOKENS, "--n_threads", "2", "--verbose", "false"])
+        .args([
+            "--n_ctx",
+            CONTEXT_TOKENS,
+            "--n_threads",
+            "2",
+            "--verbose",
+            "false",
+        ])
         .args(["--chat_format", CHAT_FORMAT])
         // Queue concurrent requests instead of cutting the running one short.
         .args(["--interrupt_requests", "false"])
@@ -185,7 +198,9 @@ fn models(port: u16) -> Option<String> {
     let _short_reads_are_judged_below = stream.take(1 << 20).read_to_end(&mut response);
     let response = String::from_utf8_lossy(&response);
     let ok = response.starts_with("HTTP/1.") && response.get(9..12) == Some("200");
-    let body = response.split_once("\r\n\r\n").map(|(_, body)| body.to_owned());
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned());
     if ok { body } else { None }
 }
 
@@ -216,8 +231,13 @@ mod tests {
 
     #[test]
     fn the_models_route_is_read_and_other_answers_are_not_healthy() {
-        let port = answer_once("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"data\":[{\"id\":\"smollm2\"}]}");
-        assert_eq!(models(port).as_deref(), Some("{\"data\":[{\"id\":\"smollm2\"}]}"));
+        let port = answer_once(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"data\":[{\"id\":\"smollm2\"}]}",
+        );
+        assert_eq!(
+            models(port).as_deref(),
+            Some("{\"data\":[{\"id\":\"smollm2\"}]}")
+        );
         let port = answer_once("HTTP/1.1 404 Not Found\r\n\r\n{}");
         assert!(!healthy(port));
     }

@@ -37,7 +37,9 @@ impl Weights {
 
     /// The weights named `alias`, if any.
     pub fn from_alias(alias: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|weights| weights.alias() == alias)
+        Self::ALL
+            .into_iter()
+            .find(|weights| weights.alias() == alias)
     }
 
     /// The file the weights are kept in, in the cache.

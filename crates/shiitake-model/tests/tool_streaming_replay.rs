@@ -238,7 +238,7 @@ async fn failures_are_classified_before_any_event() {
 
 /// Replays `turn` under a bound of `max_bytes` for the whole answer.
 async fn replay_under_bound(max_bytes: usize) -> Result<String, ModelErrorKind> {
-    let reply = wire::openai_whole(&Turn::text(&"x".repeat(1000)));
+    let reply = wire::openai_whole(&Turn::text("x".repeat(1000)));
     let server = TestServer::start(vec![reply]).await;
     let limits = HttpLimits {
         max_event_bytes: max_bytes,
@@ -257,7 +257,7 @@ async fn replay_under_bound(max_bytes: usize) -> Result<String, ModelErrorKind> 
 }
 
 fn whole_answer_bytes() -> usize {
-    let reply = wire::openai_whole(&Turn::text(&"x".repeat(1000)));
+    let reply = wire::openai_whole(&Turn::text("x".repeat(1000)));
     reply
         .parts
         .iter()

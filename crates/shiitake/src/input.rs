@@ -117,7 +117,9 @@ impl Input {
 
     /// Whether the editor is reading a line now (so leaving must wait for it to return).
     pub fn editing(&self) -> bool {
-        self.resume.is_some() && !self.waiting && self.thread.as_ref().is_some_and(|t| !t.is_finished())
+        self.resume.is_some()
+            && !self.waiting
+            && self.thread.as_ref().is_some_and(|t| !t.is_finished())
     }
 
     /// The next event; `None` once input has ended (end of file, Ctrl-D).

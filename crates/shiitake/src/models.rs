@@ -61,7 +61,8 @@ pub struct StartedLocal {
 impl StartedLocal {
     /// Stops the server (on a blocking thread: it waits for the process to end).
     pub async fn stop(self) {
-        let stopped = tokio::task::spawn_blocking(move || shiitake_local_model::stop(&self.cache)).await;
+        let stopped =
+            tokio::task::spawn_blocking(move || shiitake_local_model::stop(&self.cache)).await;
         match stopped {
             Ok(Ok(_)) => println!("shiitake: stopped the bundled local model"),
             Ok(Err(error)) => eprintln!("shiitake: stopping the bundled local model: {error}"),
@@ -144,12 +145,17 @@ mod tests {
             ModelChoice::parse(Some("local:gemma3")).ok(),
             Some(ModelChoice::Local(Weights::Gemma3))
         );
-        assert_eq!(ModelChoice::parse(Some("none")).ok(), Some(ModelChoice::None));
+        assert_eq!(
+            ModelChoice::parse(Some("none")).ok(),
+            Some(ModelChoice::None)
+        );
         assert_eq!(
             ModelChoice::parse(Some("openai:gpt-4o-mini")).ok(),
             Some(ModelChoice::Spec("openai:gpt-4o-mini".into()))
         );
-        let error = ModelChoice::parse(Some("local:llama")).err().map(|e| e.to_string());
+        let error = ModelChoice::parse(Some("local:llama"))
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             error.as_deref(),
             Some("--model local:llama: the bundled weights are smollm2, gemma3")
@@ -160,7 +166,12 @@ mod tests {
     fn without_a_model_the_diagnostic_says_how_to_configure_one() {
         let models = ServeModels::new(None);
         let error = models.resolve(None).err().unwrap_or_default();
-        for needed in ["--model", "SHIITAKE_MODEL", "docs/models.md", "bundled local model"] {
+        for needed in [
+            "--model",
+            "SHIITAKE_MODEL",
+            "docs/models.md",
+            "bundled local model",
+        ] {
             assert!(error.contains(needed), "{needed}: {error}");
         }
     }

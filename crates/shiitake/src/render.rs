@@ -140,7 +140,10 @@ impl Printer {
         self.queue = activity.queue.clone();
         if activity.active_tool != self.tool {
             if let Some(tool) = &activity.active_tool {
-                self.line(&paint(TOOL, &format!("[tool] running {}", inert_line(tool))));
+                self.line(&paint(
+                    TOOL,
+                    &format!("[tool] running {}", inert_line(tool)),
+                ));
             }
             self.tool = activity.active_tool.clone();
         }

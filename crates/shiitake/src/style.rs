@@ -76,7 +76,10 @@ mod tests {
 
     #[test]
     fn escapes_become_visible_and_plain_text_is_untouched() {
-        assert_eq!(inert("red \x1b[31mtext\x1b[0m"), "red \\x1b[31mtext\\x1b[0m");
+        assert_eq!(
+            inert("red \x1b[31mtext\x1b[0m"),
+            "red \\x1b[31mtext\\x1b[0m"
+        );
         assert_eq!(inert("over\rwrite\x07\x7f"), "over\\rwrite\\x07\\x7f");
         assert_eq!(inert("dos\r\nline\r"), "dos\nline\\r");
         assert_eq!(inert("\u{9b}2J"), "\\x9b2J", "C1 CSI");

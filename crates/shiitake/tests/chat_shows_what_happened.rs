@@ -50,7 +50,10 @@ fn control_characters_from_the_model_and_tools_are_escaped() {
         .chars()
         .filter(|c| (c.is_control() && *c != '\n') || *c == '\u{202e}')
         .collect();
-    assert!(raw.is_empty(), "raw control characters {raw:?} in:\n{printed}");
+    assert!(
+        raw.is_empty(),
+        "raw control characters {raw:?} in:\n{printed}"
+    );
     let lines: Vec<&str> = printed.lines().collect();
     assert!(
         lines.contains(&r"assistant: \x1b]0;pwned\x07\x1b[2JLook\roverwritten"),
@@ -118,5 +121,8 @@ fn piped_output_has_no_colour_even_without_no_color() {
     let output = support::run_with_input(command, "hi\n", Duration::from_secs(60));
     let printed = stdout(&output);
     assert!(printed.contains("assistant: plain"), "{printed}");
-    assert!(!printed.contains('\x1b'), "colour codes in a pipe:\n{printed:?}");
+    assert!(
+        !printed.contains('\x1b'),
+        "colour codes in a pipe:\n{printed:?}"
+    );
 }

@@ -44,7 +44,9 @@ struct Conversation {
 
 /// Runs `chat` with `prompt` piped in against a fresh `serve` over `workspace`.
 fn converse(spec: &str, workspace: &std::path::Path, prompt: &str) -> Conversation {
-    let _one_at_a_time = SERVER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one_at_a_time = SERVER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(&dir.path().join("data"), workspace, free_port(), Some(spec));
     let output = serve.chat(&format!("{prompt}\n"), Duration::from_secs(900));
@@ -58,8 +60,9 @@ fn converse(spec: &str, workspace: &std::path::Path, prompt: &str) -> Conversati
     let token = std::fs::read_to_string(dir.path().join("data/token")).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let snapshot = runtime.block_on(async {
-        let agent = RemoteAgent::new(ClientOptions::new(serve.url.clone()).with_token(token.trim()))
-            .unwrap();
+        let agent =
+            RemoteAgent::new(ClientOptions::new(serve.url.clone()).with_token(token.trim()))
+                .unwrap();
         let session = agent.session(SessionId::new(session).unwrap());
         session.read(ReadOptions::default()).await.unwrap()
     });
@@ -82,9 +85,18 @@ fn a_plain_question_gets_a_completed_run_with_text() {
     let Some(spec) = local_spec() else { return };
     let workspace = tempfile::tempdir().unwrap();
     let talk = converse(&spec, workspace.path(), "Hello, who are you?");
-    assert_eq!(talk.outcomes, [TerminalOutcome::Completed], "{}", talk.printed);
+    assert_eq!(
+        talk.outcomes,
+        [TerminalOutcome::Completed],
+        "{}",
+        talk.printed
+    );
     let answer = last_assistant(&talk.messages).expect("an assistant message");
-    assert!(!answer.text().trim().is_empty(), "{answer:?}\n{}", talk.printed);
+    assert!(
+        !answer.text().trim().is_empty(),
+        "{answer:?}\n{}",
+        talk.printed
+    );
     assert!(talk.printed.contains("assistant: "), "{}", talk.printed);
     assert!(!talk.printed.contains("(no text)"), "{}", talk.printed);
 }
@@ -103,7 +115,12 @@ fn reading_a_file_calls_the_tool_and_answers_after_its_result() {
         workspace.path(),
         "Read the file notes.txt and tell me what it says.",
     );
-    assert_eq!(talk.outcomes, [TerminalOutcome::Completed], "{}", talk.printed);
+    assert_eq!(
+        talk.outcomes,
+        [TerminalOutcome::Completed],
+        "{}",
+        talk.printed
+    );
     let call_at = talk
         .messages
         .iter()
@@ -122,6 +139,14 @@ fn reading_a_file_calls_the_tool_and_answers_after_its_result() {
         "the run ends with an answer: {last:?}"
     );
     assert!(talk.messages.len() > result_at + 1);
-    assert!(talk.printed.contains("[tool call] files__read("), "{}", talk.printed);
-    assert!(talk.printed.contains("[tool result] files__read:"), "{}", talk.printed);
+    assert!(
+        talk.printed.contains("[tool call] files__read("),
+        "{}",
+        talk.printed
+    );
+    assert!(
+        talk.printed.contains("[tool result] files__read:"),
+        "{}",
+        talk.printed
+    );
 }
