@@ -26,6 +26,7 @@ small are only coherent that way, and answers repeat for a given build.
 """
 
 import json
+import threading
 import time
 import uuid
 
@@ -34,6 +35,8 @@ import llama_cpp.llama_grammar as llama_grammar
 from llama_cpp.server.__main__ import main
 
 DEFAULT_MAX_TOKENS = 512
+# Arguments of one call: enough for any files tool, and a bound on grammar work.
+MAX_ARGUMENT_TOKENS = 256
 END = "<|im_end|>"
 
 
@@ -169,7 +172,8 @@ def shiitake_tools(llama, messages, tools=None, tool_choice=None, max_tokens=Non
         tool = next((t for t in tools if t["function"]["name"] == forced), None)
         if tool is None:
             raise ValueError(f"no tool named {forced!r}")
-        done = _complete(llama, prompt + f"functions.{forced}:\n", limit, grammar=_grammar_for(tool))
+        done = _complete(llama, prompt + f"functions.{forced}:\n", min(limit, MAX_ARGUMENT_TOKENS),
+                         grammar=_grammar_for(tool))
         arguments = done["choices"][0]["text"].strip() or "{}"
         call = {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
                 "function": {"name": forced, "arguments": arguments}}
@@ -188,4 +192,7 @@ def shiitake_tools(llama, messages, tools=None, tool_choice=None, max_tokens=Non
 
 
 if __name__ == "__main__":
+    # llama.cpp's grammar matching recurses deeply on JSON-Schema grammars; the
+    # default 8 MiB thread stack overflowed (a segfault) on one files tool.
+    threading.stack_size(256 * 1024 * 1024)
     main()
