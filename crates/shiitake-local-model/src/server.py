@@ -110,10 +110,24 @@ def _complete(llama, prompt, max_tokens, grammar=None, stop=None):
     )
 
 
+LENGTH_BOUNDS = ("maxLength", "minLength", "maxItems", "minItems")
+
+
+def _loosen(schema):
+    """The schema without length bounds: llama.cpp spells `maxLength: N` as N nested
+    optional rules, and a 1 MiB bound (apply_patch's) crashed the server. The tool
+    still checks its input."""
+    if isinstance(schema, dict):
+        return {k: _loosen(v) for k, v in schema.items() if k not in LENGTH_BOUNDS}
+    if isinstance(schema, list):
+        return [_loosen(item) for item in schema]
+    return schema
+
+
 def _grammar_for(tool):
     try:
         return llama_grammar.LlamaGrammar.from_json_schema(
-            json.dumps(tool["function"].get("parameters", {})), verbose=False
+            json.dumps(_loosen(tool["function"].get("parameters", {}))), verbose=False
         )
     except Exception:  # the schema uses something the converter does not know
         return llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
