@@ -9,9 +9,12 @@
 
 mod chat;
 mod commands;
+mod input;
+mod models;
 mod render;
 mod serve;
 mod setup;
+mod style;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
