@@ -77,10 +77,14 @@ pub fn config(model: Arc<ScriptedModel>) -> AgentConfig {
     config
 }
 
-/// An Agent of `key` with the standard test tools.
+/// An Agent of `key` with the standard test tools and the conformance suite's
+/// tally extension.
 pub async fn agent(key: &AgentKey, counters: Arc<TestTools>, config: AgentConfig) -> Agent {
+    use shiitake_conformance::extension::Tally;
     let store = store(key, Duration::from_secs(10)).await;
-    Agent::open(Arc::new(store), tools::catalog(counters).await, config)
+    Agent::builder(Arc::new(store), tools::catalog(counters).await, config)
+        .extension(Tally::new().unwrap(), Tally::grants())
+        .open()
         .await
         .unwrap()
 }
