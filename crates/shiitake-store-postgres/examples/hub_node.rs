@@ -9,9 +9,12 @@
 //! - The model (`StepModel`) answers each run with `<steps>` calls of the tool
 //!   `hub.mark` then the text `done`, deciding from the run's own context, so any
 //!   process can resume any run.
+//!   A run whose prompt starts with `hold` never gets an answer (the benchmark
+//!   measures acceptance behind it).
 //! - `hub.mark` is not replay-safe: it appends its execution id to
 //!   `<effects dir>/marks` (fsynced) before a short wait, so a test can count how
-//!   often each call really ran, whichever process ran it.
+//!   often each call really ran, whichever process ran it. With `-` as the effects
+//!   dir (the benchmark) it records nothing and answers at once.
 //! - The `example-ticker` extension (Agent scope): its `arm {count, cadence}`
 //!   command sets `count` timers on a cron cadence; each firing records a row
 //!   `<timer>@<due_at>@<process>` in the transaction that claims the occurrence, so a
@@ -41,7 +44,7 @@ use shiitake_model::{
     ScriptedModel, Step, Turn,
 };
 use shiitake_protocol::ExtensionId;
-use shiitake_protocol::message::Message;
+use shiitake_protocol::message::{Message, UserContent};
 use shiitake_server::{ServerConfig, Token, router};
 use shiitake_store_postgres::{AgentKey, PostgresOptions, PostgresStore};
 use tokio_util::sync::CancellationToken;
@@ -67,7 +70,18 @@ impl StepModel {
             .filter(|message| matches!(message, Message::ToolResult(_)))
             .count()
     }
+
+    /// Whether the run's prompt asks for no answer at all.
+    fn held(context: &ModelContext) -> bool {
+        context.messages.iter().rev().find_map(|message| match message {
+            Message::User(user) => Some(matches!(&user.content, UserContent::Text(text) if text.starts_with("hold"))),
+            _ => None,
+        }) == Some(true)
+    }
 }
+
+/// Long enough to outlast any benchmark; the pause is cancellable.
+const HOLD_MS: u64 = 24 * 60 * 60 * 1000;
 
 #[async_trait]
 impl Model for StepModel {
@@ -82,11 +96,15 @@ impl Model for StepModel {
         cancel: CancellationToken,
     ) -> Result<AssistantStream, ModelError> {
         let done = Self::done_in_run(&context);
-        let turn = if done < self.steps {
+        let turn = if Self::held(&context) {
+            Turn::new(vec![Step::DelayMs(HOLD_MS)])
+        } else if done < self.steps {
             Turn::new(vec![
                 Step::DelayMs(5),
                 Step::ToolCall(ScriptToolCall {
-                    id: None,
+                    // One id per step of the run, so the execution id (command and
+                    // call) names one logical call, whichever process makes it.
+                    id: Some(format!("call_step_{done}")),
                     name: "hub__mark".to_owned(),
                     arguments: [("step".to_owned(), json!(done))].into_iter().collect(),
                 }),
@@ -100,15 +118,19 @@ impl Model for StepModel {
     }
 }
 
-/// The tools: `hub.mark`, which records each execution before a short wait.
-async fn catalog(effects: PathBuf) -> Result<Arc<Catalog>, Failure> {
+/// The tools: `hub.mark`, which records each execution before a short wait (or,
+/// without an effects dir, does nothing).
+async fn catalog(effects: Option<PathBuf>) -> Result<Arc<Catalog>, Failure> {
     let mark = Operation::from_fn(
         OperationName::new("mark")?,
         "Records that this call ran; must not run twice.",
         move |_input, context| {
-            let file = effects.join("marks");
+            let file = effects.as_ref().map(|effects| effects.join("marks"));
             let execution = context.execution_id().to_string();
             async move {
+                let Some(file) = file else {
+                    return Ok(Value::from("marked"));
+                };
                 let mut marks = OpenOptions::new()
                     .create(true)
                     .append(true)
@@ -190,7 +212,9 @@ async fn main() -> Result<(), Failure> {
     let url = arg(&args, 0, "the database url")?;
     let key = AgentKey::new(arg(&args, 1, "the agent key")?)?;
     let lease_ms: u64 = arg(&args, 2, "the lease in ms")?.parse()?;
-    let effects = PathBuf::from(arg(&args, 3, "the effects dir")?);
+    let effects = Some(arg(&args, 3, "the effects dir")?)
+        .filter(|dir| dir != "-")
+        .map(PathBuf::from);
     let steps: usize = arg(&args, 4, "the steps of a run")?.parse()?;
 
     let mut options = PostgresOptions::new(url, key);

@@ -49,7 +49,17 @@ struct Node {
     log: PathBuf,
 }
 
+/// The `hub_node` example, built now: `cargo test --test failover` alone does not
+/// build examples, and a stale node would test old code.
 fn node_binary() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "shiitake-store-postgres", "--example", "hub_node"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "cargo build --example hub_node failed");
+    });
     let exe = std::env::current_exe().unwrap();
     let debug = exe.parent().and_then(Path::parent).unwrap();
     debug.join("examples").join("hub_node")
