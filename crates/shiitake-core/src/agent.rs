@@ -9,32 +9,17 @@ use shiitake_protocol::{
     AgentApi, Cursor, ExtensionId, ExtensionStatusV0, RequestId, SessionId, SessionInboxState,
     SessionSummary, SessionSummaryPage, SessionSummaryRow, ShiitakeError,
 };
-use tokio::sync::oneshot;
 
+use crate::agent_core::AgentCore;
 use crate::clock::now_ms;
 use crate::config::AgentConfig;
 use crate::extension::host::{Host, Registered};
 use crate::extension::{Extension, FilesHandle, Grants, lifecycle};
 use crate::ids;
-use crate::owner::Request;
-use crate::owner::registry::Registry;
+use crate::owner::registry::{self, Registry};
 use crate::session::LocalSession;
 use crate::store::{ListPosition, Op, SessionHeader, Store};
 use tokio_util::sync::CancellationToken;
-
-/// What every owner and runner of one Agent shares.
-pub(crate) struct AgentCore {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) tools: Arc<Catalog>,
-    pub(crate) config: AgentConfig,
-    pub(crate) owners: Registry,
-    pub(crate) host: Host,
-    /// Cancelled by `close`: the timer scheduler stops.
-    pub(crate) closing: CancellationToken,
-    /// Leases and forwarding when several processes share the store; `None` when
-    /// this process is the store's only user.
-    pub(crate) ownership: Option<Arc<dyn crate::store::Ownership>>,
-}
 
 /// A durable harness: Sessions, their queues and runs, on one store.
 ///
@@ -116,7 +101,7 @@ impl AgentBuilder {
             ownership: ownership.clone(),
             store: self.store,
             tools: self.tools,
-            config: self.config,
+            config: Arc::new(self.config),
             owners: Registry::default(),
             host: Host::new(registered),
             closing: CancellationToken::new(),
@@ -233,11 +218,7 @@ impl AgentApi for Agent {
 
     async fn delete_session(&self, session_id: &SessionId) -> Result<bool, ShiitakeError> {
         if let Some(mailbox) = self.core.owners.live_mailbox(session_id) {
-            let (done, stopped) = oneshot::channel();
-            if mailbox.send(Request::Stop(done)).await.is_ok() {
-                // Either answer means the owner no longer runs anything.
-                let _stopped = stopped.await;
-            }
+            registry::stop(&mailbox).await;
         }
         Ok(self.core.store.delete_session(session_id).await?)
     }
@@ -316,10 +297,7 @@ impl AgentApi for Agent {
     async fn close(&self) -> Result<(), ShiitakeError> {
         self.core.closing.cancel();
         for mailbox in self.core.owners.all() {
-            let (done, stopped) = oneshot::channel();
-            if mailbox.send(Request::Stop(done)).await.is_ok() {
-                let _stopped = stopped.await;
-            }
+            registry::stop(&mailbox).await;
         }
         self.core.store.close().await;
         Ok(())

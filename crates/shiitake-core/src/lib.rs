@@ -18,6 +18,7 @@
 //! (`shiitake-model`), tools (`shiitake-capabilities`, `knapsack`), HTTP.
 
 mod agent;
+mod agent_core;
 pub mod clock;
 pub mod config;
 pub mod cursor;

@@ -12,7 +12,7 @@ use shiitake_protocol::{
 };
 use tokio::sync::{broadcast, oneshot};
 
-use crate::agent::AgentCore;
+use crate::agent_core::AgentCore;
 use crate::owner::{Published, Reply, Request};
 
 /// Times a call is retried when the owner it reached retired under it.

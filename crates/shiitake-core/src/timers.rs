@@ -13,8 +13,9 @@ use std::time::Duration;
 use shiitake_protocol::ShiitakeError;
 use tokio::sync::oneshot;
 
-use crate::agent::AgentCore;
-use crate::extension::host::{Failure, Host, Place, run_hook};
+use crate::agent_core::AgentCore;
+use crate::extension::agent_scope::AgentScope;
+use crate::extension::host::Failure;
 use crate::extension::{AdmissionOutcome, Admitted, Delivery, FiredTimer, Grant, Origin, TimerId};
 use crate::owner::Request;
 use crate::session::LocalSession;
@@ -142,7 +143,7 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         ),
         None => None,
     };
-    let mut ops = vec![Op::ClaimTimer {
+    let ops = vec![Op::ClaimTimer {
         id: timer.id.clone(),
         due_at: timer.due_at,
         next,
@@ -153,41 +154,21 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
     if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Timers) {
         return Err(waits(&timer));
     }
-    let _serialised = core.host.agent_transactions.lock().await;
-    let rows = core.host.agent_rows_of(&timer.extension_id);
-    let empty = Default::default();
-    let place = Place {
-        session_id: None,
-        session_rows: &empty,
-        agent_rows: &rows,
-        now: core.config.clock.now_ms(),
-    };
     let fired = FiredTimer {
         id: TimerId(timer.id.clone()),
         session_id: None,
         payload: timer.payload.clone(),
         due_at: timer.due_at,
     };
-    match run_hook(registered, &place, |extension, tx| {
-        extension.on_timer(tx, &fired)
-    }) {
-        Ok(finished) => {
-            ops.extend(finished.ops);
-            core.store.commit(ops).await?;
-            core.host
-                .apply_agent_writes(&timer.extension_id, finished.agent_writes);
-            if finished.timers_changed {
-                core.host.timers_changed.notify_one();
-            }
-        }
+    let scope = AgentScope::lock(core, registered).await;
+    match scope.run(|extension, tx| extension.on_timer(tx, &fired)) {
+        Ok(finished) => scope.commit(ops, finished).await?,
         Err(failure) => {
             let reason = match failure {
                 Failure::Caller(error) => format!("timer hook failed: {error}"),
                 Failure::Stop(reason) => reason,
             };
-            ops.push(Host::status_op(registered, Some(reason.clone())));
-            core.store.commit(ops).await?;
-            core.host.mark_stopped(&timer.extension_id, Some(reason));
+            scope.stop(ops, reason).await?;
         }
     }
     Ok(())
@@ -261,36 +242,16 @@ async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeE
         correlation: delivery.correlation,
         outcome,
     };
-    let _serialised = core.host.agent_transactions.lock().await;
-    let rows = core.host.agent_rows_of(&timer.extension_id);
-    let empty = Default::default();
-    let place = Place {
-        session_id: None,
-        session_rows: &empty,
-        agent_rows: &rows,
-        now: core.config.clock.now_ms(),
-    };
-    let mut ops = vec![claim];
-    match run_hook(registered, &place, |extension, tx| {
-        extension.on_admission(tx, &admitted)
-    }) {
-        Ok(finished) => {
-            ops.extend(finished.ops);
-            core.store.commit(ops).await?;
-            core.host
-                .apply_agent_writes(&timer.extension_id, finished.agent_writes);
-            if finished.timers_changed {
-                core.host.timers_changed.notify_one();
-            }
-        }
+    let ops = vec![claim];
+    let scope = AgentScope::lock(core, registered).await;
+    match scope.run(|extension, tx| extension.on_admission(tx, &admitted)) {
+        Ok(finished) => scope.commit(ops, finished).await?,
         Err(failure) => {
             let reason = match failure {
                 Failure::Caller(error) => format!("admission hook failed: {error}"),
                 Failure::Stop(reason) => reason,
             };
-            ops.push(Host::status_op(registered, Some(reason.clone())));
-            core.store.commit(ops).await?;
-            core.host.mark_stopped(&timer.extension_id, Some(reason));
+            scope.stop(ops, reason).await?;
         }
     }
     Ok(())

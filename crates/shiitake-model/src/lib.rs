@@ -84,5 +84,5 @@ pub use model::{
     ToolSpec,
 };
 pub use openai::{OpenAiCompatible, OpenAiConfig, ToolStreaming};
-pub use scripted::{Script, ScriptError, ScriptedModel, Step, Turn};
+pub use scripted::{Recording, Script, ScriptError, ScriptedModel, Step, Turn};
 pub use select::{ModelEnv, SelectError, select};

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::json;
 use shiitake_model::scripted::ScriptFailure;
 use shiitake_model::{
-    AssistantEvent, Model, ModelEnv, ModelErrorKind, ModelOptions, Script, ScriptedModel, Step,
-    Turn, select,
+    AssistantEvent, Model, ModelEnv, ModelErrorKind, ModelOptions, Recording, Script,
+    ScriptedModel, Step, Turn, select,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -91,6 +91,38 @@ async fn every_request_is_recorded_even_failed_ones() {
         .await
         .unwrap();
     assert_eq!(model.requests(), vec![ask("first"), ask("second")]);
+}
+
+/// Makes `count` calls named `m0`, `m1`, ... and returns what was recorded.
+async fn recorded_after(recording: Recording, count: usize) -> Vec<shiitake_model::ModelContext> {
+    let model = ScriptedModel::new(Script::new(vec![Turn::text("ok")]).cycle(true))
+        .with_recording(recording);
+    for n in 0..count {
+        call(&model, ask(&format!("m{n}")), ModelOptions::default())
+            .await
+            .unwrap();
+    }
+    assert_eq!(model.calls(), count);
+    model.requests()
+}
+
+#[tokio::test]
+async fn recording_keeps_the_most_recent_contexts_up_to_its_bound() {
+    // At the bound every call is kept; one past it the oldest goes.
+    assert_eq!(
+        recorded_after(Recording::Last(2), 2).await,
+        vec![ask("m0"), ask("m1")]
+    );
+    assert_eq!(
+        recorded_after(Recording::Last(2), 3).await,
+        vec![ask("m1"), ask("m2")]
+    );
+    assert_eq!(recorded_after(Recording::Last(0), 3).await, vec![]);
+    assert_eq!(recorded_after(Recording::Off, 3).await, vec![]);
+    assert_eq!(
+        Recording::default(),
+        Recording::Last(shiitake_model::scripted::DEFAULT_RECORDED)
+    );
 }
 
 #[tokio::test]

@@ -8,12 +8,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use shiitake_capabilities::ToolError;
 use shiitake_protocol::{ExtensionId, ExtensionSlotV0, SessionId};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::definition::ExtensionDefinition;
 use super::tx::{Effect, Rows, StateView, Tx};
 use super::{Extension, Grant, Grants, HookError, StateScope};
-use crate::owner::Request;
 use crate::store::{ExtensionStatusRow, Op, RowScope, TimerKind, TimerRow};
 
 /// Longest prompt section an extension may contribute to a run, in UTF-8 bytes.
@@ -485,11 +484,23 @@ pub(crate) fn apply_writes(rows: &mut Rows, writes: Writes) {
 /// A boxed transaction a tool handler sends to the Session's owner.
 pub(crate) type ToolTransaction = Box<dyn FnOnce(&mut Tx<'_>) -> Result<Value, HookError> + Send>;
 
+/// Where a tool handler's transaction goes: the mailbox of the run's Session owner.
+#[async_trait::async_trait]
+pub(crate) trait TxMailbox: Send + Sync {
+    /// Sends one transaction to run and commit; `false` once the owner has stopped.
+    async fn send_transaction(
+        &self,
+        extension_id: ExtensionId,
+        transaction: ToolTransaction,
+        reply: oneshot::Sender<Result<Value, shiitake_protocol::ShiitakeError>>,
+    ) -> bool;
+}
+
 /// Lets an extension's tool handlers change state: each call is an owner
 /// transaction of the run's Session, committed before the tool answers.
 #[derive(Clone)]
 pub struct ToolTx {
-    pub(crate) mailbox: mpsc::Sender<Request>,
+    pub(crate) mailbox: Arc<dyn TxMailbox>,
     pub(crate) extension_id: ExtensionId,
     pub(crate) changes: tokio::sync::watch::Receiver<u64>,
 }
@@ -537,15 +548,13 @@ impl ToolTx {
         transaction: impl FnOnce(&mut Tx<'_>) -> Result<Value, HookError> + Send + 'static,
     ) -> Result<Value, ToolError> {
         let (reply, answer) = oneshot::channel();
-        let request = Request::ExtensionTx {
-            extension_id: self.extension_id.clone(),
-            transaction: Box::new(transaction),
-            reply,
-        };
-        self.mailbox
-            .send(request)
-            .await
-            .map_err(|_| ToolError::fatal("the Session's owner stopped"))?;
+        let sent = self
+            .mailbox
+            .send_transaction(self.extension_id.clone(), Box::new(transaction), reply)
+            .await;
+        if !sent {
+            return Err(ToolError::fatal("the Session's owner stopped"));
+        }
         match answer.await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(ToolError::for_model(error.message)),

@@ -9,9 +9,10 @@ use shiitake_protocol::catalog::{CatalogEntry, SessionCatalogs};
 use shiitake_protocol::{ExtensionId, ExtensionRunState, ExtensionStatusV0, ShiitakeError};
 
 use super::definition::MigrationTx;
-use super::host::{Failure, Host, Place, Registered, run_hook};
+use super::agent_scope::AgentScope;
+use super::host::{Failure, Host, Registered};
 use super::{Grant, HookError};
-use crate::agent::AgentCore;
+use crate::agent_core::AgentCore;
 use crate::store::{ExtensionRow, ExtensionStatusRow, Op, RowScope};
 
 /// Brings every extension's stored state to its schema version, records revisions,
@@ -206,21 +207,11 @@ pub(crate) async fn call_agent_command(
             None => {}
         }
     }
-    let _serialised = core.host.agent_transactions.lock().await;
-    let rows = core.host.agent_rows_of(id);
-    let empty = Default::default();
-    let place = Place {
-        session_id: None,
-        session_rows: &empty,
-        agent_rows: &rows,
-        now: core.config.clock.now_ms(),
-    };
     let command = command.to_owned();
-    match run_hook(registered, &place, |extension, tx| {
-        extension.command(tx, &command, input)
-    }) {
+    let scope = AgentScope::lock(core, registered).await;
+    match scope.run(|extension, tx| extension.command(tx, &command, input)) {
         Ok(finished) => {
-            let mut ops = finished.ops;
+            let mut ops = Vec::new();
             if let Some(request_id) = request_id {
                 ops.push(Op::PutExtensionRequest {
                     extension_id: id.clone(),
@@ -230,12 +221,7 @@ pub(crate) async fn call_agent_command(
                     response: finished.value.clone(),
                 });
             }
-            core.store.commit(ops).await?;
-            core.host.apply_agent_writes(id, finished.agent_writes);
-            if finished.timers_changed {
-                core.host.timers_changed.notify_one();
-            }
-            Ok(finished.value)
+            Ok(scope.commit(ops, finished).await?)
         }
         Err(Failure::Caller(error)) => Err(match error {
             HookError::Invalid(message) => ShiitakeError::invalid(message),
@@ -248,10 +234,7 @@ pub(crate) async fn call_agent_command(
             HookError::Failed(reason) => ShiitakeError::stopped(reason),
         }),
         Err(Failure::Stop(reason)) => {
-            core.store
-                .commit(vec![Host::status_op(registered, Some(reason.clone()))])
-                .await?;
-            core.host.mark_stopped(id, Some(reason.clone()));
+            scope.stop(Vec::new(), reason.clone()).await?;
             Err(ShiitakeError::stopped(format!(
                 "extension {id} stopped: {reason}"
             )))

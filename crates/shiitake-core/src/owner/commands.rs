@@ -225,33 +225,21 @@ impl Owner {
             .iter()
             .position(|queued| &queued.command_id == command_id)
         {
-            let mut header = self.next_header();
-            let terminal =
-                self.terminal_row(&mut header, command_id, TerminalOutcome::Cancelled, None);
+            let mut change = self.change();
+            change.terminal(command_id, TerminalOutcome::Cancelled, None);
             let removed = self.queue.remove(index);
-            header.inbox_state = self.inbox_state();
-            let session_id = self.header.id.clone();
-            let ops = vec![
-                Op::SetCommandState {
-                    session_id: session_id.clone(),
-                    command_id: command_id.clone(),
-                    state: CommandState::Settled,
-                    run_id: None,
-                },
-                Op::InsertTerminal {
-                    session_id,
-                    terminal: terminal.clone(),
-                },
-            ];
-            if let Err(error) = self.commit(ops, header).await {
-                // Not committed: the prompt is still waiting where it was.
-                if let Some(removed) = removed {
-                    self.queue.insert(index, removed);
+            change.header.inbox_state = self.inbox_state();
+            let committed = match self.commit_change(change).await {
+                Ok(committed) => committed,
+                Err(error) => {
+                    // Not committed: the prompt is still waiting where it was.
+                    if let Some(removed) = removed {
+                        self.queue.insert(index, removed);
+                    }
+                    return Err(error);
                 }
-                return Err(error);
-            }
-            self.refresh_activity();
-            self.publish_changes(Vec::new(), vec![terminal]);
+            };
+            self.publish_committed(committed);
             return Ok(CancelResult::Accepted(Accepted {
                 command_id: command_id.clone(),
             }));
@@ -354,17 +342,17 @@ impl Owner {
             return Ok(());
         }
         let message = operator_message(author, text);
-        let mut header = self.next_header();
+        let mut change = self.change();
         let command_id = ids::command_id();
-        let session_id = self.header.id.clone();
         let waits = self.run.is_some();
-        let mut command = StoredCommand {
+        let accepted_sequence = change.sequence();
+        change.command(StoredCommand {
             id: command_id.clone(),
             request_id: Some(request_id),
             origin: None,
             kind: CommandKind::Operator,
             payload,
-            accepted_sequence: take(&mut header),
+            accepted_sequence,
             state: if waits {
                 CommandState::Pending
             } else {
@@ -372,36 +360,18 @@ impl Owner {
             },
             run_id: None,
             recoveries: 0,
-        };
+        });
         if waits {
-            self.commit(
-                vec![Op::InsertCommand {
-                    session_id,
-                    command,
-                }],
-                header,
-            )
-            .await?;
+            self.commit_change(change).await?;
             self.waiting_lines.push_back(WaitingLine {
                 command_id,
                 message,
             });
             return Ok(());
         }
-        command.state = CommandState::Settled;
-        let entry = self.entry_row(&mut header, None, message);
-        let ops = vec![
-            Op::InsertCommand {
-                session_id: session_id.clone(),
-                command,
-            },
-            Op::InsertEntry {
-                session_id,
-                entry: entry.clone(),
-            },
-        ];
-        self.commit(ops, header).await?;
-        self.publish_changes(vec![entry], Vec::new());
+        change.entry(None, message);
+        let committed = self.commit_change(change).await?;
+        self.publish_committed(committed);
         Ok(())
     }
 }

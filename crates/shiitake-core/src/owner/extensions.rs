@@ -2,6 +2,7 @@
 //! settled and timer hooks, slots, attention and run contributions.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde_json::Value;
 use shiitake_capabilities::Module;
@@ -510,7 +511,7 @@ impl Owner {
                 },
             };
             let tools = ToolTx {
-                mailbox: self.mailbox.clone(),
+                mailbox: Arc::new(self.mailbox.clone()),
                 extension_id: id.clone(),
                 changes: self.changes_of(id),
             };

@@ -5,6 +5,7 @@
 //! that was not committed. The owner also starts runs, answers its runner at
 //! model-call boundaries, and settles runs with their terminals.
 
+mod change;
 mod commands;
 mod extensions;
 mod observe;
@@ -18,8 +19,8 @@ use std::sync::Arc;
 
 use shiitake_protocol::message::Message;
 use shiitake_protocol::{
-    CommandId, EntryId, ExtensionId, ModelPreference, ProgressFrame, PromptDelivery, PromptText,
-    QueueState, ReadOptions, RetryState, SessionActivity, SessionCommand, SessionFrame,
+    CommandId, ExtensionId, ModelPreference, ProgressFrame, PromptDelivery, PromptText,
+    QueueState, ReadOptions, SessionActivity, SessionCommand, SessionFrame,
     SessionInboxState, SessionProgress, SessionSnapshot, ShiitakeError, SubscribeOptions,
     TerminalOutcome, UpdateFrame,
 };
@@ -28,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use self::open::OpenChange;
-use crate::agent::AgentCore;
+use crate::agent_core::AgentCore;
 use crate::clock::now_ms;
 use crate::inbox::{InboxFacts, WorkPhase, inbox_state};
 use crate::store::ownership::{Claim, ForwardId};
@@ -105,39 +106,33 @@ pub(crate) enum Request {
     LeaseLost(FencingToken),
 }
 
-/// What the runner tells its owner.
-#[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
-pub(crate) enum RunEvent {
-    /// At a model-call boundary: take waiting steers and operator lines into the lineage.
-    Boundary(oneshot::Sender<Result<Vec<(EntryId, Message)>, ShiitakeError>>),
-    /// Commit one completed message under the given entry id.
-    Commit {
-        entry_id: EntryId,
-        message: Message,
-        /// Set for the result of an extension's tool: its tool-result hook runs in this commit.
-        tool: Option<crate::extension::ToolOutcome>,
-        reply: oneshot::Sender<Result<(), ShiitakeError>>,
-    },
-    /// The streaming message moved on (never stored).
-    Progress(SessionProgress),
-    /// A model call failed retryably and waits (`Some`), or the wait is over (`None`).
-    Retry(Option<RetryState>),
-    /// A tool started (`Some(name)`) or finished (`None`).
-    ActiveTool(Option<String>),
-    /// Older messages were summarised: the model reads the summary instead of the
-    /// entries before `first_kept`.
-    Compacted {
-        first_kept: EntryId,
-        summary: String,
-        reply: oneshot::Sender<Result<(), ShiitakeError>>,
-    },
-    /// A sandbox refused a tool call.
-    SandboxFailure { capability: String, message: String },
-    /// The run settled.
-    Finished {
-        outcome: TerminalOutcome,
-        diagnostic: Option<String>,
-    },
+pub(crate) use crate::runner::RunEvent;
+
+/// A tool handler's transaction reaches the owner through the same mailbox.
+#[async_trait::async_trait]
+impl crate::extension::host::TxMailbox for mpsc::Sender<Request> {
+    async fn send_transaction(
+        &self,
+        extension_id: ExtensionId,
+        transaction: crate::extension::host::ToolTransaction,
+        reply: Reply<serde_json::Value>,
+    ) -> bool {
+        let request = Request::ExtensionTx {
+            extension_id,
+            transaction,
+            reply,
+        };
+        self.send(request).await.is_ok()
+    }
+}
+
+/// A run tells its owner through the owner's own mailbox, so its events and
+/// every other request are served in one order.
+#[async_trait::async_trait]
+impl crate::runner::OwnerMailbox for mpsc::Sender<Request> {
+    async fn send_event(&self, event: RunEvent) -> bool {
+        self.send(Request::Run(event)).await.is_ok()
+    }
 }
 
 /// What subscribers receive from the owner after each commit.

@@ -7,7 +7,7 @@ use shiitake_protocol::SessionId;
 use tokio::sync::mpsc;
 
 use super::{Request, run_owner};
-use crate::agent::AgentCore;
+use crate::agent_core::AgentCore;
 
 /// Requests an owner holds before callers wait for room.
 const MAILBOX: usize = 256;
@@ -15,6 +15,18 @@ const MAILBOX: usize = 256;
 struct Live {
     generation: u64,
     mailbox: mpsc::Sender<Request>,
+}
+
+/// Asks the owner behind `mailbox` to stop (runs stop without a terminal, the lease
+/// goes back) and waits until it has; an owner already gone counts as stopped.
+pub(crate) async fn stop(mailbox: &mpsc::Sender<Request>) {
+    let (done, stopped) = tokio::sync::oneshot::channel();
+    if mailbox.send(Request::Stop(done)).await.is_ok() {
+        // Either answer means the owner no longer runs anything.
+        if stopped.await.is_err() {
+            tracing::trace!("an owner ended before answering its stop");
+        }
+    }
 }
 
 /// Maps each live Session to its owner's mailbox.

@@ -30,7 +30,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::{Owner, PUBLISH_BUFFER, Published, Reply, Request, send};
-use crate::agent::AgentCore;
+use crate::agent_core::AgentCore;
 use crate::cursor::Position;
 use crate::extension::{Origin, Sender};
 use crate::session::LocalSession;

@@ -9,6 +9,7 @@ use shiitake_protocol::{
 };
 use tokio_util::sync::CancellationToken;
 
+use super::change::Change;
 use super::commands::prompt_message;
 use super::extensions::Staged;
 use super::observe::Changes;
@@ -17,94 +18,34 @@ use crate::clock::now_ms;
 use crate::extension::Settled;
 use crate::runner::{self, RunStart};
 use crate::store::{
-    CommandState, Op, SessionHeader, StoredCommand, StoredCompaction, StoredEntry,
-    StoredSandboxFailure, StoredTerminal,
+    CommandState, Op, StoredCommand, StoredCompaction, StoredSandboxFailure,
 };
 
 impl Owner {
-    /// A lineage entry after the current leaf; moves the leaf to it.
-    pub(super) fn entry_row(
-        &self,
-        header: &mut SessionHeader,
-        command_id: Option<CommandId>,
-        message: Message,
-    ) -> StoredEntry {
-        self.entry_row_with_id(header, crate::ids::entry_id(), command_id, message)
-    }
-
-    fn entry_row_with_id(
-        &self,
-        header: &mut SessionHeader,
-        id: EntryId,
-        command_id: Option<CommandId>,
-        message: Message,
-    ) -> StoredEntry {
-        let entry = StoredEntry {
-            id,
-            parent: header.leaf.clone(),
-            sequence: take(header),
-            command_id,
-            message,
-        };
-        header.leaf = Some(entry.id.clone());
-        entry
-    }
-
-    /// A terminal for `command_id`, anchored at the current leaf.
-    pub(super) fn terminal_row(
-        &self,
-        header: &mut SessionHeader,
-        command_id: &CommandId,
-        outcome: TerminalOutcome,
-        diagnostic: Option<String>,
-    ) -> StoredTerminal {
-        StoredTerminal {
-            command_id: command_id.clone(),
-            outcome,
-            sequence: take(header),
-            diagnostic,
-            anchor: header.leaf.clone(),
-        }
-    }
-
     /// Starts the next run when none is active and a prompt waits.
     pub(super) async fn start_next_run(&mut self) {
         while self.run.is_none() {
             let Some(next) = self.queue.front().cloned() else {
                 return;
             };
-            let mut header = self.next_header();
-            let entry = self.entry_row(
-                &mut header,
-                Some(next.command_id.clone()),
-                prompt_message(&next.text),
-            );
-            let session_id = self.header.id.clone();
-            let ops = vec![
-                Op::SetCommandState {
-                    session_id: session_id.clone(),
-                    command_id: next.command_id.clone(),
-                    state: CommandState::Running,
-                    run_id: None,
-                },
-                Op::InsertEntry {
-                    session_id,
-                    entry: entry.clone(),
-                },
-            ];
-            header.inbox_state = shiitake_protocol::SessionInboxState::Running;
-            if let Err(error) = self.commit(ops, header).await {
-                tracing::error!(%error, session = %self.header.id, "could not start a run; it stays queued");
-                return;
-            }
+            let mut change = self.change();
+            change.command_state(&next.command_id, CommandState::Running, None);
+            change.entry(Some(next.command_id.clone()), prompt_message(&next.text));
+            change.header.inbox_state = shiitake_protocol::SessionInboxState::Running;
+            let committed = match self.commit_change(change).await {
+                Ok(committed) => committed,
+                Err(error) => {
+                    tracing::error!(%error, session = %self.header.id, "could not start a run; it stays queued");
+                    return;
+                }
+            };
             self.queue.pop_front();
             if !next.provenance.is_empty() {
                 self.origins
                     .insert(next.command_id.clone(), next.provenance.clone());
             }
             self.spawn_runner(next.command_id, false);
-            self.refresh_activity();
-            self.publish_changes(vec![entry], Vec::new());
+            self.publish_committed(committed);
         }
     }
 
@@ -119,12 +60,16 @@ impl Owner {
                 .any(|queued| queued.delivery == PromptDelivery::Steer),
         );
         let start = RunStart {
-            core: self.core.clone(),
+            agent: runner::RunDeps {
+                store: self.core.store.clone(),
+                tools: self.core.tools.clone(),
+                config: self.core.config.clone(),
+            },
             session_id: self.header.id.clone(),
             command_id: command_id.clone(),
             leaf: self.header.leaf.clone(),
             preference: self.header.model_preference.clone(),
-            owner: self.mailbox.clone(),
+            owner: Arc::new(self.mailbox.clone()),
             cancel: cancel.clone(),
             steer_waiting: self.steer_waiting.subscribe(),
             recovering,
@@ -275,30 +220,13 @@ impl Owner {
         if steers.is_empty() && self.waiting_lines.is_empty() {
             return Ok(Vec::new());
         }
-        let mut header = self.next_header();
-        let session_id = self.header.id.clone();
-        let mut ops = Vec::new();
-        let mut entries = Vec::new();
-        self.waiting_line_rows(&mut header, &mut ops, &mut entries);
+        let mut change = self.change();
+        self.waiting_line_rows(&mut change);
         for steer in &steers {
-            let entry = self.entry_row(
-                &mut header,
-                Some(steer.command_id.clone()),
-                prompt_message(&steer.text),
-            );
-            ops.push(Op::SetCommandState {
-                session_id: session_id.clone(),
-                command_id: steer.command_id.clone(),
-                state: CommandState::Running,
-                run_id: Some(run_id.clone()),
-            });
-            ops.push(Op::InsertEntry {
-                session_id: session_id.clone(),
-                entry: entry.clone(),
-            });
-            entries.push(entry);
+            change.command_state(&steer.command_id, CommandState::Running, Some(run_id.clone()));
+            change.entry(Some(steer.command_id.clone()), prompt_message(&steer.text));
         }
-        self.commit(ops, header).await?;
+        let committed = self.commit_change(change).await?;
         self.waiting_lines.clear();
         self.queue
             .retain(|queued| queued.delivery != PromptDelivery::Steer);
@@ -307,12 +235,12 @@ impl Owner {
             run.absorbed
                 .extend(steers.into_iter().map(|steer| steer.command_id));
         }
-        self.refresh_activity();
-        let messages = entries
+        let messages = committed
+            .entries
             .iter()
             .map(|entry| (entry.id.clone(), entry.message.clone()))
             .collect();
-        self.publish_changes(entries, Vec::new());
+        self.publish_committed(committed);
         Ok(messages)
     }
 
@@ -332,31 +260,26 @@ impl Owner {
             None => None,
         };
         let is_assistant = matches!(message, Message::Assistant(_));
-        let mut header = self.next_header();
-        let entry = self.entry_row_with_id(&mut header, entry_id, Some(run_id), message);
-        let session_id = self.header.id.clone();
-        let mut ops = vec![Op::InsertEntry {
-            session_id,
-            entry: entry.clone(),
-        }];
+        let mut change = self.change();
+        let sequence = change.entry_with_id(entry_id, Some(run_id), message).sequence;
         let mut staged = Staged::default();
         if let Some(outcome) = &tool {
             self.tool_result_hook(
                 outcome,
                 super::extensions::StagedCommit {
-                    header: &mut header,
-                    ops: &mut ops,
+                    header: &mut change.header,
+                    ops: &mut change.ops,
                     staged: &mut staged,
                 },
             );
-            header.inbox_state = self.inbox_state_with(&staged);
+            change.header.inbox_state = self.inbox_state_with(&staged);
         }
-        self.commit(ops, header).await?;
+        let committed = self.commit_change(change).await?;
         if is_assistant {
-            self.activity.last_model_choice_sequence = Some(entry.sequence);
+            self.activity.last_model_choice_sequence = Some(sequence);
             self.progress = None;
         }
-        self.publish_changes(vec![entry], Vec::new());
+        self.publish_committed(committed);
         if tool.is_some() {
             self.adopt(staged).await;
         }
@@ -374,23 +297,9 @@ impl Owner {
     ) {
         let core = self.core.clone();
         let _serialised = core.host.agent_transactions.lock().await;
-        let mut header = self.next_header();
-        let session_id = self.header.id.clone();
-        let mut ops = Vec::new();
-        let mut terminals = Vec::new();
+        let mut change = self.change();
         for id in std::iter::once(command_id).chain(absorbed) {
-            let terminal = self.terminal_row(&mut header, id, outcome, diagnostic.clone());
-            ops.push(Op::SetCommandState {
-                session_id: session_id.clone(),
-                command_id: id.clone(),
-                state: CommandState::Settled,
-                run_id: None,
-            });
-            ops.push(Op::InsertTerminal {
-                session_id: session_id.clone(),
-                terminal: terminal.clone(),
-            });
-            terminals.push(terminal);
+            change.terminal(id, outcome, diagnostic.clone());
         }
         let provenance = self.provenance_of(command_id);
         let settled = Settled {
@@ -402,46 +311,39 @@ impl Owner {
         let mut staged = Staged::default();
         {
             let agent_rows = core.host.agent_read();
-            self.settled_hooks(&settled, &agent_rows, &mut header, &mut ops, &mut staged);
+            self.settled_hooks(
+                &settled,
+                &agent_rows,
+                &mut change.header,
+                &mut change.ops,
+                &mut staged,
+            );
         }
         let previous = self.last_outcome.replace(outcome);
-        header.settled_at = Some(now_ms());
-        header.inbox_state = self.inbox_state_with(&staged);
-        if let Err(error) = self.commit(ops, header).await {
-            // The work stays running in the store; recovery settles it on the next open.
-            self.last_outcome = previous;
-            tracing::error!(%error, session = %self.header.id, "could not commit a terminal");
-            return;
-        }
+        change.header.settled_at = Some(now_ms());
+        change.header.inbox_state = self.inbox_state_with(&staged);
+        let committed = match self.commit_change(change).await {
+            Ok(committed) => committed,
+            Err(error) => {
+                // The work stays running in the store; recovery settles it on the next open.
+                self.last_outcome = previous;
+                tracing::error!(%error, session = %self.header.id, "could not commit a terminal");
+                return;
+            }
+        };
         for id in std::iter::once(command_id).chain(absorbed) {
             self.origins.remove(id);
         }
         self.progress = None;
-        self.refresh_activity();
-        self.publish_changes(Vec::new(), terminals);
+        self.publish_committed(committed);
         self.adopt(staged).await;
     }
 
     /// The rows that append every waiting operator line to the lineage.
-    fn waiting_line_rows(
-        &self,
-        header: &mut SessionHeader,
-        ops: &mut Vec<Op>,
-        entries: &mut Vec<StoredEntry>,
-    ) {
+    fn waiting_line_rows(&self, change: &mut Change) {
         for line in &self.waiting_lines {
-            let entry = self.entry_row(header, None, line.message.clone());
-            ops.push(Op::SetCommandState {
-                session_id: self.header.id.clone(),
-                command_id: line.command_id.clone(),
-                state: CommandState::Settled,
-                run_id: None,
-            });
-            ops.push(Op::InsertEntry {
-                session_id: self.header.id.clone(),
-                entry: entry.clone(),
-            });
-            entries.push(entry);
+            change.command_state(&line.command_id, CommandState::Settled, None);
+            change.entry(None, line.message.clone());
         }
     }
 
@@ -450,16 +352,17 @@ impl Owner {
         if self.waiting_lines.is_empty() {
             return;
         }
-        let mut header = self.next_header();
-        let mut ops = Vec::new();
-        let mut entries = Vec::new();
-        self.waiting_line_rows(&mut header, &mut ops, &mut entries);
-        if let Err(error) = self.commit(ops, header).await {
-            tracing::error!(%error, "could not append operator lines; they wait for the next open");
-            return;
-        }
+        let mut change = self.change();
+        self.waiting_line_rows(&mut change);
+        let committed = match self.commit_change(change).await {
+            Ok(committed) => committed,
+            Err(error) => {
+                tracing::error!(%error, "could not append operator lines; they wait for the next open");
+                return;
+            }
+        };
         self.waiting_lines.clear();
-        self.publish_changes(entries, Vec::new());
+        self.publish_committed(committed);
     }
 
     async fn record_compaction(

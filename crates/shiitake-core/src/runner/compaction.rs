@@ -14,7 +14,7 @@ use shiitake_protocol::message::{Message, UserMessage};
 use super::transcript::Transcript;
 use super::{OwnerLink, RunStart};
 use crate::clock::now_ms;
-use crate::owner::RunEvent;
+use super::RunEvent;
 
 /// When and how much to compact.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub(crate) async fn maybe_compact(
     transcript: &mut Transcript,
     system_prompt_tokens: usize,
 ) -> Result<(), ShiitakeError> {
-    let Some(policy) = &start.core.config.compaction else {
+    let Some(policy) = &start.agent.config.compaction else {
         return Ok(());
     };
     let context = transcript.context();

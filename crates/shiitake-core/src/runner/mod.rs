@@ -19,25 +19,35 @@ use std::sync::Arc;
 use shiitake_model::{ModelContext, ModelOptions, ReasoningLevel, ToolChoice, ToolSpec};
 use shiitake_protocol::message::{Message, StopReason};
 use shiitake_protocol::{
-    CommandId, EntryId, ModelPreference, SessionId, ShiitakeError, TerminalOutcome,
+    CommandId, EntryId, ModelPreference, RetryState, SessionId, SessionProgress, ShiitakeError,
+    TerminalOutcome,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::AgentCore;
-use crate::owner::{Request, RunEvent};
+use crate::config::AgentConfig;
+use crate::store::Store;
 use transcript::Transcript;
 
 pub(crate) use recovery::{Resume, plan_resume};
 
+/// What a run needs of its Agent, and nothing more: the store it reads its
+/// transcript from, the Agent's tools and its settings.
+pub(crate) struct RunDeps {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) tools: Arc<shiitake_capabilities::Catalog>,
+    pub(crate) config: Arc<AgentConfig>,
+}
+
 /// Everything a run starts with.
 pub(crate) struct RunStart {
-    pub(crate) core: Arc<AgentCore>,
+    /// The store, tools and settings of the Agent.
+    pub(crate) agent: RunDeps,
     pub(crate) session_id: SessionId,
     pub(crate) command_id: CommandId,
     pub(crate) leaf: Option<EntryId>,
     pub(crate) preference: Option<ModelPreference>,
-    pub(crate) owner: mpsc::Sender<Request>,
+    pub(crate) owner: Arc<dyn OwnerMailbox>,
     pub(crate) cancel: CancellationToken,
     /// Raised while a steer waits for the next model-call boundary.
     pub(crate) steer_waiting: tokio::sync::watch::Receiver<bool>,
@@ -81,9 +91,51 @@ impl Settled {
     }
 }
 
+/// What the runner tells its owner.
+#[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
+pub(crate) enum RunEvent {
+    /// At a model-call boundary: take waiting steers and operator lines into the lineage.
+    Boundary(oneshot::Sender<Result<Vec<(EntryId, Message)>, ShiitakeError>>),
+    /// Commit one completed message under the given entry id.
+    Commit {
+        entry_id: EntryId,
+        message: Message,
+        /// Set for the result of an extension's tool: its tool-result hook runs in this commit.
+        tool: Option<crate::extension::ToolOutcome>,
+        reply: oneshot::Sender<Result<(), ShiitakeError>>,
+    },
+    /// The streaming message moved on (never stored).
+    Progress(SessionProgress),
+    /// A model call failed retryably and waits (`Some`), or the wait is over (`None`).
+    Retry(Option<RetryState>),
+    /// A tool started (`Some(name)`) or finished (`None`).
+    ActiveTool(Option<String>),
+    /// Older messages were summarised: the model reads the summary instead of the
+    /// entries before `first_kept`.
+    Compacted {
+        first_kept: EntryId,
+        summary: String,
+        reply: oneshot::Sender<Result<(), ShiitakeError>>,
+    },
+    /// A sandbox refused a tool call.
+    SandboxFailure { capability: String, message: String },
+    /// The run settled.
+    Finished {
+        outcome: TerminalOutcome,
+        diagnostic: Option<String>,
+    },
+}
+
+/// Where a run sends what it tells its owner, in the order it sends it.
+#[async_trait::async_trait]
+pub(crate) trait OwnerMailbox: Send + Sync {
+    /// Sends one event; `false` once the owner has stopped.
+    async fn send_event(&self, event: RunEvent) -> bool;
+}
+
 /// The run's conversation with its owner.
 pub(crate) struct OwnerLink {
-    owner: mpsc::Sender<Request>,
+    owner: Arc<dyn OwnerMailbox>,
 }
 
 impl OwnerLink {
@@ -92,10 +144,9 @@ impl OwnerLink {
         event: impl FnOnce(oneshot::Sender<Result<T, ShiitakeError>>) -> RunEvent,
     ) -> Result<T, ShiitakeError> {
         let (reply, answer) = oneshot::channel();
-        self.owner
-            .send(Request::Run(event(reply)))
-            .await
-            .map_err(|_| ShiitakeError::stopped("the Session's owner stopped"))?;
+        if !self.owner.send_event(event(reply)).await {
+            return Err(ShiitakeError::stopped("the Session's owner stopped"));
+        }
         answer
             .await
             .map_err(|_| ShiitakeError::stopped("the Session's owner stopped"))?
@@ -144,7 +195,7 @@ impl OwnerLink {
 
     /// Tells the owner something that needs no answer (progress, retries, tools).
     pub(crate) async fn tell(&self, event: RunEvent) {
-        if self.owner.send(Request::Run(event)).await.is_err() {
+        if !self.owner.send_event(event).await {
             tracing::trace!("owner gone; dropping a run event");
         }
     }
@@ -172,7 +223,7 @@ pub(crate) async fn run(start: RunStart) {
 }
 
 async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeError> {
-    let core = &start.core;
+    let core = &start.agent;
     let model = match core.config.models.resolve(start.preference.as_ref()) {
         Ok(model) => model,
         Err(diagnostic) => return Ok(Settled::failed(diagnostic)),
@@ -266,7 +317,7 @@ async fn load_transcript(start: &RunStart) -> Result<Transcript, ShiitakeError> 
     let Some(leaf) = &start.leaf else {
         return Ok(Transcript::default());
     };
-    let store = &start.core.store;
+    let store = &start.agent.store;
     let mut path = store.lineage(&start.session_id, leaf, usize::MAX).await?;
     path.reverse();
     let mut transcript = Transcript::new(
@@ -334,7 +385,7 @@ impl RunTools {
             .map(|(extension, module)| (module.path().clone(), extension.clone()))
             .collect();
         Ok(Self {
-            shared: start.core.tools.clone(),
+            shared: start.agent.tools.clone(),
             contributed,
             owners,
         })

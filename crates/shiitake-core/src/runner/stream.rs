@@ -7,7 +7,7 @@ use shiitake_protocol::{RetryState, SessionProgress, ShiitakeError};
 
 use super::{OwnerLink, RunStart};
 use crate::clock::now_ms;
-use crate::owner::RunEvent;
+use super::RunEvent;
 
 /// What one model call produced.
 #[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
@@ -29,7 +29,7 @@ pub(crate) async fn complete(
     context: ModelContext,
     options: &ModelOptions,
 ) -> Result<Completion, ShiitakeError> {
-    let policy = &start.core.config.retry;
+    let policy = &start.agent.config.retry;
     let mut attempt = 1;
     let mut retrying = false;
     loop {
@@ -91,7 +91,7 @@ async fn consume(
     link: &OwnerLink,
     mut events: shiitake_model::AssistantStream,
 ) -> (AssistantMessage, shiitake_protocol::EntryId) {
-    let mut progress = Progress::new(start.core.config.progress_limit_bytes);
+    let mut progress = Progress::new(start.agent.config.progress_limit_bytes);
     while let Some(event) = events.next().await {
         match event {
             AssistantEvent::TextDelta { delta, .. } => {

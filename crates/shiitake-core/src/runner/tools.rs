@@ -9,7 +9,7 @@ use shiitake_protocol::{EntryId, ShiitakeError};
 
 use super::{OwnerLink, RunStart, RunTools};
 use crate::clock::now_ms;
-use crate::owner::RunEvent;
+use super::RunEvent;
 
 /// The text of a call skipped because a steer arrived.
 pub(crate) const SKIPPED: &str = "skipped: a newer message arrived";
@@ -88,7 +88,7 @@ async fn execute_one(
     tools: &RunTools,
     call: &ToolCall,
 ) -> Result<Message, Executed> {
-    let core = &start.core;
+    let core = &start.agent;
     let context = InvocationContext::new(execution_id(start, call), start.cancel.child_token())
         .with_timeout(core.config.tool_timeout)
         .with_newer_input(NewerInput::new(start.steer_waiting.clone()));

@@ -3,7 +3,8 @@
 //! It goes through the same message builder as the providers, so it emits
 //! the same events in the same order, fails before the first byte with the
 //! same classified errors, and ends on cancellation with the same `aborted`
-//! event. Every context it receives is recorded for assertions.
+//! event. The contexts it receives are recorded for assertions, up to a bound
+//! ([`Recording`]): a long benchmark's model must not keep every context.
 
 mod script;
 
@@ -28,18 +29,40 @@ pub use script::{Script, ScriptError, ScriptFailure, ScriptToolCall, Step, Turn}
 /// The `api` and `provider` the scripted model stamps on messages.
 pub const SCRIPTED_API: &str = "scripted";
 
+/// How many received contexts a [`ScriptedModel`] keeps for [`ScriptedModel::requests`].
+///
+/// Recording clones every context, so an unbounded record grows with the square of a
+/// long Session's history; a benchmark turns it off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recording {
+    /// Keep no context: each call costs the same however many came before.
+    Off,
+    /// Keep the most recent `n` contexts, dropping the oldest.
+    Last(usize),
+}
+
+impl Default for Recording {
+    fn default() -> Self {
+        Self::Last(DEFAULT_RECORDED)
+    }
+}
+
+/// Contexts kept by default: more than any test makes calls, few enough to stay bounded.
+pub const DEFAULT_RECORDED: usize = 1024;
+
 /// A [`Model`] that plays a [`Script`], one turn per call.
 #[derive(Debug)]
 pub struct ScriptedModel {
     script: Script,
     info: ModelInfo,
+    recording: Recording,
     state: Mutex<State>,
 }
 
 #[derive(Debug, Default)]
 struct State {
     calls: usize,
-    requests: Vec<ModelContext>,
+    requests: VecDeque<ModelContext>,
 }
 
 impl ScriptedModel {
@@ -54,17 +77,29 @@ impl ScriptedModel {
         Self {
             script,
             info,
+            recording: Recording::default(),
             state: Mutex::new(State::default()),
         }
     }
 
-    /// Every context received so far, in call order (including failed calls).
+    /// Keeps received contexts as `recording` says (by default the last
+    /// [`DEFAULT_RECORDED`]).
+    #[must_use]
+    pub fn with_recording(mut self, recording: Recording) -> Self {
+        self.recording = recording;
+        self
+    }
+
+    /// The contexts received so far that the recording bound kept, in call order
+    /// (including failed calls); every one of them unless more than the bound were made.
     pub fn requests(&self) -> Vec<ModelContext> {
         self.state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .requests
-            .clone()
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// How many calls were made.
@@ -222,7 +257,14 @@ impl Model for ScriptedModel {
         let (call, turn) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.calls += 1;
-            state.requests.push(context.clone());
+            if let Recording::Last(keep) = self.recording
+                && keep > 0
+            {
+                if state.requests.len() == keep {
+                    state.requests.pop_front();
+                }
+                state.requests.push_back(context.clone());
+            }
             let index = state.calls - 1;
             let count = self.script.turns.len();
             let turn = if index < count {

@@ -8,7 +8,8 @@ mod writer;
 
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -70,6 +71,8 @@ impl Durability {
 /// The SQLite store.
 pub struct SqliteStore {
     reads: SqlitePool,
+    /// Transactions the writer committed (each one fsync under [`Durability::Full`]).
+    commits: Arc<AtomicU64>,
     writer: Mutex<Option<mpsc::Sender<WriteRequest>>>,
     writer_task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -115,17 +118,26 @@ impl SqliteStore {
             .connect_with(options.read_only(true))
             .await?;
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
+        let commits = Arc::new(AtomicU64::new(0));
+        let counted = commits.clone();
         let task = std::thread::Builder::new()
             .name("shiitake-sqlite-writer".to_owned())
-            .spawn(move || writer::run(writer_conn, receiver))
+            .spawn(move || writer::run(writer_conn, receiver, &counted))
             .map_err(|error| {
                 StoreError::database(format!("starting the writer thread: {error}"))
             })?;
         Ok(Self {
             reads,
+            commits,
             writer: Mutex::new(Some(sender)),
             writer_task: Mutex::new(Some(task)),
         })
+    }
+
+    /// Transactions committed since this store was opened: a group of commits counts
+    /// once, as it costs one fsync. Benchmarks divide a raw commit rate by it.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 
     /// Rows of one Session with `after < sequence <= up_to`, in order, at most `limit`;

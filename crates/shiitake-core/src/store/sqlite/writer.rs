@@ -15,6 +15,7 @@
 //! process matters, because two would not see each other's POSIX locks.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, params_from_iter};
@@ -51,7 +52,12 @@ pub(crate) fn open(path: &Path, durability: Durability) -> Result<Connection, St
 }
 
 /// Runs on the writer thread until every sender is dropped, then closes the connection.
-pub(crate) fn run(conn: Connection, mut requests: mpsc::Receiver<WriteRequest>) {
+/// Counts each transaction it commits in `commits`.
+pub(crate) fn run(
+    conn: Connection,
+    mut requests: mpsc::Receiver<WriteRequest>,
+    commits: &AtomicU64,
+) {
     let mut group = Vec::with_capacity(MAX_GROUP);
     while let Some(first) = requests.blocking_recv() {
         group.push(first);
@@ -61,7 +67,7 @@ pub(crate) fn run(conn: Connection, mut requests: mpsc::Receiver<WriteRequest>) 
                 Err(_) => break,
             }
         }
-        let results = commit_group(&conn, &group);
+        let results = commit_group(&conn, &group, commits);
         for (request, result) in group.drain(..).zip(results) {
             // The caller may have given up waiting (its task was cancelled); the commit stands.
             if request.reply.send(result).is_err() {
@@ -75,7 +81,11 @@ pub(crate) fn run(conn: Connection, mut requests: mpsc::Receiver<WriteRequest>) 
 }
 
 /// Commits `group` in one transaction and returns each request's outcome, in order.
-fn commit_group(conn: &Connection, group: &[WriteRequest]) -> Vec<Result<(), StoreError>> {
+fn commit_group(
+    conn: &Connection,
+    group: &[WriteRequest],
+    commits: &AtomicU64,
+) -> Vec<Result<(), StoreError>> {
     let failed_all = |error: &StoreError| group.iter().map(|_| Err(error.duplicate())).collect();
     if let Err(error) = execute(conn, "BEGIN IMMEDIATE") {
         return failed_all(&error);
@@ -103,7 +113,10 @@ fn commit_group(conn: &Connection, group: &[WriteRequest]) -> Vec<Result<(), Sto
         return results;
     }
     match execute(conn, "COMMIT") {
-        Ok(()) => results,
+        Ok(()) => {
+            commits.fetch_add(1, Ordering::Relaxed);
+            results
+        }
         Err(error) => {
             rollback(conn);
             failed_all(&error)

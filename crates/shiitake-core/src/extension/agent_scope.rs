@@ -1,0 +1,79 @@
+//! The Agent-scope hook routine, written once: an Agent command, a timer of no
+//! Session and an admission's answer all run their hook the same way.
+//!
+//! The routine takes the Agent-transaction lock, hands the hook the extension's
+//! committed Agent rows, commits the caller's rows with the hook's in one
+//! transaction, and only then adopts the hook's Agent writes; a failing extension
+//! is stopped in the transaction that would have carried its writes.
+
+use super::host::{AgentGuard, Failure, Finished, Place, Registered, run_hook};
+use super::tx::Rows;
+use super::{Extension, HookError, Tx};
+use crate::agent_core::AgentCore;
+use crate::extension::host::Host;
+use crate::store::{Op, StoreError};
+
+/// One Agent-scope transaction of one extension, holding the Agent-transaction lock
+/// until it is committed or dropped.
+pub(crate) struct AgentScope<'a> {
+    core: &'a AgentCore,
+    registered: &'a Registered,
+    rows: Rows,
+    _serialised: AgentGuard<'a>,
+}
+
+impl<'a> AgentScope<'a> {
+    /// Waits for the Agent-transaction lock and reads the extension's Agent rows.
+    pub(crate) async fn lock(core: &'a AgentCore, registered: &'a Registered) -> Self {
+        let serialised = core.host.agent_transactions.lock().await;
+        let rows = core.host.agent_rows_of(&registered.definition.id);
+        Self {
+            core,
+            registered,
+            rows,
+            _serialised: serialised,
+        }
+    }
+
+    /// Runs the hook over the rows read at [`lock`](Self::lock); nothing is committed yet.
+    pub(crate) fn run<T>(
+        &self,
+        hook: impl FnOnce(&dyn Extension, &mut Tx<'_>) -> Result<T, HookError>,
+    ) -> Result<Finished<T>, Failure> {
+        let empty = Rows::default();
+        let place = Place {
+            session_id: None,
+            session_rows: &empty,
+            agent_rows: &self.rows,
+            now: self.core.config.clock.now_ms(),
+        };
+        run_hook(self.registered, &place, hook)
+    }
+
+    /// Commits `ops` followed by the hook's rows, then adopts its Agent writes and
+    /// wakes the timer scheduler when it changed timers; returns the hook's value.
+    pub(crate) async fn commit<T>(
+        self,
+        mut ops: Vec<Op>,
+        finished: Finished<T>,
+    ) -> Result<T, StoreError> {
+        ops.extend(finished.ops);
+        self.core.store.commit(ops).await?;
+        let host = &self.core.host;
+        host.apply_agent_writes(&self.registered.definition.id, finished.agent_writes);
+        if finished.timers_changed {
+            host.timers_changed.notify_one();
+        }
+        Ok(finished.value)
+    }
+
+    /// Commits `ops` with the extension's stop (for `reason`), and marks it stopped.
+    pub(crate) async fn stop(self, mut ops: Vec<Op>, reason: String) -> Result<(), StoreError> {
+        ops.push(Host::status_op(self.registered, Some(reason.clone())));
+        self.core.store.commit(ops).await?;
+        self.core
+            .host
+            .mark_stopped(&self.registered.definition.id, Some(reason));
+        Ok(())
+    }
+}
