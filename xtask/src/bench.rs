@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: every benchmark of the workspace, each printing its ratios.
 //!
-//! Runs the bench targets (`cargo bench --workspace`: the core's acceptance and
-//! observation benches) and the server's SSE latency example in release mode. Each
+//! Runs the bench targets (`cargo bench --workspace`: the core's acceptance,
+//! observation and whole-run benches) and the server's SSE latency example in release mode. Each
 //! prints ratios measured within its own run; `docs/benchmarks.md` records them.
 
 use std::process::Command;
