@@ -120,11 +120,7 @@ impl Host {
         store: Arc<dyn crate::store::Store>,
         ownership: Arc<dyn crate::store::Ownership>,
     ) {
-        let agent_scoped = self
-            .extensions
-            .iter()
-            .any(|registered| registered.definition.scopes.contains(&StateScope::Agent));
-        if agent_scoped {
+        if self.keeps_agent_state() {
             let shared = SharedAgentState {
                 store,
                 ownership,
@@ -134,6 +130,14 @@ impl Host {
                 tracing::warn!("Agent state was already shared");
             }
         }
+    }
+
+    /// Whether some extension may read or write Agent-scope state: only then must a
+    /// Session's hooks take the Agent-transaction lock.
+    pub(crate) fn keeps_agent_state(&self) -> bool {
+        self.extensions
+            .iter()
+            .any(|registered| registered.definition.scopes.contains(&StateScope::Agent))
     }
 
     pub(crate) fn find(&self, id: &ExtensionId) -> Option<&Registered> {

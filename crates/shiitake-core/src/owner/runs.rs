@@ -296,7 +296,13 @@ impl Owner {
         diagnostic: Option<String>,
     ) {
         let core = self.core.clone();
-        let _serialised = core.host.agent_transactions.lock().await;
+        // Settles of different Sessions queue on the Agent lock only when some
+        // extension's settled hook could read or write Agent state.
+        let _serialised = if core.host.keeps_agent_state() {
+            Some(core.host.agent_transactions.lock().await)
+        } else {
+            None
+        };
         let mut change = self.change();
         for id in std::iter::once(command_id).chain(absorbed) {
             change.terminal(id, outcome, diagnostic.clone());
