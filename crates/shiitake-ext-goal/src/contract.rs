@@ -41,7 +41,7 @@ pub const STALL_LIMIT: u8 = 3;
 /// How often a goal waiting on a sub-agent command looks again, in milliseconds.
 pub const RECHECK_MS: u64 = 60_000;
 /// Bound of the goal-context prompt section (every run), in UTF-8 bytes.
-pub const CONTEXT_SECTION_BYTES: usize = 2048;
+pub const CONTEXT_SECTION_BYTES: usize = 2560;
 /// Bound of the continuation-directive prompt section (goal turns only), in UTF-8 bytes.
 pub const DIRECTIVE_SECTION_BYTES: usize = 1024;
 /// Goal turns the projection marks (the most recent).

@@ -111,6 +111,34 @@ mod tests {
     }
 
     #[test]
+    fn the_context_fits_the_longest_objective_and_cuts_a_longer_one() {
+        use crate::contract::{GoalId, MAX_OBJECTIVE_BYTES, SetBy};
+        let goal = |objective: String| Goal {
+            goal_id: GoalId::new("goal_1"),
+            objective,
+            status: GoalStatus::Live,
+            pause_cause: None,
+            revision: u64::MAX,
+            set_by: SetBy::Person,
+            created_at: 0,
+            live_since: Some(0),
+            ended_at: None,
+            provisional: None,
+            stalls: 0,
+            continuations: 0,
+            waiting: false,
+        };
+        let longest = "é".repeat(MAX_OBJECTIVE_BYTES / 2);
+        let section = context(&goal(longest.clone())).unwrap();
+        assert!(section.contains(&longest) && !section.ends_with(CUT));
+        assert!(section.len() <= CONTEXT_SECTION_BYTES);
+        let section = context(&goal("é".repeat(CONTEXT_SECTION_BYTES))).unwrap();
+        assert!(section.ends_with(CUT));
+        assert!(section.len() <= CONTEXT_SECTION_BYTES, "{}", section.len());
+        assert!(section.len() > CONTEXT_SECTION_BYTES - 4, "cut at the last boundary");
+    }
+
+    #[test]
     fn the_directive_fits_its_bound() {
         assert!(directive().len() <= DIRECTIVE_SECTION_BYTES);
         assert!(!directive().ends_with(CUT), "the directive is not cut");
