@@ -364,7 +364,7 @@ async fn a_line_enters_at_once_when_idle_and_after_the_running_work_otherwise() 
             "user: before any work",
             "user: go through the gate",
             "assistant: -> recorder__gate",
-            "tool recorder__gate: \"passed\"",
+            "tool recorder__gate: passed",
             "user: while working",
             "assistant: through the gate",
         ],

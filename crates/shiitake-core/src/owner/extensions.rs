@@ -517,11 +517,6 @@ impl Owner {
         self.inbox_state_given(waits, !staged.queued.is_empty())
     }
 
-    /// Whether attention raised on this Session waits on a person.
-    pub(super) fn waits_on_person(&self) -> bool {
-        self.attention.values().any(|(inbox, _)| *inbox)
-    }
-
     /// The extension slots of this Session for snapshots and frames.
     pub(super) fn slots(&self) -> SessionExtensionSlots {
         let host = &self.core.host;

@@ -308,11 +308,6 @@ impl Owner {
         }
     }
 
-    /// The inbox state the header should carry now.
-    fn inbox_state(&self) -> SessionInboxState {
-        self.inbox_state_given(self.waits_on_person(), false)
-    }
-
     /// The inbox state, given whether attention waits on a person and whether work is about to queue.
     fn inbox_state_given(&self, waits_on_person: bool, queuing: bool) -> SessionInboxState {
         let phase = match (&self.run, self.queue.is_empty() && !queuing) {
