@@ -16,7 +16,7 @@
 //!   settles `completed`, and are dropped otherwise;
 //! - a live goal pauses when any run of the Session fails (`failed`), is cancelled
 //!   (`cancelled`) or is interrupted without resuming (`no-terminal`), and after
-//!   [`STALL_LIMIT`] tool-less continuations in a row (`stalled`), unless a sub-agent
+//!   [`STALL_LIMIT`](crate::contract::STALL_LIMIT) tool-less continuations in a row (`stalled`), unless a sub-agent
 //!   command is live: then it waits and rechecks on a timer;
 //! - after a run settles with the goal live, one continuation is admitted unless one
 //!   is already in flight. Only continuations count stalls: a run without an origin
@@ -29,8 +29,7 @@ use shiitake_protocol::TerminalOutcome;
 
 use crate::contract::{
     self, ATTENTION_WAITING, AgentCommand, AgentCommandState, Goal, GoalId, GoalStatus,
-    MAX_AGENT_COMMANDS, MAX_MARKED_TURNS, PauseCause, PauseKind, Provisional, ProvisionalAction,
-    RECHECK_MS, STALL_LIMIT, SetBy,
+    MAX_MARKED_TURNS, PauseCause, PauseKind, Provisional, ProvisionalAction, SetBy,
 };
 use crate::text;
 

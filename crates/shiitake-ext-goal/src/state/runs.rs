@@ -68,7 +68,8 @@ impl Book {
         }
         if goal_turn {
             if settled.tool_calls == 0 {
-                if let Some(agent) = self.live_agents().next().map(|a| a.agent.clone()) {
+                let waited_on = self.live_agents().next().map(|a| a.agent.clone());
+                if let Some(agent) = waited_on {
                     effects.extend(self.start_waiting(&goal.goal_id, &agent, now));
                     return effects;
                 }

@@ -1,6 +1,7 @@
 //! Unit tests of the goal state machine's rules.
 
 use super::*;
+use crate::contract::RECHECK_MS;
 
 const NOW: u64 = 1_000;
 

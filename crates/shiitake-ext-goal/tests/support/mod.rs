@@ -27,7 +27,7 @@ use tokio::sync::Semaphore;
 pub const START: u64 = 1_764_460_800_000;
 
 /// A tool (`gate__wait`) that waits until the test adds a permit.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Gate(pub Arc<Semaphore>);
 
 impl Gate {
