@@ -88,6 +88,8 @@ async fn version_6_discards_preview_rows_of_version_5() {
         .unwrap();
     let old_revision = preview.list_extensions().await.unwrap()[0].revision.clone();
     preview.close().await.unwrap();
+    // Closing the Agent closed its store: read the file again.
+    let store = Arc::new(SqliteStore::open(&path, Durability::Normal).await.unwrap());
     assert_eq!(
         rows(&store).await,
         vec![
@@ -96,7 +98,6 @@ async fn version_6_discards_preview_rows_of_version_5() {
         ]
     );
 
-    let store = Arc::new(SqliteStore::open(&path, Durability::Normal).await.unwrap());
     let agent = Agent::builder(
         store.clone(),
         Arc::new(shiitake_capabilities::Catalog::new()),
