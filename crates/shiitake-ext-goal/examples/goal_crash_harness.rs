@@ -64,7 +64,8 @@ async fn tools(dir: PathBuf, hang: bool) -> Result<Arc<Catalog>, Failure> {
     )
     .with_replay(Replay::Safe);
     let catalog = Catalog::new();
-    let module = Module::new(ModulePath::new("crash")?, "Crash test tools.").with_operation(step)?;
+    let module =
+        Module::new(ModulePath::new("crash")?, "Crash test tools.").with_operation(step)?;
     catalog
         .add_source(Arc::new(StaticSource::new(
             SourceId::new("crash"),
@@ -78,10 +79,12 @@ async fn open(dir: &Path, turns: Vec<Turn>, hang: bool) -> Result<Agent, Failure
     let model = Arc::new(ScriptedModel::new(Script::new(turns)));
     let config = AgentConfig::new(Arc::new(FixedModel(model)));
     let store = SqliteStore::open(&dir.join("agent.db"), Durability::Full).await?;
-    Ok(Agent::builder(Arc::new(store), tools(dir.to_owned(), hang).await?, config)
-        .extension(GoalExtension::new()?, goal_grants())
-        .open()
-        .await?)
+    Ok(
+        Agent::builder(Arc::new(store), tools(dir.to_owned(), hang).await?, config)
+            .extension(GoalExtension::new()?, goal_grants())
+            .open()
+            .await?,
+    )
 }
 
 fn goal(slots: &SessionExtensionSlots) -> Option<GoalProjection> {

@@ -589,7 +589,10 @@ mod tests {
             })
         );
         assert_eq!(objective("  \n"), Err(TextError::Blank("objective")));
-        assert_eq!(note(&"r".repeat(MAX_NOTE_BYTES), "reason").unwrap().len(), MAX_NOTE_BYTES);
+        assert_eq!(
+            note(&"r".repeat(MAX_NOTE_BYTES), "reason").unwrap().len(),
+            MAX_NOTE_BYTES
+        );
         assert!(note(&"r".repeat(MAX_NOTE_BYTES + 1), "reason").is_err());
     }
 

@@ -43,7 +43,11 @@ pub fn goal_step(book: &Book, collected: &Value) -> FlowStep {
             prompt: match active {
                 Some(goal) => format!(
                     "The goal is {}: {}",
-                    if goal.status == GoalStatus::Live { "live" } else { "paused" },
+                    if goal.status == GoalStatus::Live {
+                        "live"
+                    } else {
+                        "paused"
+                    },
                     goal.objective
                 ),
                 None => "Set a goal for this Session?".into(),
@@ -100,7 +104,11 @@ pub fn goal_step(book: &Book, collected: &Value) -> FlowStep {
                     format!(
                         "Replace the {} goal \"{}\" with \"{objective}\"? The current goal is \
                          recorded as cleared.",
-                        if goal.status == GoalStatus::Live { "live" } else { "paused" },
+                        if goal.status == GoalStatus::Live {
+                            "live"
+                        } else {
+                            "paused"
+                        },
                         goal.objective
                     ),
                     command(Some(objective), Some(goal.revision)),

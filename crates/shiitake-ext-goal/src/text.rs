@@ -77,9 +77,7 @@ pub fn cleared_line(goal: &Goal) -> String {
 pub fn detail(kind: PauseKind) -> Option<String> {
     match kind {
         PauseKind::Person | PauseKind::Blocked => None,
-        PauseKind::Stalled => Some(format!(
-            "{STALL_LIMIT} turns in a row made no tool call"
-        )),
+        PauseKind::Stalled => Some(format!("{STALL_LIMIT} turns in a row made no tool call")),
         PauseKind::Cancelled => Some("A person stopped the last turn".into()),
         PauseKind::Failed => Some("The last turn failed".into()),
         PauseKind::NoTerminal => Some("The last turn could not resume".into()),
@@ -135,7 +133,10 @@ mod tests {
         let section = context(&goal("é".repeat(CONTEXT_SECTION_BYTES))).unwrap();
         assert!(section.ends_with(CUT));
         assert!(section.len() <= CONTEXT_SECTION_BYTES, "{}", section.len());
-        assert!(section.len() > CONTEXT_SECTION_BYTES - 4, "cut at the last boundary");
+        assert!(
+            section.len() > CONTEXT_SECTION_BYTES - 4,
+            "cut at the last boundary"
+        );
     }
 
     #[test]

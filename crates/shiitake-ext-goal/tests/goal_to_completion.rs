@@ -26,7 +26,10 @@ async fn a_goal_runs_to_completion_over_several_continuations() {
         Turn::text("Step one is done."),
         Turn::tool_call("test__echo", json!({"step": 2})),
         Turn::text("Step two is done."),
-        Turn::tool_call("goal__complete", json!({"summary": "The changelog is tidy."})),
+        Turn::tool_call(
+            "goal__complete",
+            json!({"summary": "The changelog is tidy."}),
+        ),
         Turn::text("The goal is achieved."),
     ])
     .await;
@@ -53,11 +56,18 @@ async fn a_goal_runs_to_completion_over_several_continuations() {
     assert_eq!(goal.continuations, 3, "three continuations did the work");
     assert_eq!(goal.ended_at, Some(START));
     assert_eq!(done.footer, None, "a finished goal leaves the footer");
-    assert_eq!(s.model.calls(), 6, "nothing ran after the goal was achieved");
+    assert_eq!(
+        s.model.calls(),
+        6,
+        "nothing ran after the goal was achieved"
+    );
 
     // Every model call was a goal turn: context and directive, both bounded.
     for prompt in system_prompts(&s.model) {
-        assert!(prompt.contains(CONTEXT) && prompt.contains(DIRECTIVE), "{prompt}");
+        assert!(
+            prompt.contains(CONTEXT) && prompt.contains(DIRECTIVE),
+            "{prompt}"
+        );
     }
 
     // The projection marks exactly the goal turns; their messages carry those ids.
@@ -69,7 +79,10 @@ async fn a_goal_runs_to_completion_over_several_continuations() {
         .iter()
         .map(|t| t.command_id.as_str().to_owned())
         .collect();
-    assert_eq!(commands, projection.turns, "each goal turn settled once, in order");
+    assert_eq!(
+        commands, projection.turns,
+        "each goal turn settled once, in order"
+    );
     let marked = snapshot
         .messages
         .iter()
@@ -79,7 +92,11 @@ async fn a_goal_runs_to_completion_over_several_continuations() {
                 .is_some_and(|id| projection.turns.contains(&id.as_str().to_owned()))
         })
         .count();
-    assert_eq!(marked, snapshot.messages.len() - 1, "all but the closing line");
+    assert_eq!(
+        marked,
+        snapshot.messages.len() - 1,
+        "all but the closing line"
+    );
 
     // One closing chat line, after the last work.
     let messages = transcript(&session).await;
@@ -137,7 +154,11 @@ async fn a_persons_message_gets_the_goal_context_without_the_directive() {
 
 #[tokio::test]
 async fn the_goal_context_is_bounded_in_bytes() {
-    let s = setup(vec![Turn::tool_call("goal__complete", json!({})), Turn::text("Done.")]).await;
+    let s = setup(vec![
+        Turn::tool_call("goal__complete", json!({})),
+        Turn::text("Done."),
+    ])
+    .await;
     let session = new_session(&s.agent).await;
     let objective = "é".repeat(MAX_OBJECTIVE_BYTES / 2);
     set_goal(&session, &objective).await;
@@ -183,7 +204,10 @@ async fn the_model_creates_a_goal_in_a_persons_turn_and_continuations_follow() {
     assert_eq!(done.turns.len(), 1, "the person's turn is not a goal turn");
     assert!(!done.turns.contains(&asked.as_str().to_owned()));
     let prompts = system_prompts(&s.model);
-    assert!(!prompts[0].contains(CONTEXT), "no goal yet when the turn began");
+    assert!(
+        !prompts[0].contains(CONTEXT),
+        "no goal yet when the turn began"
+    );
     assert!(prompts[2].contains(DIRECTIVE));
     assert_eq!(
         goal_lines(&transcript(&session).await),

@@ -43,7 +43,10 @@ async fn replacing_a_goal_asks_first_and_never_replaces_a_newer_one() {
     let s = setup(vec![]).await;
     let session = new_session(&s.agent).await;
     let goal = bind_session_extension::<_, GoalContract>(&session);
-    let first = goal.call(&set("Write the intro", None, None)).await.unwrap();
+    let first = goal
+        .call(&set("Write the intro", None, None))
+        .await
+        .unwrap();
     paused_with(&session, PauseKind::Failed).await;
     until_idle(&session).await;
     let current = goal.call(&GetGoal {}).await.unwrap().unwrap();
@@ -67,7 +70,10 @@ async fn replacing_a_goal_asks_first_and_never_replaces_a_newer_one() {
         .await
         .unwrap();
     assert_eq!(second.status, GoalStatus::Live);
-    assert!(second.revision > current.revision + 1, "a newer goal has a higher revision");
+    assert!(
+        second.revision > current.revision + 1,
+        "a newer goal has a higher revision"
+    );
     until_idle(&session).await;
     assert_eq!(
         goal_lines(&transcript(&session).await),
@@ -140,14 +146,21 @@ async fn the_goal_flow_asks_then_confirms_with_the_revision() {
         .map(|entry| entry.catalog.commands[0].clone())
         .unwrap();
     assert_eq!(
-        (command.name.as_str(), command.call.as_str(), command.flow.as_deref()),
+        (
+            command.name.as_str(),
+            command.call.as_str(),
+            command.flow.as_deref()
+        ),
         ("goal", "goal", Some("goal_flow"))
     );
     let step = |input: Value| {
         let session = session.clone();
         let id = id.clone();
         async move {
-            let value = session.call_extension(&id, "goal_flow", input).await.unwrap();
+            let value = session
+                .call_extension(&id, "goal_flow", input)
+                .await
+                .unwrap();
             serde_json::from_value::<FlowStep>(value).unwrap()
         }
     };
@@ -169,19 +182,28 @@ async fn the_goal_flow_asks_then_confirms_with_the_revision() {
         panic!("expected a confirmation");
     };
     assert_eq!(summary, "Set the goal \"Draft the memo\"?");
-    assert_eq!(input, json!({"action": "set", "objective": "Draft the memo"}));
+    assert_eq!(
+        input,
+        json!({"action": "set", "objective": "Draft the memo"})
+    );
     let mut call = input.clone();
     call["requestId"] = json!("flow-1");
     session.call_extension(&id, "goal", call).await.unwrap();
     active_tool(&session).await;
 
-    assert_eq!(choices(step(json!({})).await), vec!["set", "pause", "clear"]);
+    assert_eq!(
+        choices(step(json!({})).await),
+        vec!["set", "pause", "clear"]
+    );
     let FlowStep::Confirm { summary, input } =
         step(json!({"action": "set", "objective": "Draft the letter"})).await
     else {
         panic!("expected a confirmation");
     };
-    assert!(summary.starts_with("Replace the live goal \"Draft the memo\""), "{summary}");
+    assert!(
+        summary.starts_with("Replace the live goal \"Draft the memo\""),
+        "{summary}"
+    );
     assert_eq!(input["revision"], json!(1));
     assert!(matches!(
         step(json!({"action": "resume"})).await,
@@ -192,9 +214,15 @@ async fn the_goal_flow_asks_then_confirms_with_the_revision() {
     };
     session.call_extension(&id, "goal", pause).await.unwrap();
     // The confirmed replacement was shown revision 1; the pause made it stale.
-    let error = session.call_extension(&id, "goal", input).await.unwrap_err();
+    let error = session
+        .call_extension(&id, "goal", input)
+        .await
+        .unwrap_err();
     assert!(error.message.contains("not replaced"), "{}", error.message);
-    assert_eq!(choices(step(json!({})).await), vec!["set", "resume", "clear"]);
+    assert_eq!(
+        choices(step(json!({})).await),
+        vec!["set", "resume", "clear"]
+    );
     s.gate.open_once();
     s.agent.close().await.unwrap();
 }
@@ -255,21 +283,35 @@ async fn the_model_cannot_replace_a_live_goal_but_resumes_or_replaces_one_paused
     paused_with(&session, PauseKind::Failed).await;
     until_idle(&session).await;
     let results = tool_results(&transcript(&session).await);
-    assert!(results[0].contains("only a person replaces or clears a live goal"), "{}", results[0]);
+    assert!(
+        results[0].contains("only a person replaces or clears a live goal"),
+        "{}",
+        results[0]
+    );
 
     let asked = send(&session, "Please pick the benchmark up again").await;
-    assert_eq!(terminal_of(&session, &asked).await.outcome, TerminalOutcome::Failed);
+    assert_eq!(
+        terminal_of(&session, &asked).await.outcome,
+        TerminalOutcome::Failed
+    );
     let p = projection(&session).await;
     let goal = p.goal.unwrap();
     assert_eq!(goal.goal_id, first.goal_id, "resumed, not replaced");
-    assert_eq!(goal.pause_cause.unwrap().kind, PauseKind::Failed, "then its turn failed");
+    assert_eq!(
+        goal.pause_cause.unwrap().kind,
+        PauseKind::Failed,
+        "then its turn failed"
+    );
 
     let asked = send(&session, "Work on the lexer instead").await;
     terminal_of(&session, &asked).await;
     let p = projection(&session).await;
     let goal = p.goal.unwrap();
     assert_ne!(goal.goal_id, first.goal_id);
-    assert_eq!((goal.objective.as_str(), goal.set_by), ("Profile the lexer", SetBy::Model));
+    assert_eq!(
+        (goal.objective.as_str(), goal.set_by),
+        ("Profile the lexer", SetBy::Model)
+    );
     assert_eq!(
         goal_lines(&transcript(&session).await),
         vec!["Goal cleared: Benchmark the parser"]

@@ -49,6 +49,7 @@ fn run_until(args: &[&str], marker: &str) -> (Child, Vec<String>) {
             }
             Err(error) => {
                 let _killed = child.kill();
+                let _reaped = child.wait();
                 panic!("{args:?} did not print {marker}: {error}; saw {collected:?}");
             }
         }
@@ -75,13 +76,21 @@ fn a_goal_turn_killed_mid_tool_call_resumes_and_the_goal_stays_live() {
     let (mut child, lines) = run_until(&["resume", path, &session], "DONE ");
     assert!(child.wait().unwrap().success());
     let opened: Value = serde_json::from_str(after(&lines, "OPEN ")).unwrap();
-    assert_eq!(opened["status"], json!("live"), "the restart did not pause it");
+    assert_eq!(
+        opened["status"],
+        json!("live"),
+        "the restart did not pause it"
+    );
     assert_eq!(opened["pauseCause"], json!(null));
     assert_eq!(opened["continuations"], json!(1));
 
     let report: Value = serde_json::from_str(after(&lines, "DONE ")).unwrap();
     let turns = report["turns"].as_array().unwrap();
-    assert_eq!(turns.len(), 2, "the interrupted turn resumed; one more continuation");
+    assert_eq!(
+        turns.len(),
+        2,
+        "the interrupted turn resumed; one more continuation"
+    );
     assert_eq!(
         report["terminals"],
         json!([[turns[0], "completed"], [turns[1], "completed"]]),

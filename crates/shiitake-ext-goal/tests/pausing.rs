@@ -149,7 +149,10 @@ async fn cancelling_the_queued_continuation_pauses_it() {
     set_goal(&session, "Then keep going").await;
     let snapshot = session.read(ReadOptions::default()).await.unwrap();
     let queued = snapshot.pending.prompts[0].command_id.clone();
-    assert_eq!(projection(&session).await.turns, vec![queued.as_str().to_owned()]);
+    assert_eq!(
+        projection(&session).await.turns,
+        vec![queued.as_str().to_owned()]
+    );
     let outcome = session
         .cancel(CancelInput {
             command_id: queued,
@@ -190,7 +193,11 @@ async fn three_tool_less_continuations_stall_it_and_resuming_clears_the_attentio
     assert_eq!(s.model.calls(), 3);
     assert_eq!(
         attention(&s.store, session.session_id()).await,
-        vec![(ATTENTION_STALLED.to_owned(), false, "Plan the offsite".to_owned())]
+        vec![(
+            ATTENTION_STALLED.to_owned(),
+            false,
+            "Plan the offsite".to_owned()
+        )]
     );
     assert_ne!(
         inbox_state(&s.agent, session.session_id()).await,
@@ -219,7 +226,10 @@ async fn three_tool_less_continuations_stall_it_and_resuming_clears_the_attentio
 #[tokio::test]
 async fn a_block_pauses_it_with_attention_once_the_turn_succeeds() {
     let s = setup(vec![
-        Turn::tool_call("goal__block", json!({"reason": "Needs the production API key"})),
+        Turn::tool_call(
+            "goal__block",
+            json!({"reason": "Needs the production API key"}),
+        ),
         Turn::text("Blocked until someone adds the key."),
     ])
     .await;
@@ -233,7 +243,11 @@ async fn a_block_pauses_it_with_attention_once_the_turn_succeeds() {
     until_idle(&session).await;
     assert_eq!(
         attention(&s.store, session.session_id()).await,
-        vec![(ATTENTION_BLOCKED.to_owned(), false, "Deploy the service".to_owned())]
+        vec![(
+            ATTENTION_BLOCKED.to_owned(),
+            false,
+            "Deploy the service".to_owned()
+        )]
     );
     assert_ne!(
         inbox_state(&s.agent, session.session_id()).await,
@@ -245,9 +259,10 @@ async fn a_block_pauses_it_with_attention_once_the_turn_succeeds() {
 #[tokio::test]
 async fn a_block_in_a_turn_that_fails_is_dropped_and_the_failure_pauses_it() {
     let s = setup(vec![
-        Turn::new(vec![
-            Step::tool_call("goal__block", json!({"reason": "Needs a key"})),
-        ]),
+        Turn::new(vec![Step::tool_call(
+            "goal__block",
+            json!({"reason": "Needs a key"}),
+        )]),
         Turn::fail(400),
     ])
     .await;

@@ -191,7 +191,7 @@ impl World {
                 return None;
             }
             Op::Create(objective) => {
-                let Some(run) = self.running.as_mut() else { return None };
+                let run = self.running.as_mut()?;
                 run.tool_calls += 1;
                 let fence = run.fence;
                 let id = GoalId::new(format!("goal_{}", self.next + 1));
@@ -204,7 +204,7 @@ impl World {
                 result
             }
             Op::Complete | Op::Block => {
-                let Some(run) = self.running.as_mut() else { return None };
+                let run = self.running.as_mut()?;
                 run.tool_calls += 1;
                 let (fence, id) = (run.fence, run.id.clone());
                 let result = match op {
@@ -218,7 +218,7 @@ impl World {
                 result
             }
             Op::Settle(outcome) => {
-                let Some(run) = self.running.take() else { return None };
+                let run = self.running.take()?;
                 self.settled = Some((*outcome, run.clone()));
                 let effects = self.book.settled(
                     &RunSettled {
@@ -235,7 +235,7 @@ impl World {
                 if self.running.is_some() {
                     return None;
                 }
-                let Some(next) = self.queue.pop_front() else { return None };
+                let next = self.queue.pop_front()?;
                 self.settled = Some((TerminalOutcome::Completed, quiet(&self.book, &next)));
                 Ok(self.book.settled(
                     &RunSettled {
@@ -248,7 +248,7 @@ impl World {
                 ))
             }
             Op::CancelQueued => {
-                let Some(queued) = self.queue.pop_front() else { return None };
+                let queued = self.queue.pop_front()?;
                 self.settled = Some((TerminalOutcome::Cancelled, quiet(&self.book, &queued)));
                 Ok(self.book.settled(
                     &RunSettled {
@@ -279,7 +279,7 @@ impl World {
                 self.book.clear(revision, now)
             }
             Op::FireTimer => {
-                let Some((id, goal_id)) = self.timers.pop_first() else { return None };
+                let (id, goal_id) = self.timers.pop_first()?;
                 Ok(self.book.recheck(&id, &goal_id, now))
             }
             Op::AgentSent(k) => self.book.agent_sent(&format!("child_{k}"), "helper", now),
@@ -306,10 +306,21 @@ fn quiet(book: &Book, queued: &Queued) -> Running {
 }
 
 fn shape(goal: &Goal) {
-    assert_eq!(goal.status == GoalStatus::Paused, goal.pause_cause.is_some(), "{goal:?}");
-    assert_eq!(goal.status == GoalStatus::Live, goal.live_since.is_some(), "{goal:?}");
+    assert_eq!(
+        goal.status == GoalStatus::Paused,
+        goal.pause_cause.is_some(),
+        "{goal:?}"
+    );
+    assert_eq!(
+        goal.status == GoalStatus::Live,
+        goal.live_since.is_some(),
+        "{goal:?}"
+    );
     if !goal.status.is_active() {
-        assert!(goal.ended_at.is_some() && goal.provisional.is_none(), "{goal:?}");
+        assert!(
+            goal.ended_at.is_some() && goal.provisional.is_none(),
+            "{goal:?}"
+        );
     }
     if goal.waiting {
         assert_eq!(goal.status, GoalStatus::Live, "only a live goal waits");
@@ -342,7 +353,11 @@ fn check(world: &World, before: &Book, op: &Op, running: Option<&Running>, accep
     if let (Some(b), Some(a)) = (&before.goal, &after.goal) {
         assert!(a.revision >= b.revision, "{op:?}: revision went down");
         if visible(a) != visible(b) {
-            assert!(a.revision > b.revision, "{op:?}: a change kept revision {}", a.revision);
+            assert!(
+                a.revision > b.revision,
+                "{op:?}: a change kept revision {}",
+                a.revision
+            );
         }
     }
     // Attention follows the goal exactly, and never asks for the inbox.
@@ -375,14 +390,21 @@ fn check(world: &World, before: &Book, op: &Op, running: Option<&Running>, accep
         .chain(world.running.iter().filter_map(|r| r.correlation.as_ref()))
         .collect();
     assert!(continuations.len() <= 1, "{op:?}: {continuations:?}");
-    assert_eq!(continuations.first().copied(), after.runtime.in_flight.as_ref(), "{op:?}");
+    assert_eq!(
+        continuations.first().copied(),
+        after.runtime.in_flight.as_ref(),
+        "{op:?}"
+    );
 
     let before_active = before.active();
     let same_goal = match (before_active, after.goal.as_ref()) {
         (Some(b), Some(a)) => (b.goal_id == a.goal_id).then_some((b, a)),
         _ => None,
     };
-    let person = matches!(op, Op::Set(..) | Op::Pause(_) | Op::Resume(_) | Op::Clear(_));
+    let person = matches!(
+        op,
+        Op::Set(..) | Op::Pause(_) | Op::Resume(_) | Op::Clear(_)
+    );
     let model = matches!(op, Op::Create(_) | Op::Complete | Op::Block);
 
     // Fencing: a model tool is accepted only with the revision its run saw.
@@ -409,7 +431,11 @@ fn check(world: &World, before: &Book, op: &Op, running: Option<&Running>, accep
     if let Op::Set(_, seen) = op {
         match (seen, before_active) {
             (Seen::Stale, Some(_)) | (Seen::Missing, Some(_)) => {
-                assert_eq!(accepted, Some(false), "{op:?} replaced without the current revision")
+                assert_eq!(
+                    accepted,
+                    Some(false),
+                    "{op:?} replaced without the current revision"
+                )
             }
             _ => {}
         }
@@ -417,7 +443,10 @@ fn check(world: &World, before: &Book, op: &Op, running: Option<&Running>, accep
     if let Some((b, a)) = same_goal {
         // A goal becomes cleared only by a person; achieved only through its provisional completion.
         if a.status == GoalStatus::Cleared {
-            assert!(person || matches!(op, Op::Create(_)), "{op:?} cleared the goal");
+            assert!(
+                person || matches!(op, Op::Create(_)),
+                "{op:?} cleared the goal"
+            );
             if b.status == GoalStatus::Live {
                 assert!(person, "{op:?}: only a person clears a live goal");
             }
@@ -468,7 +497,10 @@ fn check(world: &World, before: &Book, op: &Op, running: Option<&Running>, accep
             } else if run.tool_calls > 0 {
                 assert_eq!((a.stalls, a.status), (0, GoalStatus::Live));
             } else if before.live_agents().next().is_some() {
-                assert!(a.waiting && a.stalls == b.stalls, "a live sub-agent command waits");
+                assert!(
+                    a.waiting && a.stalls == b.stalls,
+                    "a live sub-agent command waits"
+                );
             } else if b.stalls + 1 >= STALL_LIMIT {
                 assert_eq!(kind(Some(a)), Some(PauseKind::Stalled));
             } else {

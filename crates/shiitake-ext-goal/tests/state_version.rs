@@ -10,9 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
-use shiitake_core::extension::{
-    Extension, ExtensionDefinition, Grants, HookError, StateScope, Tx,
-};
+use shiitake_core::extension::{Extension, ExtensionDefinition, Grants, HookError, StateScope, Tx};
 use shiitake_core::store::Store;
 use shiitake_core::{Agent, Durability, SqliteStore};
 use shiitake_ext_goal::contract::{GoalStatus, STATE_VERSION};
@@ -44,9 +42,14 @@ impl Extension for Preview {
 
     fn command(&self, tx: &mut Tx<'_>, _command: &str, input: Value) -> Result<Value, HookError> {
         // The preview kept a bare objective string and a free-text state.
-        tx.put(StateScope::Session, "goal", "current", &json!({
-            "text": input["text"], "state": "active", "turnsLeft": 3
-        }))?;
+        tx.put(
+            StateScope::Session,
+            "goal",
+            "current",
+            &json!({
+                "text": input["text"], "state": "active", "turnsLeft": 3
+            }),
+        )?;
         tx.put(StateScope::Session, "preview_turns", "1", &json!("cmd_old"))?;
         Ok(Value::Null)
     }
@@ -83,7 +86,11 @@ async fn version_6_discards_preview_rows_of_version_5() {
     let session = new_session(&preview).await;
     let session_id = session.session_id().clone();
     session
-        .call_extension(&extension_id().unwrap(), "set", json!({"text": "Old preview goal"}))
+        .call_extension(
+            &extension_id().unwrap(),
+            "set",
+            json!({"text": "Old preview goal"}),
+        )
         .await
         .unwrap();
     let old_revision = preview.list_extensions().await.unwrap()[0].revision.clone();
@@ -108,9 +115,17 @@ async fn version_6_discards_preview_rows_of_version_5() {
     .await
     .unwrap();
     let status = agent.list_extensions().await.unwrap().remove(0);
-    assert_eq!(status.state, ExtensionRunState::Running, "the old rows were not read");
+    assert_eq!(
+        status.state,
+        ExtensionRunState::Running,
+        "the old rows were not read"
+    );
     assert_ne!(status.revision, old_revision);
-    assert_eq!(rows(&store).await, vec![], "every preview row was discarded");
+    assert_eq!(
+        rows(&store).await,
+        vec![],
+        "every preview row was discarded"
+    );
     assert_eq!(
         store.extension_statuses().await.unwrap()[0].schema_version,
         STATE_VERSION

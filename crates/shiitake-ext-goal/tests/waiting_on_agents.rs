@@ -15,9 +15,7 @@ use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_core::LocalSession;
 use shiitake_core::extension::HookError;
-use shiitake_ext_goal::contract::{
-    ATTENTION_WAITING, AgentCommandState, GoalStatus, RECHECK_MS,
-};
+use shiitake_ext_goal::contract::{ATTENTION_WAITING, AgentCommandState, GoalStatus, RECHECK_MS};
 use shiitake_ext_goal::{extension_id, roster};
 use shiitake_model::Turn;
 use shiitake_protocol::*;
@@ -84,7 +82,10 @@ async fn a_tool_less_goal_turn_waits_on_a_live_sub_agent_command_and_continues_o
     let s = setup(vec![
         Turn::text("The helper is on it; nothing for me to do yet."),
         Turn::tool_call("test__echo", json!({"read": "helper's reply"})),
-        Turn::tool_call("goal__complete", json!({"summary": "Merged the helper's work."})),
+        Turn::tool_call(
+            "goal__complete",
+            json!({"summary": "Merged the helper's work."}),
+        ),
         Turn::text("Done."),
     ])
     .await;
@@ -98,12 +99,20 @@ async fn a_tool_less_goal_turn_waits_on_a_live_sub_agent_command_and_continues_o
     let p = until(&session, waiting).await;
     until_idle(&session).await;
     let goal = p.goal.clone().unwrap();
-    assert_eq!((goal.status, goal.stalls), (GoalStatus::Live, 0), "not a stall");
+    assert_eq!(
+        (goal.status, goal.stalls),
+        (GoalStatus::Live, 0),
+        "not a stall"
+    );
     assert_eq!(p.waiting_on.len(), 1);
     assert_eq!(p.waiting_on[0].agent, "helper");
     assert_eq!(
         attention(&s.store, session.session_id()).await,
-        vec![(ATTENTION_WAITING.to_owned(), false, "Waiting on helper".to_owned())]
+        vec![(
+            ATTENTION_WAITING.to_owned(),
+            false,
+            "Waiting on helper".to_owned()
+        )]
     );
     assert_eq!(s.model.calls(), 1);
 
@@ -148,7 +157,9 @@ async fn without_a_live_sub_agent_command_three_tool_less_turns_stall_it() {
     roster.settled("cmd_child_1").await;
     set_goal(&session, "Merge the helper's branch").await;
     let p = until(&session, |p| {
-        p.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Paused)
+        p.goal
+            .as_ref()
+            .is_some_and(|g| g.status == GoalStatus::Paused)
     })
     .await;
     assert_eq!(p.goal.unwrap().stalls, 3);
@@ -192,9 +203,7 @@ async fn the_roster_api_records_idempotently_and_reads_back() {
     roster.sent("cmd_a", "helper").await;
     roster.sent("cmd_a", "helper").await;
     roster.sent("cmd_b", "reviewer").await;
-    let live = roster
-        .run(|tx| Ok(json!(roster::live_commands(tx)?)))
-        .await;
+    let live = roster.run(|tx| Ok(json!(roster::live_commands(tx)?))).await;
     let agents: Vec<&str> = live
         .as_array()
         .unwrap()

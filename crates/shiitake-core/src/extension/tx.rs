@@ -6,9 +6,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shiitake_protocol::{
-    CommandId, ExtensionId, PromptDelivery, PromptText, RequestId, SessionId,
-};
+use shiitake_protocol::{CommandId, ExtensionId, PromptDelivery, PromptText, RequestId, SessionId};
 
 use super::cadence::next_after as next_cron;
 use super::{Grant, Grants, HookError, StateScope};

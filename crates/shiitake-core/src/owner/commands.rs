@@ -30,9 +30,14 @@ pub(crate) fn operator_message(author: OperatorAuthor, text: &PromptText) -> Mes
 
 /// A chat line an extension added ([`crate::extension::Tx::append_line`]): a user
 /// message marked with its author `extension` and the extension's id.
-pub(crate) fn extension_line(extension_id: &shiitake_protocol::ExtensionId, text: &PromptText) -> Message {
+pub(crate) fn extension_line(
+    extension_id: &shiitake_protocol::ExtensionId,
+    text: &PromptText,
+) -> Message {
     let mut message = UserMessage::text(text.as_str(), now_ms());
-    message.extra.insert("author".to_owned(), "extension".into());
+    message
+        .extra
+        .insert("author".to_owned(), "extension".into());
     message
         .extra
         .insert("extensionId".to_owned(), extension_id.as_str().into());

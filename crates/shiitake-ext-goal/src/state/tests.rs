@@ -5,7 +5,12 @@ use crate::contract::RECHECK_MS;
 
 const NOW: u64 = 1_000;
 
-fn run_settled(run: &str, outcome: TerminalOutcome, correlation: Option<String>, tool_calls: u32) -> RunSettled {
+fn run_settled(
+    run: &str,
+    outcome: TerminalOutcome,
+    correlation: Option<String>,
+    tool_calls: u32,
+) -> RunSettled {
     RunSettled {
         run: run.into(),
         outcome,
@@ -15,7 +20,8 @@ fn run_settled(run: &str, outcome: TerminalOutcome, correlation: Option<String>,
 }
 
 fn set(book: &mut Book) -> Vec<Effect> {
-    book.set(GoalId::new("goal_a"), "Ship it", None, NOW).unwrap()
+    book.set(GoalId::new("goal_a"), "Ship it", None, NOW)
+        .unwrap()
 }
 
 #[test]
@@ -37,9 +43,15 @@ fn setting_a_goal_admits_one_continuation() {
         }]
     );
     let goal = book.goal.clone().unwrap();
-    assert_eq!((goal.status, goal.revision, goal.live_since), (GoalStatus::Live, 1, Some(NOW)));
+    assert_eq!(
+        (goal.status, goal.revision, goal.live_since),
+        (GoalStatus::Live, 1, Some(NOW))
+    );
     // A human turn settling meanwhile does not stack a second continuation.
-    let effects = book.settled(&run_settled("cmd_h", TerminalOutcome::Completed, None, 0), NOW);
+    let effects = book.settled(
+        &run_settled("cmd_h", TerminalOutcome::Completed, None, 0),
+        NOW,
+    );
     assert_eq!(effects, vec![]);
 }
 
@@ -49,16 +61,27 @@ fn the_third_tool_less_continuation_stalls_and_a_tool_call_resets_the_count() {
     set(&mut book);
     let settle = |book: &mut Book, calls: u32| {
         let correlation = book.runtime.in_flight.clone();
-        book.settled(&run_settled("cmd", TerminalOutcome::Completed, correlation, calls), NOW)
+        book.settled(
+            &run_settled("cmd", TerminalOutcome::Completed, correlation, calls),
+            NOW,
+        )
     };
     settle(&mut book, 0);
     settle(&mut book, 0);
     assert_eq!(book.goal.as_ref().unwrap().stalls, 2);
     settle(&mut book, 1);
-    assert_eq!(book.goal.as_ref().unwrap().stalls, 0, "a tool call resets it");
+    assert_eq!(
+        book.goal.as_ref().unwrap().stalls,
+        0,
+        "a tool call resets it"
+    );
     settle(&mut book, 0);
     settle(&mut book, 0);
-    assert_eq!(book.live().map(|g| g.stalls), Some(2), "two in a row stay live");
+    assert_eq!(
+        book.live().map(|g| g.stalls),
+        Some(2),
+        "two in a row stay live"
+    );
     let effects = settle(&mut book, 0);
     let goal = book.goal.clone().unwrap();
     assert_eq!(goal.status, GoalStatus::Paused);
@@ -78,8 +101,10 @@ fn a_live_sub_agent_command_makes_a_tool_less_turn_wait_instead() {
     set(&mut book);
     book.agent_sent("child_cmd", "helper", NOW).unwrap();
     let correlation = book.runtime.in_flight.clone();
-    let effects =
-        book.settled(&run_settled("cmd", TerminalOutcome::Completed, correlation, 0), NOW);
+    let effects = book.settled(
+        &run_settled("cmd", TerminalOutcome::Completed, correlation, 0),
+        NOW,
+    );
     assert_eq!(
         effects,
         vec![
@@ -152,7 +177,10 @@ fn a_replacement_needs_the_observed_revision() {
     book.pause(None).unwrap();
     let revision = book.goal.as_ref().unwrap().revision;
     assert!(book.set(GoalId::new("goal_b"), "Other", None, NOW).is_err());
-    assert!(book.set(GoalId::new("goal_b"), "Other", Some(revision - 1), NOW).is_err());
+    assert!(
+        book.set(GoalId::new("goal_b"), "Other", Some(revision - 1), NOW)
+            .is_err()
+    );
     assert_eq!(book.goal.as_ref().unwrap().goal_id, GoalId::new("goal_a"));
     let effects = book
         .set(GoalId::new("goal_b"), "Other", Some(revision), NOW)

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use shiitake_capabilities::{Catalog, Module, ModulePath, Operation, OperationName, SourceId, StaticSource};
+use shiitake_capabilities::{
+    Catalog, Module, ModulePath, Operation, OperationName, SourceId, StaticSource,
+};
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
 use shiitake_core::store::Store;
@@ -65,7 +67,10 @@ pub async fn tools(gate: &Gate) -> Arc<Catalog> {
         .with_operation(wait)
         .unwrap();
     catalog
-        .add_source(Arc::new(StaticSource::new(SourceId::new("gate"), vec![module])))
+        .add_source(Arc::new(StaticSource::new(
+            SourceId::new("gate"),
+            vec![module],
+        )))
         .await
         .unwrap();
     catalog
@@ -118,8 +123,14 @@ pub async fn setup_with(turns: Vec<Turn>, tune: impl FnOnce(&mut AgentConfig)) -
     let model = Arc::new(ScriptedModel::new(Script::new(turns)));
     let clock = ManualClock::new(START);
     let gate = Gate::new();
-    let (agent, store) =
-        open_at(&dir.path().join("agent.db"), model.clone(), clock.clone(), &gate, tune).await;
+    let (agent, store) = open_at(
+        &dir.path().join("agent.db"),
+        model.clone(),
+        clock.clone(),
+        &gate,
+        tune,
+    )
+    .await;
     Setup {
         agent,
         store,
