@@ -125,13 +125,18 @@ fn apply(tx: &mut Tx<'_>, book: &mut Book, effects: Vec<Effect>) -> Result<(), H
 /// Keeps a finished goal, and at most [`MAX_HISTORY`] of them.
 fn archive(tx: &mut Tx<'_>, goal: &Goal) -> Result<(), HookError> {
     tx.put(StateScope::Session, HISTORY, goal.goal_id.as_str(), goal)?;
-    let mut kept: Vec<(String, Goal)> = tx.scan(StateScope::Session, HISTORY)?;
-    kept.sort_by_key(|(_, goal)| (goal.ended_at, goal.revision));
-    let excess = kept.len().saturating_sub(MAX_HISTORY);
-    for (key, _) in kept.into_iter().take(excess) {
+    let kept: Vec<(String, Goal)> = tx.scan(StateScope::Session, HISTORY)?;
+    for key in beyond_history(kept) {
         tx.delete(StateScope::Session, HISTORY, &key)?;
     }
     Ok(())
+}
+
+/// The keys of the oldest finished goals beyond [`MAX_HISTORY`].
+fn beyond_history(mut kept: Vec<(String, Goal)>) -> Vec<String> {
+    kept.sort_by_key(|(_, goal)| (goal.ended_at, goal.revision));
+    let excess = kept.len().saturating_sub(MAX_HISTORY);
+    kept.into_iter().take(excess).map(|(key, _)| key).collect()
 }
 
 fn save(tx: &mut Tx<'_>, before: &Book, after: &Book) -> Result<(), HookError> {
@@ -155,4 +160,38 @@ fn save(tx: &mut Tx<'_>, before: &Book, after: &Book) -> Result<(), HookError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{GoalStatus, SetBy};
+
+    fn finished(n: u64) -> (String, Goal) {
+        let goal = Goal {
+            goal_id: GoalId::new(format!("goal_{n:02}")),
+            objective: format!("goal {n}"),
+            status: GoalStatus::Cleared,
+            pause_cause: None,
+            revision: n * 2,
+            set_by: SetBy::Person,
+            created_at: n,
+            live_since: None,
+            ended_at: Some(1_000 + n),
+            provisional: None,
+            stalls: 0,
+            continuations: 0,
+            waiting: false,
+        };
+        (goal.goal_id.as_str().to_owned(), goal)
+    }
+
+    #[test]
+    fn history_keeps_the_most_recent_twenty() {
+        let twenty: Vec<_> = (1..=MAX_HISTORY as u64).map(finished).collect();
+        assert_eq!(beyond_history(twenty.clone()), Vec::<String>::new());
+        let mut one_more = twenty;
+        one_more.insert(0, finished(21));
+        assert_eq!(beyond_history(one_more), vec!["goal_01".to_owned()]);
+    }
 }

@@ -191,3 +191,44 @@ fn a_replacement_needs_the_observed_revision() {
     ));
     assert_eq!(book.goal.as_ref().unwrap().revision, revision + 2);
 }
+
+#[test]
+fn the_marked_turns_keep_the_most_recent_sixty_four() {
+    use crate::contract::MAX_MARKED_TURNS;
+    let mut runtime = Runtime::default();
+    for n in 0..MAX_MARKED_TURNS {
+        runtime.mark_turn(format!("cmd_{n}"));
+    }
+    assert_eq!(runtime.turns.len(), MAX_MARKED_TURNS);
+    assert_eq!(runtime.turns[0], "cmd_0");
+    runtime.mark_turn("cmd_last".into());
+    assert_eq!(runtime.turns.len(), MAX_MARKED_TURNS);
+    assert_eq!(runtime.turns[0], "cmd_1");
+    assert_eq!(runtime.turns.last().map(String::as_str), Some("cmd_last"));
+}
+
+#[test]
+fn at_most_thirty_two_sub_agent_commands_are_live_and_finished_ones_are_pruned() {
+    use crate::contract::MAX_AGENT_COMMANDS;
+    let mut book = Book::default();
+    for n in 0..MAX_AGENT_COMMANDS {
+        book.agent_sent(&format!("cmd_{n:02}"), "helper", NOW + n as u64)
+            .unwrap();
+    }
+    let refused = book.agent_sent("cmd_over", "helper", NOW).unwrap_err();
+    assert!(refused.0.contains("32 sub-agent commands"), "{refused}");
+    assert_eq!(
+        book.agent_sent("cmd_00", "helper", NOW),
+        Ok(Vec::new()),
+        "recording one again is no change"
+    );
+    book.agent_update("cmd_00", AgentCommandState::Settled);
+    book.agent_sent("cmd_new", "helper", NOW + 100).unwrap();
+    assert_eq!(
+        book.agents.len(),
+        MAX_AGENT_COMMANDS,
+        "the finished one made room"
+    );
+    assert!(!book.agents.contains_key("cmd_00"));
+    assert_eq!(book.live_agents().count(), MAX_AGENT_COMMANDS);
+}
