@@ -3,6 +3,7 @@
 //! Each command is a module with one `run` function; this file only dispatches.
 
 mod bench;
+mod eval;
 mod local_model;
 mod pack;
 mod stranger;
@@ -17,7 +18,7 @@ commands:
   bench        run every benchmark (core acceptance and observation, SSE latency)
   pack         package every publishable crate and check each package's file list
   stranger     build a consumer outside the workspace against the packaged crates only
-  local-model  build (or reuse) and start the local OpenAI-compatible model server
+  local-model  build (or reuse) and start the local OpenAI-compatible model server; eval measures it
   test         start what the tests need, then run every test of the workspace";
 
 fn main() -> ExitCode {

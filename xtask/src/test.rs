@@ -17,7 +17,7 @@ const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
 pub fn run(args: &[String]) -> Result<(), String> {
     let url = match std::env::var(MODEL_URL_VAR) {
         Ok(url) if !url.trim().is_empty() => url,
-        _ => local_model::ensure_running(local_model::DEFAULT_PORT)?,
+        _ => local_model::ensure_running(shiitake_local_model::DEFAULT_PORT)?,
     };
     eprintln!("test: {MODEL_URL_VAR}={url}");
     run_checked(

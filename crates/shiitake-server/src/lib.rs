@@ -93,6 +93,7 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
             post(routes::session_extension::<A>),
         )
         .route("/v1/extensions", get(routes::list_extensions::<A>))
+        .route("/v1/catalogs", get(routes::catalogs::<A>))
         .route(
             "/v1/extensions/{extension}/resume",
             post(routes::resume_extension::<A>),
