@@ -138,7 +138,7 @@ async fn the_goal_flow_asks_then_confirms_with_the_revision() {
     let s = setup(vec![call("gate__wait")]).await;
     let session = new_session(&s.agent).await;
     let id = extension_id().unwrap();
-    let catalogs = s.agent.catalogs();
+    let catalogs = s.agent.catalogs().await.unwrap();
     let command = catalogs
         .catalogs
         .iter()
