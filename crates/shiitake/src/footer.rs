@@ -176,7 +176,7 @@ mod tests {
             lines,
             [
                 "plan 1/4: Write tests",
-                "? [DB] Which\\u{1b}[2J one? — /answer",
+                "? [DB] Which\\x1b[2J one? — /answer",
                 "? [X] Go? — waiting on Planner",
                 "[other-extension] stopped: bad row",
             ]
