@@ -23,6 +23,7 @@
 //! ```
 
 mod auth;
+mod browser;
 mod error;
 mod extract;
 mod routes;
@@ -33,6 +34,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
+use knapsack::ui::UiBridge;
 use shiitake_protocol::AgentApi;
 
 pub use auth::{Token, TokenError, load_or_create_token, token_path};
@@ -47,6 +49,9 @@ pub struct ServerConfig {
     /// How often an idle SSE stream sends a keep-alive comment, so proxies and
     /// clients can tell a quiet stream from a dead one.
     pub keep_alive: Duration,
+    /// The browser App bridge whose routes (`/browser/...`) the server mounts,
+    /// behind the same token; `None` mounts none.
+    pub browser: Option<UiBridge>,
 }
 
 impl ServerConfig {
@@ -55,17 +60,25 @@ impl ServerConfig {
         Self {
             token,
             keep_alive: Duration::from_secs(15),
+            browser: None,
         }
+    }
+
+    /// Mounts `bridge`'s routes too (`docs/http.md`, "Browser App bridge").
+    #[must_use]
+    pub fn with_browser(mut self, bridge: UiBridge) -> Self {
+        self.browser = Some(bridge);
+        self
     }
 }
 
 /// The routes of `docs/http.md` over `agent`, behind the bearer token of `config`.
 pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Router {
     let shared = Arc::new(routes::Shared {
-        agent,
+        agent: agent.clone(),
         keep_alive: config.keep_alive,
     });
-    Router::new()
+    let mut app: Router = Router::new()
         .route(
             "/v1/sessions",
             post(routes::create_session::<A>).get(routes::list_sessions::<A>),
@@ -102,9 +115,40 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
             post(routes::agent_extension::<A>),
         )
         .fallback(error::no_route)
-        .with_state(shared)
-        .layer(axum::middleware::from_fn_with_state(
+        .with_state(shared);
+    if let Some(bridge) = config.browser {
+        app = app.merge(browser_routes(agent, bridge, config.keep_alive));
+    }
+    app.layer(axum::middleware::from_fn_with_state(
             config.token,
-            auth::require_token,
-        ))
+        auth::require_token,
+    ))
+}
+
+/// The browser App bridge's routes (see [`browser`]).
+fn browser_routes<A: AgentApi + 'static>(
+    agent: Arc<A>,
+    bridge: UiBridge,
+    keep_alive: Duration,
+) -> Router {
+    let shared = Arc::new(browser::BrowserShared {
+        agent,
+        bridge,
+        keep_alive,
+    });
+    Router::new()
+        .route("/browser/knapsack-ui.js", get(browser::script))
+        .route(
+            "/browser/sessions/{session}/browser/events",
+            get(browser::events::<A>),
+        )
+        .route(
+            "/browser/sessions/{session}/browser/claims",
+            post(browser::claims::<A>),
+        )
+        .route(
+            "/browser/sessions/{session}/browser/results",
+            post(browser::results::<A>),
+        )
+        .with_state(shared)
 }
