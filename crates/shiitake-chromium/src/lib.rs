@@ -33,7 +33,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use chromiumoxide::browser::{Browser, BrowserConfig, HeadlessMode};
+use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::cdp::browser_protocol::network::{Headers, SetExtraHttpHeadersParams};
 use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
 use chromiumoxide::page::ScreenshotParams;
@@ -194,7 +194,7 @@ impl Chromium {
         let config = BrowserConfig::builder()
             .chrome_executable(executable)
             .disable_default_args()
-            .headless_mode(HeadlessMode::False)
+            .with_head() // "headful" for chromiumoxide: `--headless` comes from FLAGS
             .args(FLAGS.iter().copied())
             .user_data_dir(profile.path())
             .request_timeout(REQUEST_TIMEOUT)
