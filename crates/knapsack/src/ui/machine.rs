@@ -29,6 +29,7 @@ pub(crate) struct Machine {
 
 impl Machine {
     /// Whether `close` ran.
+    #[cfg(test)]
     pub(crate) fn is_closed(&self) -> bool {
         self.closed
     }
@@ -39,6 +40,7 @@ impl Machine {
     }
 
     /// The outstanding request, if any.
+    #[cfg(test)]
     pub(crate) fn outstanding(&self) -> Option<&Outstanding> {
         self.outstanding.as_ref()
     }
