@@ -94,7 +94,7 @@ struct World {
 
 impl World {
     async fn session(&self) -> SessionId {
-        new_session(&*self.agent).await.id().clone()
+        new_session(&*self.agent).await.session_id().clone()
     }
 
     /// Opens the App for `session` in a new tab and waits until the host has it.

@@ -49,7 +49,7 @@ struct Setup {
 impl Setup {
     async fn new(options: UiOptions) -> Self {
         let (agent, dir) = core_fixture().await;
-        let session = new_session(&*agent).await.id().clone();
+        let session = new_session(&*agent).await.session_id().clone();
         let bridge = UiBridge::new(options);
         let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_browser(bridge.clone());
         let server = Server::start(router(agent.clone(), config), "127.0.0.1:0".parse().unwrap()).await;
