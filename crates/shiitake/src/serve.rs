@@ -4,9 +4,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use knapsack::Knapsack;
+use knapsack::ui::UiBridge;
 use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
 use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_core::{Agent, AgentConfig, Durability, SpecResolver, SqliteStore};
+use shiitake_ext_ui::UiExtension;
 use shiitake_model::ModelEnv;
 use shiitake_protocol::AgentApi;
 use shiitake_server::{ServerConfig, load_or_create_token, router};
@@ -125,8 +127,14 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         default_spec: args.model.clone(),
         env: ModelEnv::from_env(),
     };
-    let agent =
-        Arc::new(Agent::open(Arc::new(store), tools, AgentConfig::new(Arc::new(models))).await?);
+    // The browser App bridge: runs borrow `ui`; the server mounts its `/browser/` routes.
+    let bridge = UiBridge::default();
+    let ui = UiExtension::new(bridge.clone()).map_err(|error| setup("ui")(error.to_string()))?;
+    let agent = Agent::builder(Arc::new(store), tools, AgentConfig::new(Arc::new(models)))
+        .extension(ui, UiExtension::grants())
+        .open()
+        .await?;
+    let agent = Arc::new(agent);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
@@ -140,7 +148,10 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         ),
     }
     println!("shiitake: listening on http://{address}");
-    let app = router(agent.clone(), ServerConfig::new(token));
+    let app = router(
+        agent.clone(),
+        ServerConfig::new(token).with_browser(bridge.clone()),
+    );
     tokio::select! {
         served = axum::serve(listener, app) => served?,
         stop = tokio::signal::ctrl_c() => {
@@ -148,6 +159,7 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
             println!("shiitake: stopping; accepted work resumes on the next start");
         }
     }
+    bridge.close();
     agent.close().await?;
     Ok(())
 }

@@ -121,7 +121,7 @@ impl SessionHost {
                 connection_id: connection.clone(),
             }),
             events,
-            _guard: ConnectionGuard {
+            guard: ConnectionGuard {
                 host: self.clone(),
                 connection,
             },
@@ -247,7 +247,7 @@ fn shape_result(kind: &RequestKind, outcome: BrowserOutcome) -> Result<Value, Ui
 }
 
 fn check_discovered(value: Value) -> Result<Value, UiError> {
-    let invalid = |why: String| UiError::InvalidResult(why);
+    let invalid = UiError::InvalidResult;
     let discovered: Discovered = serde_json::from_value(value)
         .map_err(|error| invalid(format!("discover must answer {{\"commands\": [...]}}: {error}")))?;
     if discovered.commands.len() > MAX_COMMANDS {
@@ -304,13 +304,13 @@ impl Drop for ConnectionGuard {
 pub struct BrowserStream {
     hello: Option<BrowserEvent>,
     events: mpsc::Receiver<BrowserEvent>,
-    _guard: ConnectionGuard,
+    guard: ConnectionGuard,
 }
 
 impl std::fmt::Debug for BrowserStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BrowserStream")
-            .field("connection", &self._guard.connection)
+            .field("connection", &self.guard.connection)
             .finish_non_exhaustive()
     }
 }
@@ -318,7 +318,7 @@ impl std::fmt::Debug for BrowserStream {
 impl BrowserStream {
     /// This tab's connection id (also the data of its `hello` event).
     pub fn connection_id(&self) -> &ConnectionId {
-        &self._guard.connection
+        &self.guard.connection
     }
 }
 
