@@ -61,7 +61,10 @@ fn find() -> Result<Option<PathBuf>, String> {
         return if is_executable(&path) {
             Ok(Some(path))
         } else {
-            Err(format!("{ENV_VAR}={} is not an executable file", path.display()))
+            Err(format!(
+                "{ENV_VAR}={} is not an executable file",
+                path.display()
+            ))
         };
     }
     let Some(path) = std::env::var_os("PATH") else {

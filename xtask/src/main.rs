@@ -4,6 +4,7 @@
 
 mod bench;
 mod chromium;
+mod eval;
 mod local_model;
 mod pack;
 mod stranger;
@@ -19,7 +20,7 @@ commands:
   chromium     find (or install with apt-get) the headless Chromium of the browser tests
   pack         package every publishable crate and check each package's file list
   stranger     build a consumer outside the workspace against the packaged crates only
-  local-model  build (or reuse) and start the local OpenAI-compatible model server
+  local-model  build (or reuse) and start the local OpenAI-compatible model server; eval measures it
   test         start what the tests need, then run every test of the workspace";
 
 fn main() -> ExitCode {

@@ -9,8 +9,8 @@
 
 use std::process::Command;
 
-use crate::{chromium, local_model};
 use crate::util::{cargo, run_checked};
+use crate::{chromium, local_model};
 
 /// The variable the real-model tests read.
 const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
@@ -19,7 +19,7 @@ const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
 pub fn run(args: &[String]) -> Result<(), String> {
     let url = match std::env::var(MODEL_URL_VAR) {
         Ok(url) if !url.trim().is_empty() => url,
-        _ => local_model::ensure_running(local_model::DEFAULT_PORT)?,
+        _ => local_model::ensure_running(shiitake_local_model::DEFAULT_PORT)?,
     };
     eprintln!("test: {MODEL_URL_VAR}={url}");
     let browser = chromium::ensure()?;

@@ -122,7 +122,9 @@ pub enum ChromiumError {
     },
 }
 
-fn command_error(what: impl Into<String>) -> impl FnOnce(chromiumoxide::error::CdpError) -> ChromiumError {
+fn command_error(
+    what: impl Into<String>,
+) -> impl FnOnce(chromiumoxide::error::CdpError) -> ChromiumError {
     let what = what.into();
     move |error| ChromiumError::Command {
         what,
@@ -288,7 +290,11 @@ pub async fn eval<T: DeserializeOwned>(page: &Page, expression: &str) -> Result<
 
 /// Waits until the JavaScript `condition` is truthy in `page`, checking in the page
 /// every 10 ms, for at most `timeout`.
-pub async fn wait_for(page: &Page, condition: &str, timeout: Duration) -> Result<(), ChromiumError> {
+pub async fn wait_for(
+    page: &Page,
+    condition: &str,
+    timeout: Duration,
+) -> Result<(), ChromiumError> {
     let millis = timeout.as_millis();
     let script = format!(
         "new Promise((resolve) => {{ const until = Date.now() + {millis}; \

@@ -310,13 +310,56 @@ proptest! {
         for ask_id in world.resolved.keys() {
             let delivered = world.delivered.get(ask_id).copied().unwrap_or(0);
             let suppressed = world.suppressed.contains_key(ask_id);
-            prop_assert!(
-                delivered == 1 || (suppressed && delivered == 0),
-                "{} resolved: delivered {} times, suppressed {}",
+            let expected = if suppressed { 0 } else { 1 };
+            prop_assert_eq!(
+                delivered, expected,
+                "{} resolved: delivered {} times, suppressed by a cancel: {}",
                 ask_id, delivered, suppressed
             );
         }
         // Nothing resolved lingers: every row left is an open Ask.
         prop_assert!(world.book.asks.values().all(|row| row_is_open(&world.book, &row.ask_id)));
     }
+}
+
+#[test]
+fn one_live_ask_per_run() {
+    let mut book = Book::default();
+    let request = |n: u32, run: &str| AskRequest {
+        ask_id: AskId::new(format!("ask_{n}")),
+        execution: format!("{run}:call{n}"),
+        run: run.into(),
+        input: input(true, false),
+        sender: None,
+        now: 0,
+    };
+    let (first, _) = book.ask(request(1, "r1")).unwrap();
+    assert_eq!(
+        first,
+        Opened::New {
+            ask_id: AskId::new("ask_1"),
+            live: true
+        }
+    );
+    let refused = book.ask(request(2, "r1")).unwrap_err();
+    assert!(refused.0.contains("one live question per run"), "{refused}");
+    assert!(
+        book.ask(request(3, "r2")).is_ok(),
+        "another run may wait on its own"
+    );
+    book.park(&AskId::new("ask_1"));
+    assert!(
+        book.ask(request(4, "r1")).is_ok(),
+        "once parked, the run may ask again"
+    );
+    // The same call again (a replay) finds its Ask instead of opening another.
+    let (again, effects) = book.ask(request(4, "r1")).unwrap();
+    assert_eq!(
+        again,
+        Opened::Again {
+            ask_id: AskId::new("ask_4"),
+            live: true
+        }
+    );
+    assert!(effects.is_empty());
 }

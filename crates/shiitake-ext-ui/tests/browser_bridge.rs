@@ -108,9 +108,13 @@ impl World {
             )
             .await
             .unwrap();
-        wait_for(&page, "window.bridge && window.bridge.status === 'connected'", WAIT)
-            .await
-            .unwrap();
+        wait_for(
+            &page,
+            "window.bridge && window.bridge.status === 'connected'",
+            WAIT,
+        )
+        .await
+        .unwrap();
         eventually(|| self.bridge.connections(session) == before + 1).await;
         page
     }
@@ -119,14 +123,19 @@ impl World {
 async fn eventually(mut condition: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while !condition() {
-        assert!(tokio::time::Instant::now() < deadline, "condition did not hold in time");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition did not hold in time"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
 /// Calls `ui.<name>` of a lent module as the execute door would.
 async fn call(module: &Module, name: &str, input: Value) -> Result<Value, ToolError> {
-    let operation = module.operation(&OperationName::new(name).unwrap()).unwrap();
+    let operation = module
+        .operation(&OperationName::new(name).unwrap())
+        .unwrap();
     let path = OperationPath::parse(&format!("ui.{name}")).unwrap();
     let ctx = InvocationContext::new(ExecutionId::generate(), CancellationToken::new())
         .with_timeout(WAIT);
@@ -137,7 +146,10 @@ fn code_of(result: &Result<Value, ToolError>) -> (ForModelKind, String) {
     match result {
         Err(ToolError::ForModel(error)) => (
             error.kind,
-            error.details.as_ref().unwrap()["code"].as_str().unwrap().to_owned(),
+            error.details.as_ref().unwrap()["code"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
         ),
         other => panic!("not a tool error for the model: {other:?}"),
     }
@@ -149,7 +161,10 @@ async fn start() -> Option<World> {
     let model = Arc::new(ScriptedModel::new(Script::new(vec![
         // The run scenario.
         Turn::tool_call("ui__discover", json!({})),
-        Turn::tool_call("ui__execute", json!({ "command": "add_note", "input": { "text": "milk" } })),
+        Turn::tool_call(
+            "ui__execute",
+            json!({ "command": "add_note", "input": { "text": "milk" } }),
+        ),
         Turn::text("added"),
         // The run after close.
         Turn::tool_call("ui__discover", json!({})),
@@ -164,7 +179,10 @@ async fn start() -> Option<World> {
         Arc::new(Catalog::new()),
         AgentConfig::new(Arc::new(FixedModel(model.clone()))),
     )
-    .extension(UiExtension::new(bridge.clone()).unwrap(), UiExtension::grants())
+    .extension(
+        UiExtension::new(bridge.clone()).unwrap(),
+        UiExtension::grants(),
+    )
     .open()
     .await
     .unwrap();
@@ -209,7 +227,11 @@ async fn a_scripted_run_discovers_and_executes(world: &World) {
     let local = world.agent.session(session.clone());
     let command = send(&local, "note milk").await;
     let terminal = terminal_of(&local, &command).await;
-    assert_eq!(terminal.outcome, TerminalOutcome::Completed, "run: {terminal:?}");
+    assert_eq!(
+        terminal.outcome,
+        TerminalOutcome::Completed,
+        "run: {terminal:?}"
+    );
     let discovered = json!({ "commands": [
         { "name": "add_note", "description": "Adds a note to the list on screen.",
           "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] } },
@@ -232,7 +254,9 @@ async fn a_scripted_run_discovers_and_executes(world: &World) {
     // The command ran in the page, once.
     let notes: Vec<String> = eval(&page, "window.notes").await.unwrap();
     assert_eq!(notes, ["milk"]);
-    let shown: String = eval(&page, "document.getElementById('notes').textContent").await.unwrap();
+    let shown: String = eval(&page, "document.getElementById('notes').textContent")
+        .await
+        .unwrap();
     assert_eq!(shown, "milk");
     // The tools the model was offered include the borrowed module.
     let offered: Vec<String> = world.model.requests()[0]
@@ -242,7 +266,9 @@ async fn a_scripted_run_discovers_and_executes(world: &World) {
         .collect();
     assert!(offered.contains(&"ui__discover".to_owned()), "{offered:?}");
     assert!(offered.contains(&"ui__execute".to_owned()), "{offered:?}");
-    screenshot(&page, &world.artifacts.join("executed.png")).await.unwrap();
+    screenshot(&page, &world.artifacts.join("executed.png"))
+        .await
+        .unwrap();
     // The run returned the module; closing the tab lets the host go.
     page.close().await.unwrap();
     eventually(|| world.bridge.connections(&session) == 0).await;
@@ -254,16 +280,40 @@ async fn a_second_request_is_busy(world: &World) {
     let page = world.tab(&session).await;
     let first = world.bridge.lend(&session).unwrap();
     let second = world.bridge.lend(&session).unwrap();
-    let slow = tokio::spawn(async move { call(&first, "execute", json!({ "command": "slow" })).await });
-    wait_for(&page, "window.bridge.stats().claimed === 1", WAIT).await.unwrap();
-    let busy = call(&second, "execute", json!({ "command": "add_note", "input": { "text": "no" } })).await;
-    assert_eq!(code_of(&busy), (ForModelKind::Unavailable, "browser_busy".to_owned()), "busy");
-    assert_eq!(slow.await.unwrap().unwrap(), json!({ "slow": true }), "busy");
+    let slow =
+        tokio::spawn(async move { call(&first, "execute", json!({ "command": "slow" })).await });
+    wait_for(&page, "window.bridge.stats().claimed === 1", WAIT)
+        .await
+        .unwrap();
+    let busy = call(
+        &second,
+        "execute",
+        json!({ "command": "add_note", "input": { "text": "no" } }),
+    )
+    .await;
+    assert_eq!(
+        code_of(&busy),
+        (ForModelKind::Unavailable, "browser_busy".to_owned()),
+        "busy"
+    );
+    assert_eq!(
+        slow.await.unwrap().unwrap(),
+        json!({ "slow": true }),
+        "busy"
+    );
     // Once the first settled, the Session takes requests again.
-    let after = call(&second, "execute", json!({ "command": "add_note", "input": { "text": "yes" } })).await;
+    let after = call(
+        &second,
+        "execute",
+        json!({ "command": "add_note", "input": { "text": "yes" } }),
+    )
+    .await;
     assert_eq!(after.unwrap(), json!({ "count": 1 }), "busy");
     let failed = call(&second, "execute", json!({ "command": "fail" })).await;
-    assert_eq!(code_of(&failed), (ForModelKind::Failed, "browser_command_failed".to_owned()));
+    assert_eq!(
+        code_of(&failed),
+        (ForModelKind::Failed, "browser_command_failed".to_owned())
+    );
     let ran: u32 = eval(&page, "window.ran").await.unwrap();
     assert_eq!(ran, 2, "busy: the refused request never reached the page");
     page.close().await.unwrap();
@@ -275,7 +325,10 @@ async fn no_tab_is_not_connected(world: &World) {
     let result = call(&module, "discover", json!({})).await;
     assert_eq!(
         code_of(&result),
-        (ForModelKind::Unavailable, "browser_not_connected".to_owned()),
+        (
+            ForModelKind::Unavailable,
+            "browser_not_connected".to_owned()
+        ),
         "not connected"
     );
 }
@@ -284,13 +337,20 @@ async fn a_tab_that_closes_after_claiming_leaves_the_outcome_unknown(world: &Wor
     let session = world.session().await;
     let page = world.tab(&session).await;
     let module = world.bridge.lend(&session).unwrap();
-    let run = tokio::spawn(async move { call(&module, "execute", json!({ "command": "wait_forever" })).await });
-    wait_for(&page, "window.hanging === true", WAIT).await.unwrap();
+    let run = tokio::spawn(async move {
+        call(&module, "execute", json!({ "command": "wait_forever" })).await
+    });
+    wait_for(&page, "window.hanging === true", WAIT)
+        .await
+        .unwrap();
     page.close().await.unwrap();
     let result = tokio::time::timeout(WAIT, run).await.unwrap().unwrap();
     assert_eq!(
         code_of(&result),
-        (ForModelKind::Failed, "browser_execution_indeterminate".to_owned()),
+        (
+            ForModelKind::Failed,
+            "browser_execution_indeterminate".to_owned()
+        ),
         "disconnect after claim"
     );
 }
@@ -301,23 +361,36 @@ async fn of_two_tabs_exactly_one_claims(world: &World) {
     let two = world.tab(&session).await;
     assert_eq!(world.bridge.connections(&session), 2);
     let module = world.bridge.lend(&session).unwrap();
-    let result = call(&module, "execute", json!({ "command": "add_note", "input": { "text": "once" } })).await;
+    let result = call(
+        &module,
+        "execute",
+        json!({ "command": "add_note", "input": { "text": "once" } }),
+    )
+    .await;
     assert_eq!(result.unwrap(), json!({ "count": 1 }), "two tabs");
     let mut ran = 0;
     let mut claimed = 0;
     let mut refused = 0;
     for page in [&one, &two] {
         // Both tabs saw the request and tried to claim it.
-        wait_for(page, "window.bridge.stats().claimed + window.bridge.stats().refused === 1", WAIT)
-            .await
-            .unwrap();
+        wait_for(
+            page,
+            "window.bridge.stats().claimed + window.bridge.stats().refused === 1",
+            WAIT,
+        )
+        .await
+        .unwrap();
         let stats: Value = eval(page, "window.bridge.stats()").await.unwrap();
         assert_eq!(stats["requests"], 1, "two tabs: {stats}");
         claimed += stats["claimed"].as_u64().unwrap();
         refused += stats["refused"].as_u64().unwrap();
         ran += eval::<u64>(page, "window.ran").await.unwrap();
     }
-    assert_eq!((claimed, refused, ran), (1, 1, 1), "two tabs: exactly one claimed and ran");
+    assert_eq!(
+        (claimed, refused, ran),
+        (1, 1, 1),
+        "two tabs: exactly one claimed and ran"
+    );
     one.close().await.unwrap();
     two.close().await.unwrap();
 }
@@ -327,14 +400,24 @@ async fn close_ends_every_stream_and_later_runs_go_without_ui(world: &World) {
     let one = world.tab(&session).await;
     let two = world.tab(&session).await;
     let module = world.bridge.lend(&session).unwrap();
-    let run = tokio::spawn(async move { call(&module, "execute", json!({ "command": "wait_forever" })).await });
-    wait_for(&one, "window.bridge.stats().requests === 1", WAIT).await.unwrap();
+    let run = tokio::spawn(async move {
+        call(&module, "execute", json!({ "command": "wait_forever" })).await
+    });
+    wait_for(&one, "window.bridge.stats().requests === 1", WAIT)
+        .await
+        .unwrap();
     world.bridge.close();
     let result = tokio::time::timeout(WAIT, run).await.unwrap().unwrap();
-    assert_eq!(code_of(&result), (ForModelKind::Unavailable, "browser_closed".to_owned()), "close");
+    assert_eq!(
+        code_of(&result),
+        (ForModelKind::Unavailable, "browser_closed".to_owned()),
+        "close"
+    );
     for page in [&one, &two] {
         // Each tab got `end` and stopped for good, without reconnecting.
-        wait_for(page, "window.bridge.status === 'closed'", WAIT).await.unwrap();
+        wait_for(page, "window.bridge.status === 'closed'", WAIT)
+            .await
+            .unwrap();
         let connects: u64 = eval(page, "window.bridge.stats().connects").await.unwrap();
         assert_eq!(connects, 1, "close: no reconnect");
         let status: u16 = eval(
@@ -345,17 +428,29 @@ async fn close_ends_every_stream_and_later_runs_go_without_ui(world: &World) {
         .unwrap();
         assert_eq!(status, 410, "close: later requests answer 410");
     }
-    screenshot(&one, &world.artifacts.join("closed.png")).await.unwrap();
+    screenshot(&one, &world.artifacts.join("closed.png"))
+        .await
+        .unwrap();
     assert_eq!(world.bridge.connections(&session), 0);
     // A later run fails to borrow: it is offered no `ui` tools, and a call is unknown.
     let local = world.agent.session(session.clone());
     let command = send(&local, "try the browser").await;
     let terminal = terminal_of(&local, &command).await;
-    assert_eq!(terminal.outcome, TerminalOutcome::Completed, "close: {terminal:?}");
+    assert_eq!(
+        terminal.outcome,
+        TerminalOutcome::Completed,
+        "close: {terminal:?}"
+    );
     let last = world.model.requests().last().unwrap().tools.clone();
-    assert!(last.iter().all(|tool| !tool.name.starts_with("ui__")), "close: {last:?}");
+    assert!(
+        last.iter().all(|tool| !tool.name.starts_with("ui__")),
+        "close: {last:?}"
+    );
     let lines = outline(&transcript(&local).await);
-    assert!(lines[2].starts_with("tool ui__discover (error): "), "close: {lines:?}");
+    assert!(
+        lines[2].starts_with("tool ui__discover (error): "),
+        "close: {lines:?}"
+    );
     one.close().await.unwrap();
     two.close().await.unwrap();
 }

@@ -25,7 +25,10 @@ async fn agent(bridge: &UiBridge, model: Arc<ScriptedModel>, dir: &tempfile::Tem
         Arc::new(Catalog::new()),
         AgentConfig::new(Arc::new(FixedModel(model))),
     )
-    .extension(UiExtension::new(bridge.clone()).unwrap(), UiExtension::grants())
+    .extension(
+        UiExtension::new(bridge.clone()).unwrap(),
+        UiExtension::grants(),
+    )
     .open()
     .await
     .unwrap()
@@ -44,7 +47,10 @@ async fn a_run_borrows_ui_and_returns_it_when_it_ends() {
     let dir = tempfile::tempdir().unwrap();
     let bridge = UiBridge::new(UiOptions::default());
     let model = Arc::new(ScriptedModel::new(Script::new(vec![
-        Turn::tool_call("ui__execute", json!({ "command": "add_note", "input": { "text": "x" } })),
+        Turn::tool_call(
+            "ui__execute",
+            json!({ "command": "add_note", "input": { "text": "x" } }),
+        ),
         Turn::text("no browser"),
     ])));
     let agent = agent(&bridge, model.clone(), &dir).await;
@@ -83,7 +89,10 @@ async fn after_close_a_run_goes_without_ui() {
     let terminal = terminal_of(&session, &command).await;
     assert_eq!(terminal.outcome, TerminalOutcome::Completed);
     let offered = tool_names(&model, 0);
-    assert!(offered.iter().all(|name| !name.starts_with("ui__")), "{offered:?}");
+    assert!(
+        offered.iter().all(|name| !name.starts_with("ui__")),
+        "{offered:?}"
+    );
     assert_eq!(bridge.hosts(), 0);
     agent.close().await.unwrap();
 }

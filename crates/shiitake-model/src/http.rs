@@ -20,7 +20,7 @@ pub struct HttpLimits {
     pub connect_timeout: Duration,
     /// Longest silence allowed between two reads of the response (local models can be slow).
     pub idle_timeout: Duration,
-    /// Largest single SSE event accepted, in bytes.
+    /// Largest single SSE event accepted, in bytes (and largest whole answer, when not streamed).
     pub max_event_bytes: usize,
 }
 

@@ -83,6 +83,6 @@ pub use model::{
     AssistantStream, Model, ModelContext, ModelInfo, ModelOptions, ReasoningLevel, ToolChoice,
     ToolSpec,
 };
-pub use openai::{OpenAiCompatible, OpenAiConfig};
+pub use openai::{OpenAiCompatible, OpenAiConfig, ToolStreaming};
 pub use scripted::{Script, ScriptError, ScriptedModel, Step, Turn};
 pub use select::{ModelEnv, SelectError, select};

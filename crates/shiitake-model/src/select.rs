@@ -110,8 +110,12 @@ pub enum SelectError {
 /// | --- | --- |
 /// | `openai:<model>` | OpenAI (needs `OPENAI_API_KEY`; `OPENAI_BASE_URL` optional) |
 /// | `anthropic:<model>` | Anthropic (needs `ANTHROPIC_API_KEY`; `ANTHROPIC_BASE_URL` optional) |
-/// | `openai-compatible:<base-url>#<model>` | any OpenAI-compatible server (Ollama, llama.cpp, vLLM) |
+/// | `openai-compatible:<base-url>#<model>[?option=value&…]` | any OpenAI-compatible server (Ollama, llama.cpp, vLLM) |
 /// | `scripted:<path>` | the scripted model playing a JSON script file |
+///
+/// The one option of `openai-compatible:` is `tool_streaming=streaming|replay`
+/// ([`ToolStreaming`](crate::ToolStreaming)): `replay` for servers that cannot
+/// stream tool calls, such as the bundled local model.
 pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError> {
     let spec = spec.trim();
     let Some((provider, rest)) = spec.split_once(':') else {
@@ -171,12 +175,14 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
                      openai-compatible:http://127.0.0.1:11434/v1#llama3.2",
                 ));
             };
+            let (model, options) = model.split_once('?').unwrap_or((model, ""));
             if base.is_empty() || model.is_empty() {
                 return Err(malformed(
                     "both the base URL and the model after `#` are needed",
                 ));
             }
             let mut config = OpenAiConfig::new(base, model);
+            apply_options(&mut config, options).map_err(|reason| malformed(&reason))?;
             config.api_key.clone_from(&env.openai_compatible_api_key);
             Ok(Arc::new(
                 OpenAiCompatible::new(config).map_err(config_error)?,
@@ -195,4 +201,22 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
         }
         _ => Err(SelectError::Unknown(spec.to_owned())),
     }
+}
+
+/// Applies `key=value&…` options of an `openai-compatible:` spec.
+fn apply_options(config: &mut OpenAiConfig, options: &str) -> Result<(), String> {
+    for option in options.split('&').filter(|option| !option.is_empty()) {
+        let (key, value) = option.split_once('=').ok_or_else(|| {
+            format!("option `{option}` needs a value, as in tool_streaming=replay")
+        })?;
+        match key {
+            "tool_streaming" => config.tool_streaming = value.parse()?,
+            other => {
+                return Err(format!(
+                    "unknown option `{other}` (the one option is tool_streaming=streaming|replay)"
+                ));
+            }
+        }
+    }
+    Ok(())
 }

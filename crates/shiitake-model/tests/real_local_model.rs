@@ -1,5 +1,6 @@
 //! The OpenAI-compatible provider against a real model: llama.cpp's server
-//! with SmolLM2-135M (`cargo xtask local-model start`). Runs when
+//! with SmolLM2-135M and Shiitake's `shiitake-tools` chat handler (`cargo xtask
+//! local-model start`), here in streaming mode. Runs when
 //! `SHIITAKE_TEST_LOCAL_MODEL_URL` is set (`.ci/run` sets it), and asserts
 //! protocol facts only, never wording.
 
@@ -135,7 +136,8 @@ async fn a_named_tool_choice_streams_a_schema_valid_tool_call() {
 async fn an_empty_200_stream_is_an_error_not_an_empty_success() {
     let Some(model) = local_model() else { return };
     let _turn = SERVER.lock().await;
-    // Streaming with tool_choice "auto" answers 200 with an empty body when the model picks a tool.
+    // llama-cpp-python's own chatml-function-calling answered an empty 200 here; whatever the
+    // server's handler, an empty answer must be an error and anything else a complete message.
     let mut context = ask("What is the weather in Paris? Use the get_weather tool.");
     context.tools = vec![weather_tool()];
     match model

@@ -106,6 +106,7 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
             post(routes::session_extension::<A>),
         )
         .route("/v1/extensions", get(routes::list_extensions::<A>))
+        .route("/v1/catalogs", get(routes::catalogs::<A>))
         .route(
             "/v1/extensions/{extension}/resume",
             post(routes::resume_extension::<A>),
@@ -120,7 +121,7 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
         app = app.merge(browser_routes(agent, bridge, config.keep_alive));
     }
     app.layer(axum::middleware::from_fn_with_state(
-            config.token,
+        config.token,
         auth::require_token,
     ))
 }

@@ -20,12 +20,12 @@ use shiitake_capabilities::{
     ExecutionId, ForModelKind, InvocationContext, Module, OperationName, OperationPath, ToolError,
     execute_operation,
 };
+use shiitake_conformance::TestTools;
 use shiitake_conformance::support::new_session;
 use shiitake_core::Agent;
+use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::{SessionApi, SessionId};
 use shiitake_server::{ServerConfig, Token, router};
-use shiitake_conformance::TestTools;
-use shiitake_model::{Script, ScriptedModel};
 use support::{Server, TOKEN, local_agent};
 use tokio_util::sync::CancellationToken;
 
@@ -52,7 +52,11 @@ impl Setup {
         let session = new_session(&*agent).await.session_id().clone();
         let bridge = UiBridge::new(options);
         let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_browser(bridge.clone());
-        let server = Server::start(router(agent.clone(), config), "127.0.0.1:0".parse().unwrap()).await;
+        let server = Server::start(
+            router(agent.clone(), config),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .await;
         Self {
             server,
             bridge,
@@ -166,10 +170,22 @@ async fn the_browser_module_and_every_route_need_the_token() {
         let response = setup.http.get(&url).send().await.unwrap();
         assert_eq!(response.status().as_u16(), 401, "{url}");
     }
-    let response = setup.http.post(setup.url("claims")).json(&json!({})).send().await.unwrap();
+    let response = setup
+        .http
+        .post(setup.url("claims"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status().as_u16(), 401);
 
-    let response = setup.http.get(&script_url).bearer_auth(TOKEN).send().await.unwrap();
+    let response = setup
+        .http
+        .get(&script_url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status().as_u16(), 200);
     assert_eq!(
         response.headers()["content-type"],
@@ -200,7 +216,13 @@ async fn only_a_stored_session_gets_an_events_stream() {
         "{}/browser/sessions/no-such-session/browser/events",
         setup.server.url()
     );
-    let response = setup.http.get(&unknown).bearer_auth(TOKEN).send().await.unwrap();
+    let response = setup
+        .http
+        .get(&unknown)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status().as_u16(), 404);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["code"], "not_found");
@@ -232,10 +254,19 @@ async fn a_request_is_claimed_once_and_only_the_claimers_result_counts() {
     let mut second = setup.tab().await;
     let module = setup.module();
     let run = tokio::spawn(async move {
-        call(&module, "execute", json!({ "command": "add_note", "input": { "text": "hi" } })).await
+        call(
+            &module,
+            "execute",
+            json!({ "command": "add_note", "input": { "text": "hi" } }),
+        )
+        .await
     });
     let request = first.request().await;
-    assert_eq!(second.request().await, request, "every tab gets the request");
+    assert_eq!(
+        second.request().await,
+        request,
+        "every tab gets the request"
+    );
     assert_eq!(request["kind"], "execute");
     assert_eq!(request["command"], "add_note");
     assert_eq!(request["input"], json!({ "text": "hi" }));
@@ -243,32 +274,49 @@ async fn a_request_is_claimed_once_and_only_the_claimers_result_counts() {
 
     // A result before any claim is refused.
     let (status, body) = setup
-        .post("results", json!({ "requestId": id, "connectionId": first.connection, "outcome": { "ok": 1 } }))
+        .post(
+            "results",
+            json!({ "requestId": id, "connectionId": first.connection, "outcome": { "ok": 1 } }),
+        )
         .await;
     assert_eq!((status, body["code"].as_str()), (409, Some("conflict")));
     // The first claim wins; the winner may repeat it; the other tab is refused.
     let claim = |tab: &Tab| json!({ "requestId": id, "connectionId": tab.connection });
-    assert_eq!(setup.post("claims", claim(&second)).await, (200, json!({ "claimed": true })));
-    assert_eq!(setup.post("claims", claim(&second)).await, (200, json!({ "claimed": true })));
+    assert_eq!(
+        setup.post("claims", claim(&second)).await,
+        (200, json!({ "claimed": true }))
+    );
+    assert_eq!(
+        setup.post("claims", claim(&second)).await,
+        (200, json!({ "claimed": true }))
+    );
     assert_eq!(setup.post("claims", claim(&first)).await.0, 409);
     // Unknown request, unknown connection, malformed body.
     let (status, _) = setup
-        .post("claims", json!({ "requestId": "nope", "connectionId": second.connection }))
+        .post(
+            "claims",
+            json!({ "requestId": "nope", "connectionId": second.connection }),
+        )
         .await;
     assert_eq!(status, 409);
     let (status, _) = setup
-        .post("claims", json!({ "requestId": id, "connectionId": "nobody" }))
+        .post(
+            "claims",
+            json!({ "requestId": id, "connectionId": "nobody" }),
+        )
         .await;
     assert_eq!(status, 409);
     let (status, body) = setup.post("claims", json!({ "requestId": id })).await;
     assert_eq!((status, body["code"].as_str()), (400, Some("invalid")));
     // The loser's result is refused; the winner's settles the run.
-    let result = |tab: &Tab| {
-        json!({ "requestId": id, "connectionId": tab.connection, "outcome": { "ok": { "count": 1 } } })
-    };
+    let result = |tab: &Tab| json!({ "requestId": id, "connectionId": tab.connection, "outcome": { "ok": { "count": 1 } } });
     assert_eq!(setup.post("results", result(&first)).await.0, 409);
     assert_eq!(setup.post("results", result(&second)).await.0, 204);
-    assert_eq!(setup.post("results", result(&second)).await.0, 409, "settled once");
+    assert_eq!(
+        setup.post("results", result(&second)).await.0,
+        409,
+        "settled once"
+    );
     assert_eq!(run.await.unwrap().unwrap(), json!({ "count": 1 }));
 }
 
@@ -277,14 +325,20 @@ async fn a_second_request_is_busy_and_none_without_a_tab_is_not_connected() {
     let setup = Setup::new(UiOptions::default()).await;
     let module = setup.module();
     let result = call(&module, "discover", json!({})).await;
-    assert_eq!(code_of(&result), (ForModelKind::Unavailable, "browser_not_connected".into()));
+    assert_eq!(
+        code_of(&result),
+        (ForModelKind::Unavailable, "browser_not_connected".into())
+    );
 
     let mut tab = setup.tab().await;
     let first = module.clone();
     let run = tokio::spawn(async move { call(&first, "discover", json!({})).await });
     let request = tab.request().await;
     let busy = call(&module, "execute", json!({ "command": "x" })).await;
-    assert_eq!(code_of(&busy), (ForModelKind::Unavailable, "browser_busy".into()));
+    assert_eq!(
+        code_of(&busy),
+        (ForModelKind::Unavailable, "browser_busy".into())
+    );
 
     let claim = json!({ "requestId": request["requestId"], "connectionId": tab.connection });
     assert_eq!(setup.post("claims", claim).await.0, 200);
@@ -305,14 +359,19 @@ async fn a_second_request_is_busy_and_none_without_a_tab_is_not_connected() {
 
 /// Runs one `discover` answered with `commands` and returns the HTTP status of the
 /// result and what the run got.
-async fn discover_answered(setup: &Setup, tab: &mut Tab, commands: Value) -> (u16, Result<Value, ToolError>) {
+async fn discover_answered(
+    setup: &Setup,
+    tab: &mut Tab,
+    commands: Value,
+) -> (u16, Result<Value, ToolError>) {
     let module = setup.module();
     let run = tokio::spawn(async move { call(&module, "discover", json!({})).await });
     let request = tab.request().await;
     let id = request["requestId"].clone();
     let claim = json!({ "requestId": id, "connectionId": tab.connection });
     assert_eq!(setup.post("claims", claim).await.0, 200);
-    let body = json!({ "requestId": id, "connectionId": tab.connection, "outcome": { "ok": commands } });
+    let body =
+        json!({ "requestId": id, "connectionId": tab.connection, "outcome": { "ok": commands } });
     let (status, _) = setup.post("results", body).await;
     (status, run.await.unwrap())
 }
@@ -333,15 +392,24 @@ async fn a_discover_list_is_bounded_at_256_commands_and_128_byte_names() {
 
     let (status, result) = discover_answered(&setup, &mut tab, list(257, 8)).await;
     assert_eq!(status, 400);
-    assert_eq!(code_of(&result), (ForModelKind::Failed, "browser_invalid_result".into()));
+    assert_eq!(
+        code_of(&result),
+        (ForModelKind::Failed, "browser_invalid_result".into())
+    );
 
     let (status, result) = discover_answered(&setup, &mut tab, list(1, 129)).await;
     assert_eq!(status, 400);
-    assert_eq!(code_of(&result), (ForModelKind::Failed, "browser_invalid_result".into()));
+    assert_eq!(
+        code_of(&result),
+        (ForModelKind::Failed, "browser_invalid_result".into())
+    );
 
     let (status, result) = discover_answered(&setup, &mut tab, json!([1, 2])).await;
     assert_eq!(status, 400);
-    assert_eq!(code_of(&result), (ForModelKind::Failed, "browser_invalid_result".into()));
+    assert_eq!(
+        code_of(&result),
+        (ForModelKind::Failed, "browser_invalid_result".into())
+    );
 }
 
 #[tokio::test]
@@ -349,17 +417,29 @@ async fn a_failed_command_reaches_the_run_with_its_message() {
     let setup = Setup::new(UiOptions::default()).await;
     let mut tab = setup.tab().await;
     let module = setup.module();
-    let run = tokio::spawn(async move { call(&module, "execute", json!({ "command": "explode" })).await });
+    let run =
+        tokio::spawn(
+            async move { call(&module, "execute", json!({ "command": "explode" })).await },
+        );
     let request = tab.request().await;
-    assert_eq!(request["input"], json!({}), "input defaults to an empty object");
+    assert_eq!(
+        request["input"],
+        json!({}),
+        "input defaults to an empty object"
+    );
     let id = request["requestId"].clone();
     let claim = json!({ "requestId": id, "connectionId": tab.connection });
     assert_eq!(setup.post("claims", claim).await.0, 200);
     let body = json!({ "requestId": id, "connectionId": tab.connection, "outcome": { "error": { "message": "kaboom" } } });
     assert_eq!(setup.post("results", body).await.0, 204);
     let result = run.await.unwrap();
-    assert_eq!(code_of(&result), (ForModelKind::Failed, "browser_command_failed".into()));
-    let Err(ToolError::ForModel(error)) = result else { unreachable!() };
+    assert_eq!(
+        code_of(&result),
+        (ForModelKind::Failed, "browser_command_failed".into())
+    );
+    let Err(ToolError::ForModel(error)) = result else {
+        unreachable!()
+    };
     assert_eq!(error.message, "the App's command `explode` failed: kaboom");
 }
 
@@ -374,7 +454,10 @@ async fn an_unclaimed_request_times_out_as_not_connected() {
     let run = tokio::spawn(async move { call(&module, "discover", json!({})).await });
     let request = tab.request().await;
     let result = run.await.unwrap();
-    assert_eq!(code_of(&result), (ForModelKind::Unavailable, "browser_not_connected".into()));
+    assert_eq!(
+        code_of(&result),
+        (ForModelKind::Unavailable, "browser_not_connected".into())
+    );
     // The request was given up: a late claim is refused.
     let claim = json!({ "requestId": request["requestId"], "connectionId": tab.connection });
     assert_eq!(setup.post("claims", claim).await.0, 409);
@@ -385,15 +468,22 @@ async fn a_claimer_whose_connection_drops_leaves_the_outcome_unknown() {
     let setup = Setup::new(UiOptions::default()).await;
     let mut tab = setup.tab().await;
     let module = setup.module();
-    let run = tokio::spawn(async move { call(&module, "execute", json!({ "command": "pay" })).await });
+    let run =
+        tokio::spawn(async move { call(&module, "execute", json!({ "command": "pay" })).await });
     let request = tab.request().await;
     let claim = json!({ "requestId": request["requestId"], "connectionId": tab.connection });
     assert_eq!(setup.post("claims", claim).await.0, 200);
     drop(tab); // the TCP connection of the events stream closes
-    let result = tokio::time::timeout(Duration::from_secs(10), run).await.unwrap().unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         code_of(&result),
-        (ForModelKind::Failed, "browser_execution_indeterminate".into())
+        (
+            ForModelKind::Failed,
+            "browser_execution_indeterminate".into()
+        )
     );
 }
 
@@ -408,9 +498,18 @@ async fn close_ends_every_stream_then_routes_answer_410_and_runs_cannot_borrow()
     assert_eq!(tab.next().await, Some(("end".to_owned(), json!({}))));
     assert_eq!(tab.next().await, None, "the stream ends after `end`");
     let result = run.await.unwrap();
-    assert_eq!(code_of(&result), (ForModelKind::Unavailable, "browser_closed".into()));
+    assert_eq!(
+        code_of(&result),
+        (ForModelKind::Unavailable, "browser_closed".into())
+    );
 
-    let response = setup.http.get(setup.url("events")).bearer_auth(TOKEN).send().await.unwrap();
+    let response = setup
+        .http
+        .get(setup.url("events"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status().as_u16(), 410);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["code"], "stopped");

@@ -4,16 +4,22 @@
 //! steer that enters the running work at its next model call. The answer is
 //! printed as it streams, with tool calls and retry notices as they happen.
 //! `Ctrl-C` aborts the running work; `Ctrl-C` with nothing running, `/quit`, or
-//! the end of input (after the queued work settles) leaves.
+//! the end of input (after the queued work settles) leaves. On a terminal the
+//! line is edited with history (see [`crate::input`]); piped lines are read as
+//! they come.
 
 use futures::StreamExt;
+use shiitake_client::RemoteSession;
 use shiitake_protocol::{
-    AgentApi, PromptDelivery, PromptText, ReadOptions, RequestId, SendOptions, SessionApi,
+    AgentApi, FrameStream, PromptDelivery, PromptText, ReadOptions, RequestId, SendOptions,
+    SessionApi,
 };
-use tokio::io::AsyncBufReadExt;
 
 use crate::CliError;
+use crate::asker::{LineAsker, TerminalAsker};
 use crate::commands;
+use crate::flows;
+use crate::input::{Event, Input};
 use crate::render::Printer;
 use crate::setup::Context;
 
@@ -27,28 +33,31 @@ pub struct ChatArgs {
 
 /// What one typed line asks for.
 #[derive(Debug, PartialEq, Eq)]
-enum Input {
+enum Typed {
     Prompt(String, PromptDelivery),
+    Slash(flows::Slash),
     Abort,
     Quit,
     Nothing,
 }
 
-fn parse(line: &str) -> Input {
+fn parse(line: &str) -> Typed {
     let line = line.trim();
     if line.is_empty() {
-        Input::Nothing
+        Typed::Nothing
     } else if line == "/quit" || line == "/exit" {
-        Input::Quit
+        Typed::Quit
     } else if line == "/abort" {
-        Input::Abort
+        Typed::Abort
     } else if let Some(text) = line
         .strip_prefix("/steer ")
         .or_else(|| line.strip_prefix('!'))
     {
-        Input::Prompt(text.trim().to_owned(), PromptDelivery::Steer)
+        Typed::Prompt(text.trim().to_owned(), PromptDelivery::Steer)
+    } else if let Some(slash) = flows::parse(line) {
+        Typed::Slash(slash)
     } else {
-        Input::Prompt(line.to_owned(), PromptDelivery::FollowUp)
+        Typed::Prompt(line.to_owned(), PromptDelivery::FollowUp)
     }
 }
 
@@ -70,20 +79,35 @@ pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
     };
     let session = agent.session(session_id.clone());
     let watch = session.watch(ReadOptions::default()).await?;
-    println!("[session {session_id}] type a message; `!text` steers; Ctrl-C aborts; /quit leaves");
+    let history = context.data_dir().ok().map(|dir| dir.join("chat_history"));
+    let (mut input, sink) = Input::open(history);
     let mut printer = Printer::default();
+    printer.sink = sink;
+    printer.note(&format!(
+        "[session {session_id}] type a message; `!text` steers; Ctrl-C aborts; /quit leaves"
+    ));
     printer.snapshot(&watch.snapshot, 10);
-    let mut changes = watch.changes;
+    let result = converse(&agent, &session, &mut input, &mut printer, watch.changes).await;
+    if input.editing() {
+        // The editor is mid-read; leaving now would leave the terminal raw.
+        printer.note("[chat] the conversation ended; press Enter to leave");
+        let _line_is_ignored = input.next().await;
+    }
+    input.close();
+    if result? {
+        printer.note(&format!("[session {session_id}]"));
+    }
+    Ok(())
+}
 
-    let (lines_tx, mut lines) = tokio::sync::mpsc::channel::<String>(16);
-    tokio::spawn(async move {
-        let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(line)) = stdin.next_line().await {
-            if lines_tx.send(line).await.is_err() {
-                break;
-            }
-        }
-    });
+/// The conversation loop; true when anything was sent.
+async fn converse(
+    agent: &shiitake_client::RemoteAgent,
+    session: &RemoteSession,
+    input: &mut Input,
+    printer: &mut Printer,
+    mut changes: FrameStream,
+) -> Result<bool, CliError> {
     let mut input_open = true;
     let mut sent_any = false;
     loop {
@@ -91,25 +115,51 @@ pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
             break;
         }
         tokio::select! {
-            line = lines.recv(), if input_open => match line.as_deref().map(parse) {
+            event = input.next(), if input_open => match event {
                 None => input_open = false,
-                Some(Input::Nothing) => {}
-                Some(Input::Quit) => break,
-                Some(Input::Abort) => session.abort().await?,
-                Some(Input::Prompt(text, delivery)) => {
-                    let text = match PromptText::new(text) {
-                        Ok(text) => text,
-                        Err(error) => {
-                            eprintln!("[not sent] {error}");
-                            continue;
-                        }
-                    };
-                    let options = SendOptions { delivery: Some(delivery), request_id: None };
-                    session.send(text, options).await?;
-                    // Until the acceptance shows up in a frame the Session is not idle.
-                    printer.pending += 1;
-                    sent_any = true;
+                Some(Event::Interrupt) => {
+                    if !printer.running() {
+                        break;
+                    }
+                    printer.note("[abort] stopping the run (Ctrl-C again with nothing running to leave)");
+                    session.abort().await?;
+                    input.resume();
                 }
+                Some(Event::Line(line)) => match parse(&line) {
+                    Typed::Nothing => input.resume(),
+                    Typed::Quit => break,
+                    Typed::Abort => {
+                        session.abort().await?;
+                        input.resume();
+                    }
+                    Typed::Slash(slash) => {
+                        let request_id = new_request()?;
+                        let outcome = if input.is_terminal() {
+                            let mut asker = TerminalAsker { printer: &mut *printer };
+                            flows::run(agent, session, &slash, &mut asker, request_id.as_str()).await
+                        } else {
+                            let mut asker = LineAsker { input: &mut *input, printer: &mut *printer };
+                            flows::run(agent, session, &slash, &mut asker, request_id.as_str()).await
+                        };
+                        if let Err(error) = outcome {
+                            printer.note(&format!("[/{}] {error}", slash.name));
+                        }
+                        input.resume();
+                    }
+                    Typed::Prompt(text, delivery) => {
+                        match PromptText::new(text) {
+                            Ok(text) => {
+                                let options = SendOptions { delivery: Some(delivery), request_id: None };
+                                session.send(text, options).await?;
+                                // Until the acceptance shows up in a frame the Session is not idle.
+                                printer.pending += 1;
+                                sent_any = true;
+                            }
+                            Err(error) => eprintln!("[not sent] {error}"),
+                        }
+                        input.resume();
+                    }
+                },
             },
             frame = changes.next() => match frame {
                 Some(frame) => printer.frame(&frame?),
@@ -118,7 +168,7 @@ pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
             stop = tokio::signal::ctrl_c() => {
                 stop?;
                 if printer.running() {
-                    println!("\n[abort] stopping the run (Ctrl-C again with nothing running to leave)");
+                    printer.note("\n[abort] stopping the run (Ctrl-C again with nothing running to leave)");
                     session.abort().await?;
                 } else {
                     break;
@@ -126,10 +176,7 @@ pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
             }
         }
     }
-    if sent_any {
-        println!("[session {session_id}]");
-    }
-    Ok(())
+    Ok(sent_any)
 }
 
 #[cfg(test)]
@@ -140,18 +187,25 @@ mod tests {
     fn lines_become_follow_ups_steers_or_controls() {
         assert_eq!(
             parse("hello"),
-            Input::Prompt("hello".into(), PromptDelivery::FollowUp)
+            Typed::Prompt("hello".into(), PromptDelivery::FollowUp)
         );
         assert_eq!(
             parse("!faster"),
-            Input::Prompt("faster".into(), PromptDelivery::Steer)
+            Typed::Prompt("faster".into(), PromptDelivery::Steer)
         );
         assert_eq!(
             parse("/steer  shorter"),
-            Input::Prompt("shorter".into(), PromptDelivery::Steer)
+            Typed::Prompt("shorter".into(), PromptDelivery::Steer)
         );
-        assert_eq!(parse("/quit"), Input::Quit);
-        assert_eq!(parse("/abort"), Input::Abort);
-        assert_eq!(parse("   "), Input::Nothing);
+        assert_eq!(parse("/quit"), Typed::Quit);
+        assert_eq!(
+            parse("/goal ship it"),
+            Typed::Slash(flows::Slash {
+                name: "goal".into(),
+                rest: "ship it".into()
+            })
+        );
+        assert_eq!(parse("/abort"), Typed::Abort);
+        assert_eq!(parse("   "), Typed::Nothing);
     }
 }

@@ -6,9 +6,12 @@ use shiitake_protocol::{
     SessionInboxState, SessionSummaryRow,
 };
 
+use anstyle::AnsiColor;
+
 use crate::CliError;
 use crate::render::Printer;
 use crate::setup::Context;
+use crate::style::{inert_line, paint};
 
 /// Options of `send`.
 #[derive(Debug, clap::Args)]
@@ -87,19 +90,16 @@ pub async fn watch(context: &Context, args: WatchArgs) -> Result<(), CliError> {
     }
 }
 
-/// Colours an inbox state for a terminal (ANSI), unless `NO_COLOR` is set.
+/// An inbox state padded to its column and coloured (`anstream` drops colour for pipes and `NO_COLOR`).
 fn coloured(state: &str) -> String {
-    if std::env::var_os("NO_COLOR").is_some() {
-        return state.to_owned();
-    }
-    let code = match state {
-        "needs_you" => "35",
-        "running" => "33",
-        "errored" => "31",
-        "done" => "32",
-        _ => "90",
+    let colour = match state {
+        "needs_you" => AnsiColor::Magenta,
+        "running" => AnsiColor::Yellow,
+        "errored" => AnsiColor::Red,
+        "done" => AnsiColor::Green,
+        _ => AnsiColor::BrightBlack,
     };
-    format!("\x1b[{code}m{state}\x1b[0m")
+    paint(colour.on_default(), &format!("{state:<11}"))
 }
 
 /// Prints one inbox page: state, Session id, title.
@@ -124,14 +124,14 @@ pub async fn sessions(context: &Context, args: SessionsArgs) -> Result<(), CliEr
                     SessionInboxState::Done => "done",
                 };
                 let title = if summary.title.is_empty() {
-                    "(untitled)"
+                    "(untitled)".to_owned()
                 } else {
-                    &summary.title
+                    inert_line(&summary.title)
                 };
-                println!("{:<20} {session_id}  {title}", coloured(state));
+                anstream::println!("{} {session_id}  {title}", coloured(state));
             }
             SessionSummaryRow::Unavailable { session_id } => {
-                println!("{:<20} {session_id}", coloured("unavailable"));
+                anstream::println!("{} {session_id}", coloured("unavailable"));
             }
         }
     }

@@ -7,11 +7,17 @@
 //! `send` queues one prompt, `watch` tails a Session's frames and `sessions`
 //! lists the inbox. `docs/cli.md` describes each command.
 
+mod asker;
 mod chat;
 mod commands;
+mod flows;
+mod footer;
+mod input;
+mod models;
 mod render;
 mod serve;
 mod setup;
+mod style;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

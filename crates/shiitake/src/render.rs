@@ -1,6 +1,12 @@
 //! Printing a Session's frames as lines a person can follow.
+//!
+//! Text from the model and from tools goes through [`crate::style::inert`] first, so
+//! it cannot drive the terminal; only our own labels carry colour, and the
+//! [`Sink`] drops it where colour is off.
 
 use std::io::Write;
+
+use anstream::ColorChoice;
 
 use shiitake_protocol::message::{InputContent, UserContent};
 use shiitake_protocol::{
@@ -8,9 +14,65 @@ use shiitake_protocol::{
     SessionTerminal, TerminalOutcome,
 };
 
+use crate::style::{BAD, FOOTER, GOOD, LABEL, NOTE, TOOL, WARN, inert, inert_line, paint};
+
+/// Where printed text goes.
+#[derive(Default)]
+pub enum Sink {
+    /// Standard output through `anstream`: colour only on a terminal without `NO_COLOR`.
+    #[default]
+    Stdout,
+    /// Above the line being edited (rustyline's external printer), whole lines at a time.
+    Editor(EditorSink),
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sink::Stdout => f.write_str("Stdout"),
+            Sink::Editor(_) => f.write_str("Editor"),
+        }
+    }
+}
+
+/// Output for the line editor: it can only print whole lines above the prompt.
+pub struct EditorSink {
+    printer: Box<dyn rustyline::ExternalPrinter + Send>,
+    partial: String,
+    colour: bool,
+}
+
+impl EditorSink {
+    /// Prints through `printer`, with colour when stdout would show it.
+    pub fn new(printer: Box<dyn rustyline::ExternalPrinter + Send>) -> Self {
+        let colour = anstream::AutoStream::choice(&std::io::stdout()) != ColorChoice::Never;
+        Self {
+            printer,
+            partial: String::new(),
+            colour,
+        }
+    }
+
+    fn write(&mut self, text: &str) {
+        self.partial.push_str(text);
+        let Some(end) = self.partial.rfind('\n') else {
+            return;
+        };
+        let rest = self.partial.split_off(end + 1);
+        let mut lines = std::mem::replace(&mut self.partial, rest);
+        if !self.colour {
+            lines = anstream::adapter::strip_str(&lines).to_string();
+        }
+        // A terminal that went away is not worth failing a run over.
+        let _ignored = self.printer.print(lines);
+    }
+}
+
 /// What has been printed so far, so streamed text is printed once.
 #[derive(Debug, Default)]
 pub struct Printer {
+    /// Where it goes.
+    pub sink: Sink,
     /// Text of the assistant message being streamed, as printed.
     streamed: String,
     /// Whether a streamed line is open (no newline yet).
@@ -25,27 +87,62 @@ pub struct Printer {
     pub queue: QueueState,
     /// Pending prompts after the last frame.
     pub pending: usize,
+    /// The footer last printed, so an unchanged one is not printed again.
+    footer: Vec<String>,
 }
 
-fn out(text: &str) {
-    let mut stdout = std::io::stdout().lock();
-    // A closed stdout (a pipe that went away) is not worth failing a run over.
-    let _ignored = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush());
+impl Sink {
+    fn write(&mut self, text: &str) {
+        match self {
+            Sink::Stdout => {
+                let mut stdout = anstream::stdout().lock();
+                // A closed stdout (a pipe that went away) is not worth failing a run over.
+                let _ignored = stdout
+                    .write_all(text.as_bytes())
+                    .and_then(|()| stdout.flush());
+            }
+            Sink::Editor(editor) => editor.write(text),
+        }
+    }
 }
 
 impl Printer {
+    fn out(&mut self, text: &str) {
+        self.sink.write(text);
+    }
+
+    /// Prints one line of our own (not model or tool text).
+    pub fn note(&mut self, text: &str) {
+        self.line(&paint(NOTE, text));
+    }
+
     fn close_line(&mut self) {
         if self.open_line {
-            out("\n");
+            self.out("\n");
             self.open_line = false;
         }
     }
 
     fn line(&mut self, text: &str) {
         self.close_line();
-        out(&format!("{text}\n"));
+        self.out(&format!("{text}\n"));
+    }
+
+    /// Prints the extensions' footer (open questions, plan, loop) when it changed.
+    fn footer(&mut self, slots: &shiitake_protocol::SessionExtensionSlots) {
+        let lines = crate::footer::lines(slots);
+        if lines != self.footer {
+            for line in &lines {
+                self.line(&paint(FOOTER, &format!("  {line}")));
+            }
+            self.footer = lines;
+        }
+    }
+
+    /// Whether nothing runs once `update` is applied: a footer change then shows at once
+    /// (a question answered, a plan cleared), not only after the next run.
+    fn idle_after(&self, update: &shiitake_protocol::UpdateFrame) -> bool {
+        matches!(update.activity.queue, QueueState::Idle)
     }
 
     /// Whether the Session has nothing queued or running.
@@ -62,15 +159,24 @@ impl Printer {
         self.queue = activity.queue.clone();
         if activity.active_tool != self.tool {
             if let Some(tool) = &activity.active_tool {
-                self.line(&format!("[tool] running {tool}"));
+                self.line(&paint(
+                    TOOL,
+                    &format!("[tool] running {}", inert_line(tool)),
+                ));
             }
             self.tool = activity.active_tool.clone();
         }
         match &activity.retry {
             Some(retry) if self.retry != Some(retry.attempt) => {
-                self.line(&format!(
-                    "[retry] attempt {}/{} in {} ms: {}",
-                    retry.attempt, retry.max_attempts, retry.delay_ms, retry.error_message
+                self.line(&paint(
+                    NOTE,
+                    &format!(
+                        "[retry] attempt {}/{} in {} ms: {}",
+                        retry.attempt,
+                        retry.max_attempts,
+                        retry.delay_ms,
+                        inert_line(&retry.error_message)
+                    ),
                 ));
                 self.retry = Some(retry.attempt);
             }
@@ -84,28 +190,43 @@ impl Printer {
             Message::User(user) => {
                 if self.show_user {
                     let text = match &user.content {
-                        UserContent::Text(text) => text.clone(),
+                        UserContent::Text(text) => inert(text).into_owned(),
                         UserContent::Blocks(_) => "[blocks]".to_owned(),
                     };
-                    self.line(&format!("you: {text}"));
+                    self.line(&format!("{} {text}", paint(LABEL, "you:")));
                 }
             }
             Message::Assistant(assistant) => {
                 let text = assistant.text();
                 if !self.streamed.is_empty() && text.starts_with(&self.streamed) {
-                    out(&text[self.streamed.len()..]);
+                    let rest = inert(&text[self.streamed.len()..]).into_owned();
+                    self.out(&rest);
                     self.open_line = true;
                     self.close_line();
                 } else if !text.is_empty() {
-                    self.line(&format!("assistant: {text}"));
+                    self.line(&format!("{} {}", paint(LABEL, "assistant:"), inert(&text)));
+                } else if assistant.tool_calls().next().is_none() {
+                    // An empty answer is shown as such, never as silence.
+                    self.line(&format!(
+                        "{} {}",
+                        paint(LABEL, "assistant:"),
+                        paint(NOTE, "(no text)")
+                    ));
                 }
                 self.streamed.clear();
                 for call in assistant.tool_calls() {
-                    let arguments = serde_json::Value::Object(call.arguments.clone());
-                    self.line(&format!("[tool call] {}({arguments})", call.name));
+                    let arguments = serde_json::Value::Object(call.arguments.clone()).to_string();
+                    self.line(&paint(
+                        TOOL,
+                        &format!(
+                            "[tool call] {}({})",
+                            inert_line(&call.name),
+                            inert_line(&arguments)
+                        ),
+                    ));
                 }
                 if let Some(error) = &assistant.error_message {
-                    self.line(&format!("[model error] {error}"));
+                    self.line(&paint(BAD, &format!("[model error] {}", inert_line(error))));
                 }
             }
             Message::ToolResult(result) => {
@@ -119,24 +240,24 @@ impl Printer {
                     .collect();
                 let short: String = text.chars().take(200).collect();
                 let failed = if result.is_error { " (error)" } else { "" };
-                self.line(&format!(
-                    "[tool result] {}{failed}: {short}",
-                    result.tool_name
-                ));
+                let label = format!("[tool result] {}{failed}:", inert_line(&result.tool_name));
+                let style = if result.is_error { BAD } else { TOOL };
+                self.line(&format!("{} {}", paint(style, &label), inert_line(&short)));
             }
         }
     }
 
     fn terminal(&mut self, terminal: &SessionTerminal) {
-        let outcome = match terminal.outcome {
-            TerminalOutcome::Completed => "completed",
-            TerminalOutcome::Cancelled => "cancelled",
-            TerminalOutcome::Failed => "failed",
-            TerminalOutcome::Interrupted => "interrupted",
+        let (outcome, style) = match terminal.outcome {
+            TerminalOutcome::Completed => ("completed", GOOD),
+            TerminalOutcome::Cancelled => ("cancelled", WARN),
+            TerminalOutcome::Failed => ("failed", BAD),
+            TerminalOutcome::Interrupted => ("interrupted", WARN),
         };
+        let label = paint(style, &format!("[run {outcome}]"));
         match &terminal.diagnostic {
-            Some(diagnostic) => self.line(&format!("[run {outcome}] {diagnostic}")),
-            None => self.line(&format!("[run {outcome}]")),
+            Some(diagnostic) => self.line(&format!("{label} {}", inert_line(diagnostic))),
+            None => self.line(&label),
         }
     }
 
@@ -148,8 +269,10 @@ impl Printer {
         }
         self.pending = snapshot.pending.prompts.len();
         self.activity(&snapshot.activity);
+        self.footer(&snapshot.extensions);
         if let Some(progress) = &snapshot.progress {
-            out(&format!("assistant: {}", progress.text));
+            let shown = format!("{} {}", paint(LABEL, "assistant:"), inert(&progress.text));
+            self.out(&shown);
             self.streamed = progress.text.clone();
             self.open_line = true;
         }
@@ -163,11 +286,12 @@ impl Printer {
                 if text.starts_with(&self.streamed) && text.len() > self.streamed.len() {
                     if self.streamed.is_empty() {
                         self.close_line();
-                        out("assistant: ");
+                        self.out(&format!("{} ", paint(LABEL, "assistant:")));
                     }
                     // The check above makes `streamed` a prefix of `text`: append the rest.
                     let suffix = &text[self.streamed.len()..];
-                    out(suffix);
+                    let shown = inert(suffix).into_owned();
+                    self.out(&shown);
                     self.open_line = true;
                     self.streamed.push_str(suffix);
                 }
@@ -180,11 +304,14 @@ impl Printer {
                 for terminal in &update.terminals {
                     self.terminal(terminal);
                 }
+                if !update.terminals.is_empty() || self.idle_after(update) {
+                    self.footer(&update.extensions);
+                }
                 self.pending = update.pending.prompts.len();
                 self.activity(&update.activity);
             }
             SessionFrame::Reset(reset) => {
-                self.line("[reset] history moved on; showing the latest state");
+                self.note("[reset] history moved on; showing the latest state");
                 self.streamed.clear();
                 self.snapshot(&reset.baseline, 5);
             }

@@ -4,15 +4,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use knapsack::Knapsack;
-use knapsack::ui::UiBridge;
 use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
+use knapsack::ui::UiBridge;
 use shiitake_capabilities::{Catalog, SourceId};
-use shiitake_core::{Agent, AgentConfig, Durability, SpecResolver, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
 use shiitake_ext_ui::UiExtension;
-use shiitake_model::ModelEnv;
 use shiitake_protocol::AgentApi;
 use shiitake_server::{ServerConfig, load_or_create_token, router};
 
+use crate::models::{ModelChoice, ServeModels, start_local};
 use crate::setup::Context;
 use crate::{CliError, DEFAULT_PORT};
 
@@ -22,7 +22,8 @@ pub struct ServeArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = DEFAULT_PORT)]
     port: u16,
-    /// Model spec used when a Session states no preference (see docs/models.md).
+    /// Model of Sessions that state no preference: a spec (see docs/models.md),
+    /// `local` (the default: the bundled local model, started here) or `none`.
     #[arg(long, env = "SHIITAKE_MODEL")]
     model: Option<String>,
     /// Directory the agent's file tools may read and edit; default: the current directory.
@@ -123,10 +124,16 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         .await
         .map_err(|error| setup("store")(format!("{}: {error}", database.display())))?;
     let tools = catalog(args.workspace, &args.mcp).await?;
-    let models = SpecResolver {
-        default_spec: args.model.clone(),
-        env: ModelEnv::from_env(),
+    let choice = ModelChoice::parse(args.model.as_deref())?;
+    let (default_spec, started_local) = match &choice {
+        ModelChoice::Spec(spec) => (Some(spec.clone()), None),
+        ModelChoice::Local(weights) => {
+            let (spec, started) = start_local(*weights).await?;
+            (Some(spec), started)
+        }
+        ModelChoice::None => (None, None),
     };
+    let models = ServeModels::new(default_spec.clone());
     // The browser App bridge: runs borrow `ui`; the server mounts its `/browser/` routes.
     let bridge = UiBridge::default();
     let ui = UiExtension::new(bridge.clone()).map_err(|error| setup("ui")(error.to_string()))?;
@@ -141,10 +148,10 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     let address = listener.local_addr()?;
     println!("shiitake: data directory {}", data_dir.display());
     println!("shiitake: token in {}", token_path.display());
-    match &args.model {
+    match &default_spec {
         Some(model) => println!("shiitake: model {model}"),
         None => println!(
-            "shiitake: no model configured (--model or SHIITAKE_MODEL; see docs/models.md): runs will fail until one is"
+            "shiitake: no model (--model none): runs of Sessions without a model fail until one is given"
         ),
     }
     println!("shiitake: listening on http://{address}");
@@ -152,14 +159,19 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         agent.clone(),
         ServerConfig::new(token).with_browser(bridge.clone()),
     );
-    tokio::select! {
-        served = axum::serve(listener, app) => served?,
-        stop = tokio::signal::ctrl_c() => {
-            stop?;
+    let served = tokio::select! {
+        served = axum::serve(listener, app) => served,
+        stop = tokio::signal::ctrl_c() => stop.map(|()| {
             println!("shiitake: stopping; accepted work resumes on the next start");
-        }
-    }
+        }),
+    };
     bridge.close();
-    agent.close().await?;
+    let closed = agent.close().await;
+    // The model server outlives this process unless it is stopped here.
+    if let Some(local) = started_local {
+        local.stop().await;
+    }
+    served?;
+    closed?;
     Ok(())
 }

@@ -150,9 +150,7 @@ impl UiBridge {
             return Err(Refusal::Closed);
         }
         // No host: no stream is open, so no connection id can be valid.
-        let host = self
-            .existing(session)
-            .ok_or(Refusal::UnknownConnection)?;
+        let host = self.existing(session).ok_or(Refusal::UnknownConnection)?;
         host.claim(body)
     }
 
@@ -161,9 +159,7 @@ impl UiBridge {
         if self.is_closed() {
             return Err(Refusal::Closed);
         }
-        let host = self
-            .existing(session)
-            .ok_or(Refusal::UnknownConnection)?;
+        let host = self.existing(session).ok_or(Refusal::UnknownConnection)?;
         host.answer(body)
     }
 

@@ -119,7 +119,11 @@ mod tests {
     fn codes_and_kinds_follow_whether_the_command_may_have_run() {
         let cases = [
             (UiError::Busy, "browser_busy", ForModelKind::Unavailable),
-            (UiError::NotConnected, "browser_not_connected", ForModelKind::Unavailable),
+            (
+                UiError::NotConnected,
+                "browser_not_connected",
+                ForModelKind::Unavailable,
+            ),
             (
                 UiError::Unclaimed { millis: 10 },
                 "browser_not_connected",

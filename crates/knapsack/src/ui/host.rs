@@ -109,7 +109,10 @@ impl SessionHost {
         let (queue, events) = mpsc::channel(EVENT_BUFFER);
         let mut state = self.state();
         if let Some(id) = state.machine.connect(connection.clone())?
-            && let Some(pending) = state.pending.as_ref().filter(|p| p.request.request_id == id)
+            && let Some(pending) = state
+                .pending
+                .as_ref()
+                .filter(|p| p.request.request_id == id)
         {
             // The queue is new and empty: this cannot be full.
             drop(queue.try_send(BrowserEvent::Request(pending.request.clone())));
@@ -183,7 +186,9 @@ impl SessionHost {
     /// Accepts the claimer's result and hands it to the waiting run.
     pub(crate) fn answer(&self, body: ResultBody) -> Result<(), Refusal> {
         let mut state = self.state();
-        state.machine.finish(&body.request_id, &body.connection_id)?;
+        state
+            .machine
+            .finish(&body.request_id, &body.connection_id)?;
         let Some(pending) = state.pending.take() else {
             return Ok(());
         };
@@ -248,8 +253,11 @@ fn shape_result(kind: &RequestKind, outcome: BrowserOutcome) -> Result<Value, Ui
 
 fn check_discovered(value: Value) -> Result<Value, UiError> {
     let invalid = UiError::InvalidResult;
-    let discovered: Discovered = serde_json::from_value(value)
-        .map_err(|error| invalid(format!("discover must answer {{\"commands\": [...]}}: {error}")))?;
+    let discovered: Discovered = serde_json::from_value(value).map_err(|error| {
+        invalid(format!(
+            "discover must answer {{\"commands\": [...]}}: {error}"
+        ))
+    })?;
     if discovered.commands.len() > MAX_COMMANDS {
         return Err(invalid(format!(
             "{} commands, more than {MAX_COMMANDS}",

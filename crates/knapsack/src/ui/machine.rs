@@ -203,7 +203,11 @@ mod tests {
         m.begin(req(1)).unwrap();
         assert_eq!(m.finish(&req(1), &tab(1)), Err(Refusal::NotClaimed));
         assert_eq!(m.claim(&req(1), &tab(2)), Ok(()));
-        assert_eq!(m.claim(&req(1), &tab(2)), Ok(()), "a repeated claim by the winner");
+        assert_eq!(
+            m.claim(&req(1), &tab(2)),
+            Ok(()),
+            "a repeated claim by the winner"
+        );
         assert_eq!(m.claim(&req(1), &tab(1)), Err(Refusal::ClaimedByAnother));
         assert_eq!(m.claim(&req(9), &tab(1)), Err(Refusal::NotOutstanding));
         assert_eq!(m.finish(&req(1), &tab(1)), Err(Refusal::ClaimedByAnother));
@@ -243,7 +247,11 @@ mod tests {
         m.connect(tab(2)).unwrap();
         m.begin(req(1)).unwrap();
         assert_eq!(m.disconnect(&tab(1)), None);
-        assert_eq!(m.connect(tab(3)).unwrap(), Some(req(1)), "a late tab is sent it");
+        assert_eq!(
+            m.connect(tab(3)).unwrap(),
+            Some(req(1)),
+            "a late tab is sent it"
+        );
         assert_eq!(m.disconnect(&tab(2)), None);
         assert_eq!(m.disconnect(&tab(3)), Some((req(1), UiError::NotConnected)));
     }

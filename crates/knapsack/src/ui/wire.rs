@@ -237,7 +237,12 @@ mod tests {
         for len in [1, 64] {
             assert!(ConnectionId::new("c".repeat(len)).is_ok(), "{len}");
         }
-        for bad in [String::new(), "c".repeat(65), "a b".to_owned(), "é".to_owned()] {
+        for bad in [
+            String::new(),
+            "c".repeat(65),
+            "a b".to_owned(),
+            "é".to_owned(),
+        ] {
             assert_eq!(ConnectionId::new(bad.clone()), Err(BadId), "{bad:?}");
         }
         let decoded: Result<BrowserRequestId, _> = serde_json::from_value(json!("x".repeat(65)));
@@ -265,7 +270,10 @@ mod tests {
             request_id: BrowserRequestId::new("r2").unwrap(),
             kind: RequestKind::Discover,
         });
-        assert_eq!(discover.data(), json!({ "requestId": "r2", "kind": "discover" }));
+        assert_eq!(
+            discover.data(),
+            json!({ "requestId": "r2", "kind": "discover" })
+        );
         assert_eq!(BrowserEvent::End.data(), json!({}));
     }
 
@@ -280,13 +288,21 @@ mod tests {
             json!({ "requestId": "r", "connectionId": "c", "outcome": { "error": { "message": "no" } } }),
         )
         .unwrap();
-        assert_eq!(error.outcome, BrowserOutcome::Error { message: "no".into() });
+        assert_eq!(
+            error.outcome,
+            BrowserOutcome::Error {
+                message: "no".into()
+            }
+        );
         for bad in [
             json!({ "requestId": "r", "connectionId": "c", "outcome": { "maybe": 1 } }),
             json!({ "requestId": "r", "connectionId": "c" }),
             json!({ "requestId": "r", "connectionId": "c", "outcome": { "ok": 1 }, "extra": 1 }),
         ] {
-            assert!(serde_json::from_value::<ResultBody>(bad.clone()).is_err(), "{bad}");
+            assert!(
+                serde_json::from_value::<ResultBody>(bad.clone()).is_err(),
+                "{bad}"
+            );
         }
     }
 
@@ -295,6 +311,9 @@ mod tests {
         let exact = "a".repeat(MAX_ERROR_MESSAGE_BYTES);
         assert_eq!(bounded_message(&exact), exact);
         let long = format!("{}é", "a".repeat(MAX_ERROR_MESSAGE_BYTES - 1));
-        assert_eq!(bounded_message(&long), "a".repeat(MAX_ERROR_MESSAGE_BYTES - 1));
+        assert_eq!(
+            bounded_message(&long),
+            "a".repeat(MAX_ERROR_MESSAGE_BYTES - 1)
+        );
     }
 }

@@ -58,8 +58,9 @@ struct FunctionDelta {
     arguments: Option<Value>,
 }
 
+/// Token counts as OpenAI reports them, streamed or whole.
 #[derive(Deserialize)]
-struct WireUsage {
+pub(super) struct WireUsage {
     #[serde(default)]
     prompt_tokens: u64,
     #[serde(default)]
@@ -134,11 +135,12 @@ impl OpenAiDecoder {
     }
 }
 
-fn invalid(message: impl Into<String>) -> ModelError {
+pub(super) fn invalid(message: impl Into<String>) -> ModelError {
     ModelError::new(ModelErrorKind::InvalidResponse, message)
 }
 
-fn stop_reason(finish: &str) -> Result<StopReason, ModelError> {
+/// The stop reason a `finish_reason` names; the content filter is an error.
+pub(super) fn stop_reason(finish: &str) -> Result<StopReason, ModelError> {
     match finish {
         "length" => Ok(StopReason::Length),
         "tool_calls" | "function_call" => Ok(StopReason::ToolUse),
@@ -148,6 +150,18 @@ fn stop_reason(finish: &str) -> Result<StopReason, ModelError> {
         )),
         _ => Ok(StopReason::Stop),
     }
+}
+
+/// Records usage, counting cached prompt tokens as `cacheRead`.
+pub(super) fn set_usage(out: &mut MessageBuilder, usage: WireUsage) {
+    let cached = usage.prompt_tokens_details.map_or(0, |d| d.cached_tokens);
+    out.set_usage(Usage {
+        input: usage.prompt_tokens.saturating_sub(cached),
+        output: usage.completion_tokens,
+        cache_read: cached,
+        ..Usage::default()
+    });
+    out.recompute_total();
 }
 
 impl Decoder for OpenAiDecoder {
@@ -177,14 +191,7 @@ impl Decoder for OpenAiDecoder {
             return Err(ModelError::new(ModelErrorKind::Server, message));
         }
         if let Some(usage) = chunk.usage {
-            let cached = usage.prompt_tokens_details.map_or(0, |d| d.cached_tokens);
-            out.set_usage(Usage {
-                input: usage.prompt_tokens.saturating_sub(cached),
-                output: usage.completion_tokens,
-                cache_read: cached,
-                ..Usage::default()
-            });
-            out.recompute_total();
+            set_usage(out, usage);
         }
         for choice in chunk.choices.into_iter().take(1) {
             let delta = choice.delta.unwrap_or_default();

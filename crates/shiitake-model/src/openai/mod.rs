@@ -6,9 +6,16 @@
 //! Text arrives in `delta.content`, reasoning in `delta.reasoning_content` or
 //! `delta.reasoning` (mapped to thinking), tool calls as `delta.tool_calls`
 //! pieces keyed by `index` and assembled here.
+//!
+//! Some servers cannot stream a tool call (llama-cpp-python's function-calling
+//! chat formats answer an empty 200 when the model picks a tool). For them
+//! [`ToolStreaming::NonStreamingReplay`] asks for tool-bearing answers whole
+//! (`stream: false`) and replays each as the events a stream would have given,
+//! so the runner has one code path.
 
 mod decode;
 mod request;
+mod whole;
 
 use async_trait::async_trait;
 use reqwest::Client;
@@ -18,11 +25,50 @@ use tokio_util::sync::CancellationToken;
 use crate::builder::MessageBuilder;
 use crate::error::{ModelError, ModelErrorKind};
 use crate::http::{self, HttpLimits};
-use crate::model::{AssistantStream, Model, ModelContext, ModelInfo, ModelOptions};
+use crate::model::{AssistantStream, Model, ModelContext, ModelInfo, ModelOptions, ToolChoice};
 use crate::sse;
 
 /// The `api` name this provider stamps on messages.
 pub const OPENAI_COMPLETIONS_API: &str = "openai-completions";
+
+/// Whether the server can stream an answer that may call tools.
+///
+/// A capability of the server, not of one model: set it from what the server
+/// does (see `docs/models.md`), in a spec as `?tool_streaming=replay`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ToolStreaming {
+    /// Every request streams (OpenAI, Ollama, vLLM, OpenRouter).
+    #[default]
+    Streaming,
+    /// Requests that offer tools (with a tool choice other than `none`) are sent
+    /// with `stream: false`, and the whole answer is replayed as the same
+    /// events; requests without tools still stream.
+    NonStreamingReplay,
+}
+
+impl ToolStreaming {
+    /// The spelling used in spec strings: `streaming` or `replay`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStreaming::Streaming => "streaming",
+            ToolStreaming::NonStreamingReplay => "replay",
+        }
+    }
+}
+
+impl std::str::FromStr for ToolStreaming {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "streaming" => Ok(ToolStreaming::Streaming),
+            "replay" => Ok(ToolStreaming::NonStreamingReplay),
+            other => Err(format!(
+                "tool_streaming is `streaming` or `replay`, not `{other}`"
+            )),
+        }
+    }
+}
 
 /// Where and how to reach an OpenAI-compatible server.
 #[derive(Clone, PartialEq)]
@@ -41,6 +87,8 @@ pub struct OpenAiConfig {
     pub max_tokens_field: String,
     /// Timeouts and size bounds.
     pub limits: HttpLimits,
+    /// Whether answers that may call tools are streamed or asked whole and replayed.
+    pub tool_streaming: ToolStreaming,
 }
 
 impl OpenAiConfig {
@@ -54,6 +102,7 @@ impl OpenAiConfig {
             headers: Vec::new(),
             max_tokens_field: "max_tokens".to_owned(),
             limits: HttpLimits::default(),
+            tool_streaming: ToolStreaming::Streaming,
         }
     }
 
@@ -93,6 +142,13 @@ impl OpenAiConfig {
         self.limits = limits;
         self
     }
+
+    /// Says whether the server can stream tool calls.
+    #[must_use]
+    pub fn tool_streaming(mut self, tool_streaming: ToolStreaming) -> Self {
+        self.tool_streaming = tool_streaming;
+        self
+    }
 }
 
 impl std::fmt::Debug for OpenAiConfig {
@@ -112,6 +168,7 @@ impl std::fmt::Debug for OpenAiConfig {
             )
             .field("max_tokens_field", &self.max_tokens_field)
             .field("limits", &self.limits)
+            .field("tool_streaming", &self.tool_streaming)
             .finish()
     }
 }
@@ -170,20 +227,38 @@ impl Model for OpenAiCompatible {
         options: ModelOptions,
         cancel: CancellationToken,
     ) -> Result<AssistantStream, ModelError> {
+        let whole = self.config.tool_streaming == ToolStreaming::NonStreamingReplay
+            && !context.tools.is_empty()
+            && options.tool_choice != ToolChoice::None;
         let body = request::body(
             &self.info,
             &context,
             &options,
             &self.config.max_tokens_field,
+            !whole,
         );
+        let accept = if whole {
+            "application/json"
+        } else {
+            "text/event-stream"
+        };
         let request = self
             .client
             .post(&self.url)
             .headers(self.headers.clone())
-            .header("accept", "text/event-stream")
+            .header("accept", accept)
             .json(&body);
         let response = http::send(request, &cancel).await?;
         let builder = MessageBuilder::new(&self.info);
+        if whole {
+            return whole::replay(
+                response,
+                builder,
+                &cancel,
+                self.config.limits.max_event_bytes,
+            )
+            .await;
+        }
         sse::start(
             response,
             decode::OpenAiDecoder::default(),

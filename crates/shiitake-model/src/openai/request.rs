@@ -8,12 +8,14 @@ use shiitake_protocol::message::{
 use crate::model::{ModelContext, ModelInfo, ModelOptions, ReasoningLevel, ToolChoice};
 use crate::replay;
 
-/// The JSON body of `POST {base}/chat/completions`, streaming with usage.
+/// The JSON body of `POST {base}/chat/completions`: streaming with usage, or
+/// (`stream` false) one whole answer, which carries its usage anyway.
 pub(crate) fn body(
     info: &ModelInfo,
     context: &ModelContext,
     options: &ModelOptions,
     max_tokens_field: &str,
+    stream: bool,
 ) -> Value {
     let mut messages = Vec::new();
     if !context.system_prompt.is_empty() {
@@ -53,8 +55,10 @@ pub(crate) fn body(
     let mut body = Map::new();
     body.insert("model".into(), json!(info.model));
     body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
+    body.insert("stream".into(), json!(stream));
+    if stream {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
     if let Some(max_tokens) = options.max_tokens {
         body.insert(max_tokens_field.into(), json!(max_tokens));
     }

@@ -246,3 +246,54 @@ pub fn anthropic(turn: &Turn, split: usize) -> Reply {
     parts.push(event("message_stop", json!({"type": "message_stop"})));
     Reply::sse(parts)
 }
+
+/// The same turn as one whole chat completion (`stream: false`): thinking, then
+/// text, then tool calls, as `choices[0].message`; a leading delay holds the headers.
+pub fn openai_whole(turn: &Turn) -> Reply {
+    let mut reasoning = String::new();
+    let mut content = String::new();
+    let mut calls = Vec::new();
+    let mut delay = 0;
+    for step in &turn.steps {
+        match step {
+            Step::Text(text) => content.push_str(text),
+            Step::Thinking(text) => reasoning.push_str(text),
+            Step::ToolCall(call) => {
+                let id = call
+                    .id
+                    .clone()
+                    .unwrap_or_else(|| format!("call_{}", calls.len()));
+                calls.push(json!({"id": id, "type": "function", "function": {
+                    "name": call.name,
+                    "arguments": Value::Object(call.arguments.clone()).to_string()}}));
+            }
+            Step::DelayMs(ms) => delay += ms,
+            Step::Fail(_) | Step::Cut(_) | Step::Echo => {
+                panic!("not encodable as a whole answer: {step:?}")
+            }
+        }
+    }
+    let finish = match turn.stop_reason {
+        Some(shiitake_protocol::message::StopReason::Length) => "length",
+        _ if !calls.is_empty() => "tool_calls",
+        _ => "stop",
+    };
+    let mut message = json!({"role": "assistant",
+        "content": if content.is_empty() { Value::Null } else { json!(content) }});
+    if !reasoning.is_empty() {
+        message["reasoning_content"] = json!(reasoning);
+    }
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    let mut reply = Reply::error(
+        200,
+        json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}),
+    );
+    if delay > 0 {
+        reply.parts.insert(0, Part::DelayHeaders(delay));
+    }
+    reply
+}

@@ -48,9 +48,8 @@ impl Serve {
             .env_remove("SHIITAKE_MODEL")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        if let Some(model) = model {
-            command.args(["--model", model]);
-        }
+        // No model is `--model none`: without --model, serve would start the bundled one.
+        command.args(["--model", model.unwrap_or("none")]);
         let mut child = command.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -87,20 +86,7 @@ impl Serve {
 
     /// Runs `chat`, typing `input` on its stdin, and returns what it printed.
     pub fn chat(&self, input: &str, timeout: Duration) -> Output {
-        let mut child = self
-            .command(&["chat"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        wait_with_timeout(child, timeout)
+        run_with_input(self.command(&["chat"]), input, timeout)
     }
 
     /// SIGKILLs the server.
@@ -114,6 +100,23 @@ impl Drop for Serve {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Runs `command` with `input` on its stdin and returns what it printed.
+pub fn run_with_input(mut command: Command, input: &str, timeout: Duration) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    wait_with_timeout(child, timeout)
 }
 
 /// Waits for `child`, killing it after `timeout`.

@@ -1,0 +1,178 @@
+//! Which model `serve` gives Sessions that state no preference.
+//!
+//! `--model` (or `SHIITAKE_MODEL`) takes a spec (`docs/models.md`), or:
+//!
+//! - nothing, or `local`: the bundled local model, started (and on a first
+//!   run built) by `shiitake-local-model`, and stopped again when `serve`
+//!   stops if `serve` started it; `local:gemma3` picks other weights;
+//! - `none`: no default model, so runs of Sessions without a preference fail
+//!   with a diagnostic that says how to configure one.
+
+use std::sync::Arc;
+
+use shiitake_core::{ModelResolver, SpecResolver};
+use shiitake_local_model::{Cache, DEFAULT_PORT, Weights};
+use shiitake_model::Model;
+use shiitake_protocol::ModelPreference;
+
+use crate::CliError;
+
+/// What `--model` asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// A model spec such as `openai:gpt-4o-mini`.
+    Spec(String),
+    /// The bundled local model with these weights.
+    Local(Weights),
+    /// No default model.
+    None,
+}
+
+impl ModelChoice {
+    /// Reads `--model`; an unknown `local:` weights name is an error naming the known ones.
+    pub fn parse(argument: Option<&str>) -> Result<Self, CliError> {
+        let Some(argument) = argument.map(str::trim) else {
+            return Ok(ModelChoice::Local(Weights::default()));
+        };
+        match argument {
+            "" | "local" => Ok(ModelChoice::Local(Weights::default())),
+            "none" => Ok(ModelChoice::None),
+            other => match other.strip_prefix("local:") {
+                Some(alias) => Weights::from_alias(alias)
+                    .map(ModelChoice::Local)
+                    .ok_or_else(|| {
+                        let known: Vec<&str> = Weights::ALL.iter().map(|w| w.alias()).collect();
+                        CliError::Setup(format!(
+                            "--model local:{alias}: the bundled weights are {}",
+                            known.join(", ")
+                        ))
+                    }),
+                None => Ok(ModelChoice::Spec(other.to_owned())),
+            },
+        }
+    }
+}
+
+/// The bundled model `serve` started, to stop when `serve` stops.
+pub struct StartedLocal {
+    cache: Cache,
+}
+
+impl StartedLocal {
+    /// Stops the server (on a blocking thread: it waits for the process to end).
+    pub async fn stop(self) {
+        let stopped =
+            tokio::task::spawn_blocking(move || shiitake_local_model::stop(&self.cache)).await;
+        match stopped {
+            Ok(Ok(_)) => println!("shiitake: stopped the bundled local model"),
+            Ok(Err(error)) => eprintln!("shiitake: stopping the bundled local model: {error}"),
+            Err(error) => eprintln!("shiitake: stopping the bundled local model: {error}"),
+        }
+    }
+}
+
+/// Starts (or reuses) the bundled model; returns its spec and, when this call started it, the handle to stop it.
+pub async fn start_local(weights: Weights) -> Result<(String, Option<StartedLocal>), CliError> {
+    let cache = Cache::from_env().map_err(|error| CliError::Setup(error.to_string()))?;
+    let reused = shiitake_local_model::healthy(DEFAULT_PORT);
+    if reused {
+        println!("shiitake: using the bundled local model already running on port {DEFAULT_PORT}");
+    } else {
+        println!(
+            "shiitake: no model given (--model or SHIITAKE_MODEL), so starting the bundled local model, \
+             {weights}, on port {DEFAULT_PORT}; the first start builds it into {} (minutes)",
+            cache.root().display()
+        );
+    }
+    let task_cache = cache.clone();
+    let url = tokio::task::spawn_blocking(move || {
+        shiitake_local_model::start(&task_cache, weights, DEFAULT_PORT)
+    })
+    .await
+    .map_err(|error| CliError::Setup(format!("the bundled local model: {error}")))?
+    .map_err(|error| {
+        CliError::Setup(format!(
+            "the bundled local model could not start ({error}); pass --model SPEC to use \
+             another model (see docs/models.md)"
+        ))
+    })?;
+    let spec = shiitake_local_model::spec(&url, weights);
+    let started = (!reused).then_some(StartedLocal { cache });
+    Ok((spec, started))
+}
+
+/// Resolves Session preferences by spec, with the `--model none` diagnostic of this CLI.
+pub struct ServeModels {
+    specs: SpecResolver,
+}
+
+impl ServeModels {
+    /// Sessions without a preference get `default_spec`.
+    pub fn new(default_spec: Option<String>) -> Self {
+        Self {
+            specs: SpecResolver {
+                default_spec,
+                env: shiitake_model::ModelEnv::from_env(),
+            },
+        }
+    }
+}
+
+/// What a run without a model says.
+pub const NO_MODEL: &str = "no model is configured (serve runs with --model none): restart \
+    `shiitake serve` with no --model for the bundled local model, or with --model SPEC or \
+    SHIITAKE_MODEL set, for example openai:gpt-4o-mini (see docs/models.md)";
+
+impl ModelResolver for ServeModels {
+    fn resolve(&self, preference: Option<&ModelPreference>) -> Result<Arc<dyn Model>, String> {
+        if preference.is_none() && self.specs.default_spec.is_none() {
+            return Err(NO_MODEL.to_owned());
+        }
+        self.specs.resolve(preference)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_arguments_choose_local_none_or_a_spec() {
+        let local = ModelChoice::Local(Weights::default());
+        assert_eq!(ModelChoice::parse(None).ok(), Some(local.clone()));
+        assert_eq!(ModelChoice::parse(Some("local")).ok(), Some(local));
+        assert_eq!(
+            ModelChoice::parse(Some("local:gemma3")).ok(),
+            Some(ModelChoice::Local(Weights::Gemma3))
+        );
+        assert_eq!(
+            ModelChoice::parse(Some("none")).ok(),
+            Some(ModelChoice::None)
+        );
+        assert_eq!(
+            ModelChoice::parse(Some("openai:gpt-4o-mini")).ok(),
+            Some(ModelChoice::Spec("openai:gpt-4o-mini".into()))
+        );
+        let error = ModelChoice::parse(Some("local:llama"))
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            error.as_deref(),
+            Some("--model local:llama: the bundled weights are smollm2, gemma3")
+        );
+    }
+
+    #[test]
+    fn without_a_model_the_diagnostic_says_how_to_configure_one() {
+        let models = ServeModels::new(None);
+        let error = models.resolve(None).err().unwrap_or_default();
+        for needed in [
+            "--model",
+            "SHIITAKE_MODEL",
+            "docs/models.md",
+            "bundled local model",
+        ] {
+            assert!(error.contains(needed), "{needed}: {error}");
+        }
+    }
+}
