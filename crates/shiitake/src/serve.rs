@@ -10,7 +10,7 @@ use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
 use shiitake_ext_ui::UiExtension;
 use shiitake_protocol::AgentApi;
-use shiitake_server::{ServerConfig, load_or_create_token, router};
+use shiitake_server::{ServerConfig, WebLogin, load_or_create_token, router};
 
 use crate::models::{ModelChoice, ServeModels, start_local};
 use crate::setup::Context;
@@ -155,9 +155,17 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         ),
     }
     println!("shiitake: listening on http://{address}");
+    // The web page at `/`: a one-time link sets its session cookie (docs/web.md).
+    let web = WebLogin::default();
+    let login = web
+        .login_url(&format!("http://{address}"))
+        .map_err(|error| setup("login link")(error.to_string()))?;
+    println!("shiitake: web page: open {login} (the link works once)");
     let app = router(
         agent.clone(),
-        ServerConfig::new(token).with_browser(bridge.clone()),
+        ServerConfig::new(token)
+            .with_browser(bridge.clone())
+            .with_web(web),
     );
     let served = tokio::select! {
         served = axum::serve(listener, app) => served,

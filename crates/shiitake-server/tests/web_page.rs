@@ -1,0 +1,304 @@
+//! The web page in headless Chromium, driven from Rust: open it through the
+//! one-time login link, send a prompt to the scripted model and watch the answer
+//! stream in, steer the running work, answer a question from the footer through
+//! the catalog flow, see the inbox put that Session first, and abort a run.
+//! Screenshots land in `<target>/tmp/web-page/` (inbox, a streamed answer, the
+//! footer with a plan and an open question).
+//!
+//! Without a browser (and without `SHIITAKE_CHROMIUM`) the test prints a note and
+//! passes; `cargo xtask test` provides one.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use shiitake_chromium::{Chromium, Page, eval, screenshot, wait_for};
+use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_model::{Script, ScriptedModel, Step, Turn};
+use shiitake_protocol::message::{Message, UserContent};
+use shiitake_protocol::{AgentApi, PromptText, RequestId, SendOptions, SessionApi};
+use shiitake_server::{ServerConfig, Token, WebLogin, router};
+use support::{Server, TOKEN};
+
+/// How long the page may take to show something.
+const SHOWN: Duration = Duration::from_secs(20);
+
+const ANSWER: &str = "Hello! This answer streams in small pieces, so the page shows it growing.";
+const STEER: &str = "Use SQLite, please.";
+
+fn artifacts() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-page")
+}
+
+fn turns() -> Vec<Turn> {
+    let plan = json!({"steps": [
+        {"step": "Pick a database", "status": "in_progress"},
+        {"step": "Write the schema", "status": "pending"}]});
+    let ask = json!({"mode": "continue", "questions": [{
+        "header": "Database", "question": "Which database should the service use?",
+        "options": [{"label": "SQLite"}, {"label": "PostgreSQL"}]}]});
+    vec![
+        // The Session that is already done when the page opens.
+        Turn::text("Done earlier."),
+        // 1. A streamed answer.
+        Turn::text(ANSWER),
+        // 2. A run that stays busy long enough to be steered, then updates the plan;
+        //    the next call sees the steer and echoes it.
+        Turn::new(vec![
+            Step::Text("Starting on a plan.".into()),
+            Step::DelayMs(3000),
+            Step::ToolCall(shiitake_model::ScriptToolCall {
+                id: None,
+                name: "plan__update_plan".into(),
+                arguments: plan.as_object().unwrap().clone(),
+            }),
+        ]),
+        Turn::new(vec![Step::Echo]),
+        // 3. A question, parked for a person.
+        Turn::tool_call("question__ask", ask),
+        Turn::text("I asked which database."),
+        // The follow-up the answer admits.
+        Turn::text("PostgreSQL it is."),
+        // 4. A run long enough to abort.
+        Turn::new(vec![
+            Step::Text("Counting slowly: one, two, three".into()),
+            Step::DelayMs(120_000),
+        ]),
+    ]
+}
+
+async fn agent(model: Arc<ScriptedModel>) -> (Arc<Agent>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
+        .await
+        .unwrap();
+    let agent = Agent::builder(
+        Arc::new(store),
+        Arc::new(shiitake_capabilities::Catalog::new()),
+        AgentConfig::new(Arc::new(FixedModel(model))),
+    )
+    .extension(
+        QuestionExtension::new(QuestionConfig::default()).unwrap(),
+        question_grants(),
+    )
+    .extension(
+        shiitake_ext_plan::PlanExtension::new().unwrap(),
+        shiitake_ext_plan::plan_grants(),
+    )
+    .open()
+    .await
+    .unwrap();
+    (Arc::new(agent), dir)
+}
+
+/// Runs `script` in the page (a statement or an expression; its value is dropped).
+async fn run(page: &Page, script: &str) {
+    let _: serde_json::Value = eval(page, &format!("(() => {{ {script}; return null; }})()"))
+        .await
+        .unwrap();
+}
+
+async fn shown(page: &Page, condition: &str) {
+    if let Err(error) = wait_for(page, condition, SHOWN).await {
+        let body: String = eval(page, "document.body.innerText").await.unwrap_or_default();
+        panic!("{error}\n--- the page shows ---\n{body}");
+    }
+}
+
+/// Types `text` into the prompt box and clicks the button `id`.
+async fn type_and_click(page: &Page, text: &str, id: &str) {
+    let text = serde_json::to_string(text).unwrap();
+    run(
+        page,
+        &format!("document.getElementById('prompt').value = {text}; document.getElementById('{id}').click()"),
+    )
+    .await;
+}
+
+fn user_texts(model: &ScriptedModel) -> Vec<Vec<String>> {
+    model
+        .requests()
+        .iter()
+        .map(|context| {
+            context
+                .messages
+                .iter()
+                .filter_map(|message| match message {
+                    Message::User(user) => Some(match &user.content {
+                        UserContent::Text(text) => text.clone(),
+                        UserContent::Blocks(blocks) => format!("{blocks:?}"),
+                    }),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_logs_in_streams_steers_answers_and_aborts() {
+    let Some(chromium) = Chromium::launch_or_skip("web_page").await.unwrap() else {
+        return;
+    };
+    let mut script = Script::new(turns());
+    script.chunk_chars = 4;
+    script.chunk_delay_ms = 40;
+    let model = Arc::new(ScriptedModel::new(script));
+    let (agent, _dir) = agent(model.clone()).await;
+    // Mounted the way `shiitake serve` mounts it.
+    let login = WebLogin::default();
+    let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
+    let server = Server::start(router(agent.clone(), config), "127.0.0.1:0".parse().unwrap()).await;
+
+    let earlier = agent
+        .create_session(RequestId::new("web-earlier").unwrap())
+        .await
+        .unwrap();
+    agent
+        .session(earlier.clone())
+        .send(PromptText::new("Earlier work").unwrap(), SendOptions::default())
+        .await
+        .unwrap();
+
+    // Log in: the link sets the cookie and lands on the inbox.
+    let link = login.login_url(&server.url()).unwrap();
+    let page = chromium.open(&link, &[]).await.unwrap();
+    shown(&page, "location.pathname === '/' && document.getElementById('inbox')").await;
+    shown(&page, "document.querySelector('#inbox li[data-state=\"done\"]')").await;
+    let cookie: String = eval(&page, "document.cookie").await.unwrap();
+    assert_eq!(cookie, "", "the session cookie is HttpOnly: scripts cannot read it");
+    let refused: u16 = eval(
+        &page,
+        "fetch('/v1/sessions', {method: 'POST', headers: {'Content-Type': 'application/json'}, \
+         body: JSON.stringify({requestId: 'no-csrf-header'})}).then((r) => r.status)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused, 403, "a cookie write without the CSRF header is refused");
+
+    // 1. A new Session; a prompt; the answer streams in and commits.
+    run(&page, "document.getElementById('new-session').click()").await;
+    shown(&page, "document.getElementById('prompt')").await;
+    run(
+        &page,
+        "window.sawStreaming = ''; new MutationObserver(() => { \
+           const s = document.getElementById('streaming'); \
+           if (s && !s.hidden && s.textContent.length > window.sawStreaming.length) window.sawStreaming = s.textContent; \
+         }).observe(document.getElementById('transcript'), {subtree: true, childList: true, characterData: true, attributes: true})",
+    )
+    .await;
+    type_and_click(&page, "Say hello", "send").await;
+    shown(&page, "!document.getElementById('streaming').hidden").await;
+    let streaming: String = eval(&page, "document.getElementById('streaming').innerText")
+        .await
+        .unwrap();
+    assert!(!streaming.contains(ANSWER), "caught mid-stream: {streaming}");
+    screenshot(&page, &artifacts().join("streaming-answer.png")).await.unwrap();
+    let committed = format!(
+        "[...document.querySelectorAll('.msg.assistant:not(.streaming) .text')].some((e) => e.textContent === {})",
+        serde_json::to_string(ANSWER).unwrap()
+    );
+    shown(&page, &committed).await;
+    shown(&page, "document.querySelectorAll('.terminal.outcome-completed').length === 1").await;
+    let seen: String = eval(&page, "window.sawStreaming").await.unwrap();
+    assert!(
+        seen.contains("Hello") && !seen.contains(ANSWER),
+        "the page showed a partial answer before the commit: {seen:?}"
+    );
+    screenshot(&page, &artifacts().join("streamed-answer.png")).await.unwrap();
+
+    // 2. Steer the running work: the next model call sees it.
+    type_and_click(&page, "Plan the service", "send").await;
+    shown(&page, "document.getElementById('streaming').innerText.includes('Starting on a plan')").await;
+    type_and_click(&page, STEER, "steer").await;
+    let echoed = format!(
+        "[...document.querySelectorAll('.msg.assistant .text')].some((e) => e.textContent === {})",
+        serde_json::to_string(STEER).unwrap()
+    );
+    shown(&page, &echoed).await;
+    shown(&page, "document.getElementById('footer-plan')").await;
+    let contexts = user_texts(&model);
+    let steered = contexts.iter().position(|users| users.iter().any(|u| u == STEER));
+    let planned = contexts
+        .iter()
+        .position(|users| users.iter().any(|u| u == "Plan the service"));
+    assert!(
+        steered.is_some() && steered > planned,
+        "the steer reached a later call of the same run: {contexts:?}"
+    );
+
+    // 3. A question: the footer shows it with the plan; the inbox puts the Session first.
+    type_and_click(&page, "Ask me about the database", "send").await;
+    shown(&page, "document.querySelector('#footer .row.question')").await;
+    run(&page, "[...document.querySelectorAll('#footer-plan button')].find((b) => b.textContent === 'Checklist').click()").await;
+    shown(&page, "document.querySelector('#footer .steps')").await;
+    let footer: String = eval(&page, "document.getElementById('footer').innerText").await.unwrap();
+    assert!(footer.contains("0/2") && footer.contains("Pick a database"), "{footer}");
+    assert!(footer.contains("Which database should the service use?"), "{footer}");
+    run(&page, "document.getElementById('footer').scrollIntoView()").await;
+    screenshot(&page, &artifacts().join("footer-plan-question.png")).await.unwrap();
+
+    run(&page, "document.getElementById('back').click()").await;
+    shown(&page, "document.querySelectorAll('#inbox li').length === 2").await;
+    shown(&page, "document.querySelector('#inbox li').dataset.state === 'needs_you'").await;
+    let states: Vec<String> = eval(&page, "[...document.querySelectorAll('#inbox li')].map((li) => li.dataset.state)")
+        .await
+        .unwrap();
+    assert_eq!(states, ["needs_you", "done"]);
+    screenshot(&page, &artifacts().join("inbox.png")).await.unwrap();
+    run(&page, "document.querySelector('#inbox li[data-state=\"needs_you\"] button').click()").await;
+
+    // Answer from the footer: the catalog's /answer flow asks, confirms, then calls.
+    shown(&page, "document.querySelector('#footer .row.question button.answer')").await;
+    run(&page, "document.querySelector('#footer .row.question button.answer').click()").await;
+    shown(&page, "document.querySelector('#flow-form input[data-label=\"PostgreSQL\"]')").await;
+    run(
+        &page,
+        "document.querySelector('#flow-form input[data-label=\"PostgreSQL\"]').checked = true; \
+         document.getElementById('flow-continue').click()",
+    )
+    .await;
+    shown(&page, "document.getElementById('flow-confirm')").await;
+    let summary: String = eval(&page, "document.querySelector('#flow-form .summary').textContent")
+        .await
+        .unwrap();
+    assert!(summary.contains("PostgreSQL"), "{summary}");
+    run(&page, "document.getElementById('flow-confirm').click()").await;
+    shown(&page, "document.getElementById('flow-message')?.textContent.includes('/answer: done')").await;
+    shown(&page, "!document.querySelector('#footer .row.question')").await;
+    shown(&page, "[...document.querySelectorAll('.msg.assistant .text')].some((e) => e.textContent === 'PostgreSQL it is.')").await;
+    let follow_up = user_texts(&model).last().cloned().unwrap();
+    assert!(
+        follow_up.iter().any(|u| u.contains("PostgreSQL")),
+        "the answer reached the model: {follow_up:?}"
+    );
+
+    // 4. Abort a long run.
+    type_and_click(&page, "Count slowly", "send").await;
+    shown(&page, "document.getElementById('streaming').innerText.includes('Counting slowly')").await;
+    shown(&page, "!document.getElementById('abort').disabled").await;
+    run(&page, "document.getElementById('abort').click()").await;
+    shown(&page, "document.querySelector('.terminal.outcome-cancelled')").await;
+    shown(&page, "document.getElementById('activity').dataset.state === 'idle'").await;
+    shown(&page, "document.getElementById('abort').disabled").await;
+    screenshot(&page, &artifacts().join("aborted.png")).await.unwrap();
+
+    chromium.close().await;
+    server.stop().await;
+    for name in [
+        "inbox.png",
+        "streaming-answer.png",
+        "streamed-answer.png",
+        "footer-plan-question.png",
+    ] {
+        let size = std::fs::metadata(artifacts().join(name)).unwrap().len();
+        assert!(size > 1000, "{name}: {size} bytes");
+    }
+    eprintln!("web_page: screenshots in {}", artifacts().display());
+}
