@@ -30,7 +30,11 @@ const FILES: &[(&str, &str, &str)] = &[
     ("footer.js", JS, include_str!("web/footer.js")),
     ("flow.js", JS, include_str!("web/flow.js")),
     ("dom.js", JS, include_str!("web/dom.js")),
-    ("style.css", "text/css; charset=utf-8", include_str!("web/style.css")),
+    (
+        "style.css",
+        "text/css; charset=utf-8",
+        include_str!("web/style.css"),
+    ),
 ];
 
 const JS: &str = "text/javascript; charset=utf-8";

@@ -149,7 +149,10 @@ mod tests {
         let now = Instant::now();
         let code = web.lock().issue_code(now).unwrap();
         let session = web.lock().redeem(&code, now).unwrap().unwrap();
-        (web, format!("other=1; {COOKIE_PREFIX}8080={}", session.text()))
+        (
+            web,
+            format!("other=1; {COOKIE_PREFIX}8080={}", session.text()),
+        )
     }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
@@ -173,18 +176,28 @@ mod tests {
     fn the_cookie_lets_reads_in_and_writes_only_with_the_header() {
         let (web, cookie) = logged_in();
         let cookie = cookie.as_str();
-        assert_eq!(check(&web, Method::GET, &[("cookie", cookie)]), Ok(Via::Cookie));
+        assert_eq!(
+            check(&web, Method::GET, &[("cookie", cookie)]),
+            Ok(Via::Cookie)
+        );
         assert!(matches!(
             check(&web, Method::POST, &[("cookie", cookie)]),
             Err(Denied::Csrf(_))
         ));
         assert!(matches!(
-            check(&web, Method::POST, &[("cookie", cookie), (CSRF_HEADER, "0")]),
+            check(
+                &web,
+                Method::POST,
+                &[("cookie", cookie), (CSRF_HEADER, "0")]
+            ),
             Err(Denied::Csrf(_))
         ));
         let csrf = (CSRF_HEADER, "1");
         for method in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
-            assert_eq!(check(&web, method, &[("cookie", cookie), csrf]), Ok(Via::Cookie));
+            assert_eq!(
+                check(&web, method, &[("cookie", cookie), csrf]),
+                Ok(Via::Cookie)
+            );
         }
         let same = ("origin", "http://127.0.0.1:8080");
         let fetch = ("sec-fetch-site", "same-origin");
@@ -219,7 +232,11 @@ mod tests {
         );
         let wrong = format!("Bearer {TOKEN}x");
         assert_eq!(
-            check(&web, Method::GET, &[("authorization", &wrong), ("cookie", &cookie)]),
+            check(
+                &web,
+                Method::GET,
+                &[("authorization", &wrong), ("cookie", &cookie)]
+            ),
             Err(Denied::Unauthenticated)
         );
     }
@@ -243,10 +260,7 @@ mod tests {
             authorize(&token, None, &Method::GET, &headers, Instant::now()),
             Err(Denied::Unauthenticated)
         );
-        assert_eq!(
-            check(&web, Method::GET, &[]),
-            Err(Denied::Unauthenticated)
-        );
+        assert_eq!(check(&web, Method::GET, &[]), Err(Denied::Unauthenticated));
     }
 
     #[test]

@@ -244,7 +244,11 @@ impl WebLogin {
 
     /// Mints a one-time login link on `base` (such as `http://127.0.0.1:8080`).
     pub fn login_url(&self, base: &str) -> Result<String, TokenError> {
-        Ok(format!("{}{}", base.trim_end_matches('/'), self.login_path()?))
+        Ok(format!(
+            "{}{}",
+            base.trim_end_matches('/'),
+            self.login_path()?
+        ))
     }
 }
 
@@ -275,7 +279,9 @@ mod tests {
 
         let late = logins.issue_code(start).unwrap();
         assert_eq!(
-            logins.redeem(&late, start + Duration::from_secs(60)).unwrap(),
+            logins
+                .redeem(&late, start + Duration::from_secs(60))
+                .unwrap(),
             None,
             "at the edge the code has expired"
         );
@@ -319,14 +325,10 @@ mod tests {
         let start = Instant::now();
         let mut logins = Logins::new(limits());
         let first = logins.issue_code(start).unwrap();
-        let second = logins
-            .issue_code(start + Duration::from_millis(1))
-            .unwrap();
+        let second = logins.issue_code(start + Duration::from_millis(1)).unwrap();
         // At the bound (2): both kept. One past it: the oldest goes.
         assert_eq!(logins.codes.len(), 2);
-        let third = logins
-            .issue_code(start + Duration::from_millis(2))
-            .unwrap();
+        let third = logins.issue_code(start + Duration::from_millis(2)).unwrap();
         assert_eq!(logins.codes.len(), 2);
         assert_eq!(logins.redeem(&first, start).unwrap(), None);
         assert!(logins.redeem(&second, start).unwrap().is_some());

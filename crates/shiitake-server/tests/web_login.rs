@@ -47,7 +47,11 @@ async fn web() -> Web {
     let (agent, dir) = agent().await;
     let login = WebLogin::default();
     let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
-    let server = Server::start(router(agent.clone(), config), "127.0.0.1:0".parse().unwrap()).await;
+    let server = Server::start(
+        router(agent.clone(), config),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await;
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -128,17 +132,40 @@ async fn the_page_is_public_and_the_api_is_not() {
     let csp = page.headers()["content-security-policy"].to_str().unwrap();
     assert!(csp.contains("script-src 'self'"), "{csp}");
     assert!(page.text().await.unwrap().contains("/web/app.js"));
-    for file in ["app.js", "api.js", "inbox.js", "session.js", "footer.js", "flow.js", "dom.js"] {
-        let response = web.http.get(web.url(&format!("/web/{file}"))).send().await.unwrap();
+    for file in [
+        "app.js",
+        "api.js",
+        "inbox.js",
+        "session.js",
+        "footer.js",
+        "flow.js",
+        "dom.js",
+    ] {
+        let response = web
+            .http
+            .get(web.url(&format!("/web/{file}")))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), StatusCode::OK, "{file}");
         assert_eq!(
             response.headers()["content-type"],
             "text/javascript; charset=utf-8"
         );
     }
-    let css = web.http.get(web.url("/web/style.css")).send().await.unwrap();
+    let css = web
+        .http
+        .get(web.url("/web/style.css"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(css.headers()["content-type"], "text/css; charset=utf-8");
-    let missing = web.http.get(web.url("/web/nosuch.js")).send().await.unwrap();
+    let missing = web
+        .http
+        .get(web.url("/web/nosuch.js"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
 
     for path in ["/v1/sessions", "/v1/catalogs", "/nosuch"] {
@@ -163,12 +190,17 @@ async fn cookie_writes_need_the_csrf_header_and_the_own_origin() {
     assert_eq!(list.status(), StatusCode::OK, "a read needs no header");
 
     let create = |n: u32| json!({"requestId": format!("web-{n}")});
-    let bare = web.post("/v1/sessions", &[("cookie", cookie)], create(1)).await;
+    let bare = web
+        .post("/v1/sessions", &[("cookie", cookie)], create(1))
+        .await;
     assert_eq!(bare.status(), StatusCode::FORBIDDEN);
     let error: Value = bare.json().await.unwrap();
     assert_eq!(error["code"], "not_granted");
     assert!(
-        error["message"].as_str().unwrap().contains("X-Shiitake-CSRF"),
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("X-Shiitake-CSRF"),
         "{error}"
     );
     let cross = web
@@ -183,7 +215,11 @@ async fn cookie_writes_need_the_csrf_header_and_the_own_origin() {
         )
         .await;
     assert_eq!(cross.status(), StatusCode::FORBIDDEN);
-    assert_eq!(web.session_count().await, 0, "refused writes changed nothing");
+    assert_eq!(
+        web.session_count().await,
+        0,
+        "refused writes changed nothing"
+    );
 
     let own_origin = web.server.url();
     let ok = web
@@ -204,7 +240,11 @@ async fn cookie_writes_need_the_csrf_header_and_the_own_origin() {
     let with_token = web
         .post("/v1/sessions", &[("authorization", &bearer)], create(4))
         .await;
-    assert_eq!(with_token.status(), StatusCode::OK, "the token needs no CSRF header");
+    assert_eq!(
+        with_token.status(),
+        StatusCode::OK,
+        "the token needs no CSRF header"
+    );
     assert_eq!(web.session_count().await, 2);
 
     // A wrong token is not rescued by a good cookie.
@@ -226,7 +266,11 @@ async fn cookie_writes_need_the_csrf_header_and_the_own_origin() {
 async fn the_cookie_streams_events_and_logout_ends_it() {
     let web = web().await;
     let cookie = web.log_in().await;
-    let session = web.agent.create_session(shiitake_protocol::RequestId::new("web-s").unwrap()).await.unwrap();
+    let session = web
+        .agent
+        .create_session(shiitake_protocol::RequestId::new("web-s").unwrap())
+        .await
+        .unwrap();
     let watch = web
         .http
         .get(web.url(&format!("/v1/sessions/{}/watch", session.as_str())))
@@ -239,9 +283,17 @@ async fn the_cookie_streams_events_and_logout_ends_it() {
     drop(watch);
 
     let no_header = web.post("/logout", &[("cookie", &cookie)], json!({})).await;
-    assert_eq!(no_header.status(), StatusCode::FORBIDDEN, "logout is a write too");
+    assert_eq!(
+        no_header.status(),
+        StatusCode::FORBIDDEN,
+        "logout is a write too"
+    );
     let out = web
-        .post("/logout", &[("cookie", &cookie), (CSRF_HEADER, "1")], json!({}))
+        .post(
+            "/logout",
+            &[("cookie", &cookie), (CSRF_HEADER, "1")],
+            json!({}),
+        )
         .await;
     assert_eq!(out.status(), StatusCode::NO_CONTENT);
     let cleared = out.headers()[SET_COOKIE].to_str().unwrap();
@@ -271,7 +323,11 @@ async fn only_the_token_mints_login_links() {
 
     let bearer = format!("Bearer {TOKEN}");
     let minted = web
-        .post("/v1/web/login-links", &[("authorization", &bearer)], json!({}))
+        .post(
+            "/v1/web/login-links",
+            &[("authorization", &bearer)],
+            json!({}),
+        )
         .await;
     assert_eq!(minted.status(), StatusCode::OK);
     let minted: Value = minted.json().await.unwrap();

@@ -106,7 +106,9 @@ async fn run(page: &Page, script: &str) {
 
 async fn shown(page: &Page, condition: &str) {
     if let Err(error) = wait_for(page, condition, SHOWN).await {
-        let body: String = eval(page, "document.body.innerText").await.unwrap_or_default();
+        let body: String = eval(page, "document.body.innerText")
+            .await
+            .unwrap_or_default();
         panic!("{error}\n--- the page shows ---\n{body}");
     }
 }
@@ -154,7 +156,11 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     // Mounted the way `shiitake serve` mounts it.
     let login = WebLogin::default();
     let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
-    let server = Server::start(router(agent.clone(), config), "127.0.0.1:0".parse().unwrap()).await;
+    let server = Server::start(
+        router(agent.clone(), config),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await;
 
     let earlier = agent
         .create_session(RequestId::new("web-earlier").unwrap())
@@ -162,17 +168,31 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
         .unwrap();
     agent
         .session(earlier.clone())
-        .send(PromptText::new("Earlier work").unwrap(), SendOptions::default())
+        .send(
+            PromptText::new("Earlier work").unwrap(),
+            SendOptions::default(),
+        )
         .await
         .unwrap();
 
     // Log in: the link sets the cookie and lands on the inbox.
     let link = login.login_url(&server.url()).unwrap();
     let page = chromium.open(&link, &[]).await.unwrap();
-    shown(&page, "location.pathname === '/' && document.getElementById('inbox')").await;
-    shown(&page, "document.querySelector('#inbox li[data-state=\"done\"]')").await;
+    shown(
+        &page,
+        "location.pathname === '/' && document.getElementById('inbox')",
+    )
+    .await;
+    shown(
+        &page,
+        "document.querySelector('#inbox li[data-state=\"done\"]')",
+    )
+    .await;
     let cookie: String = eval(&page, "document.cookie").await.unwrap();
-    assert_eq!(cookie, "", "the session cookie is HttpOnly: scripts cannot read it");
+    assert_eq!(
+        cookie, "",
+        "the session cookie is HttpOnly: scripts cannot read it"
+    );
     let refused: u16 = eval(
         &page,
         "fetch('/v1/sessions', {method: 'POST', headers: {'Content-Type': 'application/json'}, \
@@ -180,7 +200,10 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     )
     .await
     .unwrap();
-    assert_eq!(refused, 403, "a cookie write without the CSRF header is refused");
+    assert_eq!(
+        refused, 403,
+        "a cookie write without the CSRF header is refused"
+    );
 
     // 1. A new Session; a prompt; the answer streams in and commits.
     run(&page, "document.getElementById('new-session').click()").await;
@@ -198,24 +221,39 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     let streaming: String = eval(&page, "document.getElementById('streaming').innerText")
         .await
         .unwrap();
-    assert!(!streaming.contains(ANSWER), "caught mid-stream: {streaming}");
-    screenshot(&page, &artifacts().join("streaming-answer.png")).await.unwrap();
+    assert!(
+        !streaming.contains(ANSWER),
+        "caught mid-stream: {streaming}"
+    );
+    screenshot(&page, &artifacts().join("streaming-answer.png"))
+        .await
+        .unwrap();
     let committed = format!(
         "[...document.querySelectorAll('.msg.assistant:not(.streaming) .text')].some((e) => e.textContent === {})",
         serde_json::to_string(ANSWER).unwrap()
     );
     shown(&page, &committed).await;
-    shown(&page, "document.querySelectorAll('.terminal.outcome-completed').length === 1").await;
+    shown(
+        &page,
+        "document.querySelectorAll('.terminal.outcome-completed').length === 1",
+    )
+    .await;
     let seen: String = eval(&page, "window.sawStreaming").await.unwrap();
     assert!(
         seen.contains("Hello") && !seen.contains(ANSWER),
         "the page showed a partial answer before the commit: {seen:?}"
     );
-    screenshot(&page, &artifacts().join("streamed-answer.png")).await.unwrap();
+    screenshot(&page, &artifacts().join("streamed-answer.png"))
+        .await
+        .unwrap();
 
     // 2. Steer the running work: the next model call sees it.
     type_and_click(&page, "Plan the service", "send").await;
-    shown(&page, "document.getElementById('streaming').innerText.includes('Starting on a plan')").await;
+    shown(
+        &page,
+        "document.getElementById('streaming').innerText.includes('Starting on a plan')",
+    )
+    .await;
     type_and_click(&page, STEER, "steer").await;
     let echoed = format!(
         "[...document.querySelectorAll('.msg.assistant .text')].some((e) => e.textContent === {})",
@@ -224,7 +262,9 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     shown(&page, &echoed).await;
     shown(&page, "document.getElementById('footer-plan')").await;
     let contexts = user_texts(&model);
-    let steered = contexts.iter().position(|users| users.iter().any(|u| u == STEER));
+    let steered = contexts
+        .iter()
+        .position(|users| users.iter().any(|u| u == STEER));
     let planned = contexts
         .iter()
         .position(|users| users.iter().any(|u| u == "Plan the service"));
@@ -238,26 +278,61 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     shown(&page, "document.querySelector('#footer .row.question')").await;
     run(&page, "[...document.querySelectorAll('#footer-plan button')].find((b) => b.textContent === 'Checklist').click()").await;
     shown(&page, "document.querySelector('#footer .steps')").await;
-    let footer: String = eval(&page, "document.getElementById('footer').innerText").await.unwrap();
-    assert!(footer.contains("0/2") && footer.contains("Pick a database"), "{footer}");
-    assert!(footer.contains("Which database should the service use?"), "{footer}");
+    let footer: String = eval(&page, "document.getElementById('footer').innerText")
+        .await
+        .unwrap();
+    assert!(
+        footer.contains("0/2") && footer.contains("Pick a database"),
+        "{footer}"
+    );
+    assert!(
+        footer.contains("Which database should the service use?"),
+        "{footer}"
+    );
     run(&page, "document.getElementById('footer').scrollIntoView()").await;
-    screenshot(&page, &artifacts().join("footer-plan-question.png")).await.unwrap();
+    screenshot(&page, &artifacts().join("footer-plan-question.png"))
+        .await
+        .unwrap();
 
     run(&page, "document.getElementById('back').click()").await;
     shown(&page, "document.querySelectorAll('#inbox li').length === 2").await;
-    shown(&page, "document.querySelector('#inbox li').dataset.state === 'needs_you'").await;
-    let states: Vec<String> = eval(&page, "[...document.querySelectorAll('#inbox li')].map((li) => li.dataset.state)")
+    shown(
+        &page,
+        "document.querySelector('#inbox li').dataset.state === 'needs_you'",
+    )
+    .await;
+    let states: Vec<String> = eval(
+        &page,
+        "[...document.querySelectorAll('#inbox li')].map((li) => li.dataset.state)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(states, ["needs_you", "done"]);
+    screenshot(&page, &artifacts().join("inbox.png"))
         .await
         .unwrap();
-    assert_eq!(states, ["needs_you", "done"]);
-    screenshot(&page, &artifacts().join("inbox.png")).await.unwrap();
-    run(&page, "document.querySelector('#inbox li[data-state=\"needs_you\"] button').click()").await;
+    run(
+        &page,
+        "document.querySelector('#inbox li[data-state=\"needs_you\"] button').click()",
+    )
+    .await;
 
     // Answer from the footer: the catalog's /answer flow asks, confirms, then calls.
-    shown(&page, "document.querySelector('#footer .row.question button.answer')").await;
-    run(&page, "document.querySelector('#footer .row.question button.answer').click()").await;
-    shown(&page, "document.querySelector('#flow-form input[data-label=\"PostgreSQL\"]')").await;
+    shown(
+        &page,
+        "document.querySelector('#footer .row.question button.answer')",
+    )
+    .await;
+    run(
+        &page,
+        "document.querySelector('#footer .row.question button.answer').click()",
+    )
+    .await;
+    shown(
+        &page,
+        "document.querySelector('#flow-form input[data-label=\"PostgreSQL\"]')",
+    )
+    .await;
     run(
         &page,
         "document.querySelector('#flow-form input[data-label=\"PostgreSQL\"]').checked = true; \
@@ -265,12 +340,19 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     )
     .await;
     shown(&page, "document.getElementById('flow-confirm')").await;
-    let summary: String = eval(&page, "document.querySelector('#flow-form .summary').textContent")
-        .await
-        .unwrap();
+    let summary: String = eval(
+        &page,
+        "document.querySelector('#flow-form .summary').textContent",
+    )
+    .await
+    .unwrap();
     assert!(summary.contains("PostgreSQL"), "{summary}");
     run(&page, "document.getElementById('flow-confirm').click()").await;
-    shown(&page, "document.getElementById('flow-message')?.textContent.includes('/answer: done')").await;
+    shown(
+        &page,
+        "document.getElementById('flow-message')?.textContent.includes('/answer: done')",
+    )
+    .await;
     shown(&page, "!document.querySelector('#footer .row.question')").await;
     shown(&page, "[...document.querySelectorAll('.msg.assistant .text')].some((e) => e.textContent === 'PostgreSQL it is.')").await;
     let follow_up = user_texts(&model).last().cloned().unwrap();
@@ -281,13 +363,27 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
 
     // 4. Abort a long run.
     type_and_click(&page, "Count slowly", "send").await;
-    shown(&page, "document.getElementById('streaming').innerText.includes('Counting slowly')").await;
+    shown(
+        &page,
+        "document.getElementById('streaming').innerText.includes('Counting slowly')",
+    )
+    .await;
     shown(&page, "!document.getElementById('abort').disabled").await;
     run(&page, "document.getElementById('abort').click()").await;
-    shown(&page, "document.querySelector('.terminal.outcome-cancelled')").await;
-    shown(&page, "document.getElementById('activity').dataset.state === 'idle'").await;
+    shown(
+        &page,
+        "document.querySelector('.terminal.outcome-cancelled')",
+    )
+    .await;
+    shown(
+        &page,
+        "document.getElementById('activity').dataset.state === 'idle'",
+    )
+    .await;
     shown(&page, "document.getElementById('abort').disabled").await;
-    screenshot(&page, &artifacts().join("aborted.png")).await.unwrap();
+    screenshot(&page, &artifacts().join("aborted.png"))
+        .await
+        .unwrap();
 
     chromium.close().await;
     server.stop().await;
