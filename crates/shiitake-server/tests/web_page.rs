@@ -53,7 +53,7 @@ fn turns() -> Vec<Turn> {
         Turn::new(vec![
             Step::Text("Starting on a plan.".into()),
             Step::DelayMs(3000),
-            Step::ToolCall(shiitake_model::ScriptToolCall {
+            Step::ToolCall(shiitake_model::scripted::ScriptToolCall {
                 id: None,
                 name: "plan__update_plan".into(),
                 arguments: plan.as_object().unwrap().clone(),
@@ -397,4 +397,92 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
         assert!(size > 1000, "{name}: {size} bytes");
     }
     eprintln!("web_page: screenshots in {}", artifacts().display());
+}
+
+/// The page's own rules, run in the browser against the Rust side and the
+/// protocol fixtures: the label-list encoding the question extension reads, the
+/// inbox order, and how frames fold into the Session state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_modules_agree_with_the_rust_side() {
+    use shiitake_ext_question::contract::{format_labels, parse_labels};
+
+    let Some(chromium) = Chromium::launch_or_skip("web_page modules").await.unwrap() else {
+        return;
+    };
+    let model = Arc::new(ScriptedModel::new(Script::new(Vec::new())));
+    let (agent, _dir) = agent(model).await;
+    let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(WebLogin::default());
+    let server = Server::start(router(agent, config), "127.0.0.1:0".parse().unwrap()).await;
+    // The page itself is public: its modules load without logging in.
+    let page = chromium.open(&server.url(), &[]).await.unwrap();
+
+    let cases: [&[&str]; 5] = [
+        &["SQLite"],
+        &["SQLite", "PostgreSQL"],
+        &["Red, green", "say \"hi\""],
+        &[" padded ", "back\\slash"],
+        &["a,b,c", "plain", "x\"y,z"],
+    ];
+    for labels in cases {
+        let script = format!(
+            "import('/web/flow.js').then((m) => m.formatLabels({}))",
+            serde_json::to_string(labels).unwrap()
+        );
+        let encoded: String = eval(&page, &script).await.unwrap();
+        assert_eq!(encoded, format_labels(labels), "{labels:?}");
+        assert_eq!(parse_labels(&encoded).unwrap(), labels, "{encoded}");
+    }
+
+    let order: Vec<String> = eval(
+        &page,
+        "import('/web/inbox.js').then((m) => m.sortRows([\
+           {sessionId: 'a', state: 'done', lastActivityAt: 9}, \
+           {sessionId: 'b', state: 'needs_you', lastActivityAt: 1}, \
+           {sessionId: 'c', state: 'running', lastActivityAt: 5}, \
+           {sessionId: 'd', state: 'errored', lastActivityAt: 2}, \
+           {sessionId: 'e', state: 'needs_you', lastActivityAt: 3}, \
+           {sessionId: 'f', state: 'unavailable'}]).map((r) => r.sessionId))",
+    )
+    .await
+    .unwrap();
+    assert_eq!(order, ["e", "b", "d", "c", "a", "f"]);
+
+    let fixtures = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shiitake-protocol/tests/fixtures"
+    );
+    let read = |path: &str| std::fs::read_to_string(format!("{fixtures}/{path}")).unwrap();
+    let script = format!(
+        "import('/web/session.js').then((m) => {{ \
+           const s = new m.SessionState(); \
+           s.applySnapshot({snapshot}); \
+           const before = {{messages: s.messages.size, progress: s.progress && s.progress.revision, \
+                           running: s.running(), extensions: Object.keys(s.extensions).length}}; \
+           const stale = {progress}; stale.progress.messageId = 'ent_4'; stale.progress.revision = 3; \
+           s.applyFrame(stale); \
+           const afterStale = s.progress.revision; \
+           s.applyFrame({update}); \
+           const afterUpdate = {{messages: s.messages.size, terminals: s.terminals.size, \
+                                progress: s.progress, running: s.running(), items: s.items().length}}; \
+           s.applyFrame({reset}); \
+           return {{before, afterStale, afterUpdate, afterReset: s.messages.size}}; }})",
+        snapshot = read("session_snapshot/full.json"),
+        progress = read("session_frame/progress.json"),
+        update = read("session_frame/update_live.json"),
+        reset = read("session_frame/reset.json"),
+    );
+    let folded: serde_json::Value = eval(&page, &script).await.unwrap();
+    assert_eq!(
+        folded,
+        json!({
+            "before": {"messages": 2, "progress": 7, "running": true, "extensions": 3},
+            // A progress frame older than the one shown is ignored.
+            "afterStale": 7,
+            // The update adds its message and terminal; the run is idle, so the preview goes.
+            "afterUpdate": {"messages": 3, "terminals": 2, "progress": null, "running": false, "items": 5},
+            // A reset starts over from its (empty) baseline.
+            "afterReset": 0,
+        })
+    );
+    chromium.close().await;
 }
