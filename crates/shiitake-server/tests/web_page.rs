@@ -1,7 +1,8 @@
 //! The web page in headless Chromium, driven from Rust: open it through the
 //! one-time login link, send a prompt to the scripted model and watch the answer
 //! stream in, steer the running work, answer a question from the footer through
-//! the catalog flow, see the inbox put that Session first, and abort a run.
+//! the catalog flow, see the inbox put that Session first, and abort a run; a
+//! retryable model failure shows as a retry notice.
 //! Screenshots land in `<target>/tmp/web-page/` (inbox, a streamed answer, the
 //! footer with a plan and an open question).
 //!
@@ -46,13 +47,14 @@ fn turns() -> Vec<Turn> {
     vec![
         // The Session that is already done when the page opens.
         Turn::text("Done earlier."),
-        // 1. A streamed answer.
+        // 1. A retryable failure (a retry notice), then a streamed answer.
+        Turn::fail(503),
         Turn::text(ANSWER),
         // 2. A run that stays busy long enough to be steered, then updates the plan;
         //    the next call sees the steer and echoes it.
         Turn::new(vec![
             Step::Text("Starting on a plan.".into()),
-            Step::DelayMs(3000),
+            Step::DelayMs(5000),
             Step::ToolCall(shiitake_model::scripted::ScriptToolCall {
                 id: None,
                 name: "plan__update_plan".into(),
@@ -243,6 +245,16 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
         seen.contains("Hello") && !seen.contains(ANSWER),
         "the page showed a partial answer before the commit: {seen:?}"
     );
+    let notice: String = eval(
+        &page,
+        "document.querySelector('#transcript .notice.retry')?.textContent ?? ''",
+    )
+    .await
+    .unwrap();
+    assert!(
+        notice.contains("retry 2/5") && notice.contains("503"),
+        "the retry notice stays in the transcript: {notice:?}"
+    );
     screenshot(&page, &artifacts().join("streamed-answer.png"))
         .await
         .unwrap();
@@ -384,6 +396,33 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     screenshot(&page, &artifacts().join("aborted.png"))
         .await
         .unwrap();
+
+    // One run per prompt: the steer joined the running work instead of starting its own.
+    let hash: String = eval(&page, "location.hash").await.unwrap();
+    let session_id = shiitake_protocol::SessionId::new(hash.trim_start_matches("#/s/")).unwrap();
+    let snapshot = agent
+        .session(session_id)
+        .read(shiitake_protocol::ReadOptions::default())
+        .await
+        .unwrap();
+    let outcomes: Vec<String> = serde_json::to_value(&snapshot.terminals)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|terminal| terminal["outcome"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "completed",
+            "completed",
+            "completed",
+            "completed",
+            "cancelled"
+        ],
+        "hello, plan + steer, question, the answer's follow-up, the aborted count"
+    );
 
     chromium.close().await;
     server.stop().await;

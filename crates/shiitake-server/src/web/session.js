@@ -175,7 +175,7 @@ function retryElement(retry) {
 }
 
 /** Shows Session `id` in `root`; returns a function that stops watching it. */
-export function showSession(root, id, { back, runCommand }) {
+export function showSession(root, id, { back }) {
   const state = new SessionState();
   const elements = new Map();
   const transcript = h("div", { class: "transcript", id: "transcript" });
@@ -332,7 +332,7 @@ export function showSession(root, id, { back, runCommand }) {
         h("li", {}, h("span", { class: "badge" }, p.delivery === "steer" ? "steer" : "queued"), " ", p.text),
       ),
     );
-    renderFooter(footer, state.extensions, { sessionId: id, runCommand });
+    renderFooter(footer, state.extensions, { sessionId: id });
     if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
   };
 
