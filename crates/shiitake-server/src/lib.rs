@@ -93,7 +93,8 @@ impl ServerConfig {
     }
 }
 
-/// The routes of `docs/http.md` over `agent`, behind the bearer token of `config`.
+/// The routes of `docs/http.md` over `agent`, behind the bearer token of `config`
+/// (or the web page's cookie), plus the public page when `config.web` is set.
 pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Router {
     let shared = Arc::new(routes::Shared {
         agent: agent.clone(),

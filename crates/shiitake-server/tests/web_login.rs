@@ -238,7 +238,7 @@ async fn cookie_writes_need_the_csrf_header_and_the_own_origin() {
 
     let bearer = format!("Bearer {TOKEN}");
     let with_token = web
-        .post("/v1/sessions", &[("authorization", &bearer)], create(4))
+        .post("/v1/sessions", &[("authorization", bearer.as_str())], create(4))
         .await;
     assert_eq!(
         with_token.status(),
@@ -282,7 +282,7 @@ async fn the_cookie_streams_events_and_logout_ends_it() {
     assert_eq!(watch.headers()["content-type"], "text/event-stream");
     drop(watch);
 
-    let no_header = web.post("/logout", &[("cookie", &cookie)], json!({})).await;
+    let no_header = web.post("/logout", &[("cookie", cookie.as_str())], json!({})).await;
     assert_eq!(
         no_header.status(),
         StatusCode::FORBIDDEN,
@@ -291,7 +291,7 @@ async fn the_cookie_streams_events_and_logout_ends_it() {
     let out = web
         .post(
             "/logout",
-            &[("cookie", &cookie), (CSRF_HEADER, "1")],
+            &[("cookie", cookie.as_str()), (CSRF_HEADER, "1")],
             json!({}),
         )
         .await;
@@ -315,7 +315,7 @@ async fn only_the_token_mints_login_links() {
     let by_cookie = web
         .post(
             "/v1/web/login-links",
-            &[("cookie", &cookie), (CSRF_HEADER, "1")],
+            &[("cookie", cookie.as_str()), (CSRF_HEADER, "1")],
             json!({}),
         )
         .await;
@@ -325,7 +325,7 @@ async fn only_the_token_mints_login_links() {
     let minted = web
         .post(
             "/v1/web/login-links",
-            &[("authorization", &bearer)],
+            &[("authorization", bearer.as_str())],
             json!({}),
         )
         .await;
