@@ -197,7 +197,9 @@ impl Chromium {
             .chrome_executable(executable)
             .disable_default_args()
             .with_head() // "headful" for chromiumoxide: `--headless` comes from FLAGS
-            .args(FLAGS.iter().copied())
+            // chromiumoxide writes each argument as `--<key>`: hand it the keys only,
+            // or `--headless` would reach the browser as `----headless` (and be ignored).
+            .args(FLAGS.iter().map(|flag| flag.trim_start_matches("--")))
             .user_data_dir(profile.path())
             .request_timeout(REQUEST_TIMEOUT)
             .launch_timeout(Duration::from_secs(30))

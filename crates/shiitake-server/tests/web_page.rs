@@ -101,7 +101,7 @@ async fn agent(model: Arc<ScriptedModel>) -> (Arc<Agent>, tempfile::TempDir) {
 
 /// Runs `script` in the page (a statement or an expression; its value is dropped).
 async fn run(page: &Page, script: &str) {
-    let _: serde_json::Value = eval(page, &format!("(() => {{ {script}; return null; }})()"))
+    let _: bool = eval(page, &format!("(() => {{ {script}; return true; }})()"))
         .await
         .unwrap();
 }
