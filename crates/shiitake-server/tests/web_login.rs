@@ -238,7 +238,11 @@ async fn cookie_writes_need_the_csrf_header_and_the_own_origin() {
 
     let bearer = format!("Bearer {TOKEN}");
     let with_token = web
-        .post("/v1/sessions", &[("authorization", bearer.as_str())], create(4))
+        .post(
+            "/v1/sessions",
+            &[("authorization", bearer.as_str())],
+            create(4),
+        )
         .await;
     assert_eq!(
         with_token.status(),
@@ -282,7 +286,9 @@ async fn the_cookie_streams_events_and_logout_ends_it() {
     assert_eq!(watch.headers()["content-type"], "text/event-stream");
     drop(watch);
 
-    let no_header = web.post("/logout", &[("cookie", cookie.as_str())], json!({})).await;
+    let no_header = web
+        .post("/logout", &[("cookie", cookie.as_str())], json!({}))
+        .await;
     assert_eq!(
         no_header.status(),
         StatusCode::FORBIDDEN,

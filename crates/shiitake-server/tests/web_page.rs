@@ -50,16 +50,17 @@ fn turns() -> Vec<Turn> {
         // 1. A retryable failure (a retry notice), then a streamed answer.
         Turn::fail(503),
         Turn::text(ANSWER),
-        // 2. A run that stays busy long enough to be steered, then updates the plan;
-        //    the next call sees the steer and echoes it.
+        // 2. A run that updates the plan, then stays busy long enough to be steered
+        //    (the steer skips the tool call still pending); the next call sees the
+        //    steer and echoes it.
         Turn::new(vec![
             Step::Text("Starting on a plan.".into()),
+            Step::tool_call("plan__update_plan", plan.clone()),
+        ]),
+        Turn::new(vec![
+            Step::Text("Working on step one.".into()),
             Step::DelayMs(5000),
-            Step::ToolCall(shiitake_model::scripted::ScriptToolCall {
-                id: None,
-                name: "plan__update_plan".into(),
-                arguments: plan.as_object().unwrap().clone(),
-            }),
+            Step::tool_call("plan__update_plan", plan),
         ]),
         Turn::new(vec![Step::Echo]),
         // 3. A question, parked for a person.
@@ -108,7 +109,7 @@ async fn run(page: &Page, script: &str) {
 
 async fn shown(page: &Page, condition: &str) {
     if let Err(error) = wait_for(page, condition, SHOWN).await {
-        let body: String = eval(page, "document.body.innerText")
+        let body: String = eval(page, "document.querySelectorAll('details').forEach((d) => d.open = true), document.body.innerText")
             .await
             .unwrap_or_default();
         panic!("{error}\n--- the page shows ---\n{body}");
@@ -212,9 +213,9 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     shown(&page, "document.getElementById('prompt')").await;
     run(
         &page,
-        "window.sawStreaming = ''; new MutationObserver(() => { \
-           const s = document.getElementById('streaming'); \
-           if (s && !s.hidden && s.textContent.length > window.sawStreaming.length) window.sawStreaming = s.textContent; \
+        "window.streamed = []; new MutationObserver(() => { \
+           const s = document.querySelector('#streaming:not([hidden]) .text'); \
+           if (s && s.textContent && !window.streamed.includes(s.textContent)) window.streamed.push(s.textContent); \
          }).observe(document.getElementById('transcript'), {subtree: true, childList: true, characterData: true, attributes: true})",
     )
     .await;
@@ -233,10 +234,10 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
         "document.querySelectorAll('.terminal.outcome-completed').length === 1",
     )
     .await;
-    let seen: String = eval(&page, "window.sawStreaming").await.unwrap();
+    let seen: Vec<String> = eval(&page, "window.streamed").await.unwrap();
     assert!(
-        seen.contains("Hello") && !seen.contains(ANSWER),
-        "the page showed a partial answer before the commit: {seen:?}"
+        seen.len() >= 2 && seen.iter().all(|text| ANSWER.starts_with(text.as_str())),
+        "the streamed bubble grew through prefixes of the answer: {seen:?}"
     );
     let notice: String = eval(
         &page,
@@ -256,7 +257,7 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     type_and_click(&page, "Plan the service", "send").await;
     shown(
         &page,
-        "document.getElementById('streaming').innerText.includes('Starting on a plan')",
+        "document.getElementById('streaming').innerText.includes('Working on step one')",
     )
     .await;
     type_and_click(&page, STEER, "steer").await;
@@ -390,7 +391,7 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
         .await
         .unwrap();
 
-    // One run per prompt: the steer joined the running work instead of starting its own.
+    // The steer joined the running work: it was committed before that run's terminal.
     let hash: String = eval(&page, "location.hash").await.unwrap();
     let session_id = shiitake_protocol::SessionId::new(hash.trim_start_matches("#/s/")).unwrap();
     let snapshot = agent
@@ -398,24 +399,34 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
         .read(shiitake_protocol::ReadOptions::default())
         .await
         .unwrap();
-    let outcomes: Vec<String> = serde_json::to_value(&snapshot.terminals)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|terminal| terminal["outcome"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(
-        outcomes,
-        [
-            "completed",
-            "completed",
-            "completed",
-            "completed",
-            "cancelled"
-        ],
-        "hello, plan + steer, question, the answer's follow-up, the aborted count"
+    let snapshot = serde_json::to_value(&snapshot).unwrap();
+    let user_message = |text: &str| {
+        snapshot["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["value"]["role"] == "user" && m["value"]["content"] == text)
+            .cloned()
+            .unwrap_or_else(|| panic!("no user message {text:?}"))
+    };
+    let terminals = snapshot["terminals"].as_array().unwrap();
+    let terminal_of = |message: &serde_json::Value| {
+        terminals
+            .iter()
+            .find(|t| t["commandId"] == message["commandId"])
+            .cloned()
+            .unwrap()
+    };
+    let planned = user_message("Plan the service");
+    let steered = user_message(STEER);
+    assert!(
+        steered["sequence"].as_u64() < terminal_of(&planned)["sequence"].as_u64(),
+        "the steer was taken in by the running work: {steered} / {}",
+        terminal_of(&planned)
     );
+    let counted = user_message("Count slowly");
+    assert_eq!(terminal_of(&counted)["outcome"], "cancelled");
+    assert_eq!(terminal_of(&planned)["outcome"], "completed");
 
     chromium.close().await;
     server.stop().await;
