@@ -529,3 +529,228 @@ async fn the_page_modules_agree_with_the_rust_side() {
     );
     chromium.close().await;
 }
+
+/// A stand-in for the subagents view: publishes the `rows` a command sets, so the
+/// footer's subagent rows (Open, Answer) can be driven without the roster.
+mod rows {
+    use serde_json::{Value, json};
+    use shiitake_core::extension::{
+        Extension, ExtensionDefinition, Grant, Grants, HookError, StateScope, StateView, Tx,
+    };
+    use shiitake_protocol::ExtensionId;
+
+    pub const ID: &str = "web-test-subagents";
+
+    pub struct Rows(ExtensionDefinition);
+
+    impl Rows {
+        pub fn new() -> Self {
+            Self(ExtensionDefinition {
+                id: ExtensionId::new(ID).unwrap(),
+                namespace: "rows".into(),
+                scopes: vec![StateScope::Session],
+                schema_version: 1,
+                migrations: Vec::new(),
+                configuration: json!({}),
+            })
+        }
+
+        pub fn grants() -> Grants {
+            Grants::none()
+                .with(Grant::State)
+                .with(Grant::Commands)
+                .with(Grant::Projection)
+        }
+    }
+
+    impl Extension for Rows {
+        fn definition(&self) -> &ExtensionDefinition {
+            &self.0
+        }
+
+        fn command(
+            &self,
+            tx: &mut Tx<'_>,
+            command: &str,
+            input: Value,
+        ) -> Result<Value, HookError> {
+            match command {
+                "set" => {
+                    tx.put(StateScope::Session, "rows", "rows", &input["rows"])?;
+                    Ok(json!(true))
+                }
+                other => Err(HookError::UnknownCommand(other.to_owned())),
+            }
+        }
+
+        fn projection(&self, state: &StateView<'_>) -> Option<Value> {
+            let rows: Value = state
+                .get(StateScope::Session, "rows", "rows")
+                .unwrap_or(json!([]));
+            Some(json!({"rows": rows}))
+        }
+    }
+}
+
+/// Reads `session` until `done` holds for its snapshot (at most 20 s).
+async fn until(
+    agent: &Agent,
+    session: &shiitake_protocol::SessionId,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + SHOWN;
+    loop {
+        let snapshot = agent
+            .session(session.clone())
+            .read(shiitake_protocol::ReadOptions::default())
+            .await
+            .unwrap();
+        let snapshot = serde_json::to_value(&snapshot).unwrap();
+        if done(&snapshot) {
+            return snapshot;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never: {snapshot}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn open_asks(snapshot: &serde_json::Value) -> Vec<serde_json::Value> {
+    snapshot["extensions"]["botanical-session-question"]["value"]["asks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A subagent row that needs a person: Answer runs `/answer` against the row's
+/// Session (the child), and Open shows that conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
+    let Some(chromium) = Chromium::launch_or_skip("web_page subagents")
+        .await
+        .unwrap()
+    else {
+        return;
+    };
+    let ask = json!({"mode": "continue", "questions": [{
+        "header": "Database", "question": "Which database?",
+        "options": [{"label": "SQLite"}, {"label": "PostgreSQL"}]}]});
+    let model = Arc::new(ScriptedModel::new(Script::new(vec![
+        Turn::tool_call("question__ask", ask),
+        Turn::text("Asked."),
+        Turn::text("Thanks, SQLite."),
+    ])));
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
+        .await
+        .unwrap();
+    let agent = Agent::builder(
+        Arc::new(store),
+        Arc::new(shiitake_capabilities::Catalog::new()),
+        AgentConfig::new(Arc::new(FixedModel(model.clone()))),
+    )
+    .extension(
+        QuestionExtension::new(QuestionConfig::default()).unwrap(),
+        question_grants(),
+    )
+    .extension(rows::Rows::new(), rows::Rows::grants())
+    .open()
+    .await
+    .unwrap();
+    let agent = Arc::new(agent);
+    let login = WebLogin::default();
+    let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
+    let server = Server::start(
+        router(agent.clone(), config),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await;
+
+    let child = agent
+        .create_session(RequestId::new("web-child").unwrap())
+        .await
+        .unwrap();
+    agent
+        .session(child.clone())
+        .send(PromptText::new("Ask me").unwrap(), SendOptions::default())
+        .await
+        .unwrap();
+    let snapshot = until(&agent, &child, |s| !open_asks(s).is_empty()).await;
+    let ask_id = open_asks(&snapshot)[0]["askId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let parent = agent
+        .create_session(RequestId::new("web-parent").unwrap())
+        .await
+        .unwrap();
+    agent
+        .session(parent.clone())
+        .call_extension(
+            &shiitake_protocol::ExtensionId::new(rows::ID).unwrap(),
+            "set",
+            json!({"rows": [{"name": "Researcher", "status": "needs_you", "summary": "asks which database",
+                             "sessionId": child.as_str(), "askId": ask_id}]}),
+        )
+        .await
+        .unwrap();
+
+    let page = chromium
+        .open(&login.login_url(&server.url()).unwrap(), &[])
+        .await
+        .unwrap();
+    shown(&page, "document.getElementById('inbox')").await;
+    run(&page, &format!("location.hash = '#/s/{}'", parent.as_str())).await;
+    shown(
+        &page,
+        "document.querySelector('#footer .row.subagent button.answer')",
+    )
+    .await;
+    let row: String = eval(
+        &page,
+        "document.querySelector('#footer .row.subagent').innerText",
+    )
+    .await
+    .unwrap();
+    assert!(
+        row.contains("Researcher") && row.contains("needs you"),
+        "{row}"
+    );
+    run(
+        &page,
+        "document.querySelector('#footer .row.subagent button.answer').click()",
+    )
+    .await;
+    shown(
+        &page,
+        "document.querySelector('#flow-form input[data-label=\"SQLite\"]')",
+    )
+    .await;
+    run(
+        &page,
+        "document.querySelector('#flow-form input[data-label=\"SQLite\"]').checked = true; \
+         document.getElementById('flow-continue').click()",
+    )
+    .await;
+    shown(&page, "document.getElementById('flow-confirm')").await;
+    run(&page, "document.getElementById('flow-confirm').click()").await;
+    shown(
+        &page,
+        "document.getElementById('flow-message')?.textContent.includes('/answer: done')",
+    )
+    .await;
+    until(&agent, &child, |s| open_asks(s).is_empty()).await;
+
+    run(
+        &page,
+        "document.querySelector('#footer .row.subagent a').click()",
+    )
+    .await;
+    shown(
+        &page,
+        "[...document.querySelectorAll('.msg.assistant .text')].some((e) => e.textContent === 'Thanks, SQLite.')",
+    )
+    .await;
+    let last = user_texts(&model).last().cloned().unwrap();
+    assert!(last.iter().any(|u| u.contains("SQLite")), "{last:?}");
+    chromium.close().await;
+}

@@ -57,23 +57,32 @@ function planRows(plan, context) {
 
 /**
  * Subagent rows: any running extension whose value holds `rows` of
- * `{name | agent, status, needsYou?}`. A row that needs a person gets Answer.
+ * `{name | agent, status, summary?, sessionId?, needsYou?, askId?}`. A row with a
+ * `sessionId` opens that conversation; one that needs a person gets Answer, which
+ * runs `/answer` against the row's Session (its `askId` picked up front).
  */
 function subagentRows(extensions, context) {
   const rows = [];
   for (const [id, slot] of Object.entries(extensions)) {
     if (slot.status !== "running" || !slot.value || !Array.isArray(slot.value.rows)) continue;
     for (const row of slot.value.rows) {
-      const status = row.status || "";
+      const status = String(row.status || "");
       const needsYou = row.needsYou === true || status === "needs_you";
+      const target = typeof row.sessionId === "string" ? row.sessionId : context.sessionId;
+      const preset = typeof row.askId === "string" ? { askId: row.askId } : {};
       rows.push(
         h(
           "div",
           { class: `row subagent state-${status}`, dataset: { extension: id } },
-          h("span", { class: "label" }, row.name || row.agent || "agent"),
+          h("span", { class: "label" }, String(row.name || row.agent || "agent")),
           h("span", { class: `badge state-${status}` }, status.replace(/_/g, " ")),
-          row.summary || "",
-          needsYou ? h("button", { class: "answer", onclick: () => context.run("answer", row.askId ? { askId: row.askId } : {}) }, "Answer") : null,
+          row.summary ? String(row.summary) : "",
+          typeof row.sessionId === "string"
+            ? h("a", { class: "link", href: `#/s/${encodeURIComponent(row.sessionId)}` }, "Open")
+            : null,
+          needsYou
+            ? h("button", { class: "answer", onclick: () => context.runFor(target, "answer", preset) }, "Answer")
+            : null,
         ),
       );
     }
@@ -136,6 +145,7 @@ export function renderFooter(footer, extensions, { sessionId }) {
   footer.context = {
     sessionId,
     run: (name, preset) => runCommand({ sessionId, name, preset, container: flow }),
+    runFor: (target, name, preset) => runCommand({ sessionId: target, name, preset, container: flow }),
     problem: (text) => replace(footer.problemArea, text),
   };
   const key = JSON.stringify(extensions);
