@@ -3,6 +3,7 @@
 //! Each command is a module with one `run` function; this file only dispatches.
 
 mod bench;
+mod chromium;
 mod eval;
 mod local_model;
 mod pack;
@@ -16,6 +17,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   bench        run every benchmark (core acceptance and observation, SSE latency)
+  chromium     find (or install with apt-get) the headless Chromium of the browser tests
   pack         package every publishable crate and check each package's file list
   stranger     build a consumer outside the workspace against the packaged crates only
   local-model  build (or reuse) and start the local OpenAI-compatible model server; eval measures it
@@ -27,6 +29,7 @@ fn main() -> ExitCode {
     let rest: Vec<String> = args.collect();
     let result = match command.as_deref() {
         Some("bench") => bench::run(&rest),
+        Some("chromium") => chromium::run(&rest),
         Some("pack") => pack::run(&rest).map(|_| ()),
         Some("stranger") => stranger::run(&rest),
         Some("local-model") => local_model::run(&rest),

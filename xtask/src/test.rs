@@ -1,14 +1,16 @@
 //! `cargo xtask test`: the one test command of the README.
 //!
-//! Starts what the tests need (today: the bundled local model, reused when it
-//! already runs or when `SHIITAKE_TEST_LOCAL_MODEL_URL` names another server),
-//! then runs `cargo test --workspace` with the extra arguments given. The model
+//! Starts what the tests need (the bundled local model, reused when it already
+//! runs or when `SHIITAKE_TEST_LOCAL_MODEL_URL` names another server; headless
+//! Chromium for the browser tests, found or installed by `cargo xtask chromium`
+//! and named in `SHIITAKE_CHROMIUM`, so those tests run rather than skip), then
+//! runs `cargo test --workspace` with the extra arguments given. The model
 //! server is left running for the next run; `cargo xtask local-model stop` ends it.
 
 use std::process::Command;
 
-use crate::local_model;
 use crate::util::{cargo, run_checked};
+use crate::{chromium, local_model};
 
 /// The variable the real-model tests read.
 const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
@@ -20,10 +22,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         _ => local_model::ensure_running(shiitake_local_model::DEFAULT_PORT)?,
     };
     eprintln!("test: {MODEL_URL_VAR}={url}");
+    let browser = chromium::ensure()?;
+    eprintln!("test: {}={}", chromium::ENV_VAR, browser.display());
     run_checked(
         Command::new(cargo())
             .args(["test", "--workspace"])
             .args(args)
-            .env(MODEL_URL_VAR, url),
+            .env(MODEL_URL_VAR, url)
+            .env(chromium::ENV_VAR, browser),
     )
 }

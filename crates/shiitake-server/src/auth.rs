@@ -1,7 +1,7 @@
 //! Bearer-token authentication and the token file of a local host.
 //!
-//! Every route requires `Authorization: Bearer <token>`. A wrong or missing token
-//! gets a bare `401` whatever the path, so a caller without the token learns
+//! Every route requires `Authorization: Bearer <token>`, or the web page's session
+//! cookie (`web_auth.rs`). A wrong or missing credential gets a bare `401` whatever the path, so a caller without the token learns
 //! nothing about which routes or Sessions exist. Tokens are compared in
 //! constant time.
 
@@ -131,24 +131,43 @@ pub fn load_or_create_token(data_dir: &Path) -> Result<(Token, PathBuf), TokenEr
     }
 }
 
-/// Middleware: lets a request through only with the right bearer token.
+/// What the auth middleware checks against: the token, and the web page's
+/// logins when the page is mounted.
+#[derive(Clone, Debug)]
+pub(crate) struct Gate {
+    pub(crate) token: Token,
+    pub(crate) web: Option<crate::WebLogin>,
+}
+
+/// Middleware: lets a request through with the right bearer token, or with a live
+/// browser session cookie under the CSRF rule (`web_auth.rs`).
 pub(crate) async fn require_token(
-    State(token): State<Token>,
-    request: Request,
+    State(gate): State<Gate>,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
-    match given {
-        Some(given) if token.matches(given) => next.run(request).await,
-        _ => (
+    use crate::web_auth::{Denied, authorize};
+    let decided = authorize(
+        &gate.token,
+        gate.web.as_ref(),
+        request.method(),
+        request.headers(),
+        std::time::Instant::now(),
+    );
+    match decided {
+        Ok(via) => {
+            // Routes that only the token may use (minting login links) look at this.
+            request.extensions_mut().insert(via);
+            next.run(request).await
+        }
+        Err(Denied::Unauthenticated) => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
         )
             .into_response(),
+        Err(Denied::Csrf(reason)) => {
+            crate::HttpError(shiitake_protocol::ShiitakeError::not_granted(reason)).into_response()
+        }
     }
 }
 

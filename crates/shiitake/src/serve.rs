@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use knapsack::Knapsack;
 use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
+use knapsack::ui::UiBridge;
 use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
+use shiitake_ext_ui::UiExtension;
 use shiitake_protocol::AgentApi;
-use shiitake_server::{ServerConfig, load_or_create_token, router};
+use shiitake_server::{ServerConfig, WebLogin, load_or_create_token, router};
 
 use crate::models::{ModelChoice, ServeModels, start_local};
 use crate::setup::Context;
@@ -132,8 +134,14 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         ModelChoice::None => (None, None),
     };
     let models = ServeModels::new(default_spec.clone());
-    let agent =
-        Arc::new(Agent::open(Arc::new(store), tools, AgentConfig::new(Arc::new(models))).await?);
+    // The browser App bridge: runs borrow `ui`; the server mounts its `/browser/` routes.
+    let bridge = UiBridge::default();
+    let ui = UiExtension::new(bridge.clone()).map_err(|error| setup("ui")(error.to_string()))?;
+    let agent = Agent::builder(Arc::new(store), tools, AgentConfig::new(Arc::new(models)))
+        .extension(ui, UiExtension::grants())
+        .open()
+        .await?;
+    let agent = Arc::new(agent);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
@@ -147,13 +155,25 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         ),
     }
     println!("shiitake: listening on http://{address}");
-    let app = router(agent.clone(), ServerConfig::new(token));
+    // The web page at `/`: a one-time link sets its session cookie (docs/web.md).
+    let web = WebLogin::default();
+    let login = web
+        .login_url(&format!("http://{address}"))
+        .map_err(|error| setup("login link")(error.to_string()))?;
+    println!("shiitake: web page: open {login} (the link works once)");
+    let app = router(
+        agent.clone(),
+        ServerConfig::new(token)
+            .with_browser(bridge.clone())
+            .with_web(web),
+    );
     let served = tokio::select! {
         served = axum::serve(listener, app) => served,
         stop = tokio::signal::ctrl_c() => stop.map(|()| {
             println!("shiitake: stopping; accepted work resumes on the next start");
         }),
     };
+    bridge.close();
     let closed = agent.close().await;
     // The model server outlives this process unless it is stopped here.
     if let Some(local) = started_local {
