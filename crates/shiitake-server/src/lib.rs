@@ -9,7 +9,9 @@
 //!
 //! Every route requires a bearer [`Token`]; failures leave as the canonical
 //! `ShiitakeError` JSON with a fitting status ([`status_of`]); request bodies
-//! are bounded by [`MAX_BODY_BYTES`]. `docs/http.md` documents every route.
+//! are bounded by [`MAX_BODY_BYTES`]; request time and open event streams are
+//! bounded per process ([`ServerConfig`]), and every request gets a request id
+//! (`x-request-id`) and a tracing span. `docs/http.md` documents every route.
 //!
 //! ```no_run
 //! # async fn host(agent: std::sync::Arc<impl shiitake_protocol::AgentApi + 'static>) -> std::io::Result<()> {
@@ -25,6 +27,7 @@
 mod auth;
 mod error;
 mod extract;
+mod limits;
 mod routes;
 mod sse;
 
@@ -34,6 +37,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{get, post};
 use shiitake_protocol::AgentApi;
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 
 pub use auth::{Token, TokenError, load_or_create_token, token_path};
 pub use error::{HttpError, status_of};
@@ -47,14 +52,21 @@ pub struct ServerConfig {
     /// How often an idle SSE stream sends a keep-alive comment, so proxies and
     /// clients can tell a quiet stream from a dead one.
     pub keep_alive: Duration,
+    /// Longest time until a response head; a slower request is answered `unavailable`.
+    pub request_timeout: Duration,
+    /// Most `events` and `watch` streams open at once in this process; one more is `unavailable`.
+    pub max_subscribers: usize,
 }
 
 impl ServerConfig {
-    /// Defaults around `token`: keep-alive comments every 15 s.
+    /// Defaults around `token`: keep-alive comments every 15 s, 30 s per request,
+    /// 256 open event streams.
     pub fn new(token: Token) -> Self {
         Self {
             token,
             keep_alive: Duration::from_secs(15),
+            request_timeout: Duration::from_secs(30),
+            max_subscribers: 256,
         }
     }
 }
@@ -64,6 +76,7 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
     let shared = Arc::new(routes::Shared {
         agent,
         keep_alive: config.keep_alive,
+        subscribers: limits::Subscribers::new(config.max_subscribers),
     });
     Router::new()
         .route(
@@ -105,7 +118,18 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
         .fallback(error::no_route)
         .with_state(shared)
         .layer(axum::middleware::from_fn_with_state(
+            config.request_timeout,
+            limits::time_bound,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             config.token,
             auth::require_token,
         ))
+        // Outermost first: the id is set, the span opened with it, and the id echoed.
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(SetRequestIdLayer::x_request_id(limits::NextRequestId::new()))
+                .layer(TraceLayer::new_for_http().make_span_with(limits::request_span))
+                .layer(PropagateRequestIdLayer::x_request_id()),
+        )
 }
