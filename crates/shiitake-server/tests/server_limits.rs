@@ -100,7 +100,10 @@ async fn sse_subscribers_are_bounded_per_process_at_the_edge() {
     let events = format!("/v1/sessions/{session}/events");
     let first = server.get(&events).await;
     let second = server.get(&format!("/v1/sessions/{session}/watch")).await;
-    assert_eq!((first.status(), second.status()), (200, 200));
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
 
     // One past the bound.
     let third = server.get(&events).await;

@@ -1,8 +1,9 @@
 //! The soak: rounds of load against the real binary, each ended by a SIGKILL.
 //!
-//! Many Sessions get prompts with request ids; the scripted model answers fast or
-//! slowly and calls a file-changing MCP tool (`mark`, which appends its tag to a
-//! file and is not replay-safe). Each round SIGKILLs `serve` while work runs,
+//! Many Sessions get prompts with request ids; each Session has its own scripted
+//! model (allowed with `--allow-model`), slow for even Sessions and fast for odd
+//! ones, whose every run calls a file-changing MCP tool (`mark`, which appends the
+//! Session's tag to a file and is not replay-safe) and then answers. Each round SIGKILLs `serve` while work runs,
 //! restarts it on the same data directory, and resends every prompt whose answer
 //! was lost with the same request id. At the end it checks, and prints:
 //!
@@ -10,7 +11,9 @@
 //! - doubled: prompts that appear more than once (must be 0);
 //! - unsettled: accepted prompts without a terminal (must be 0);
 //! - double results: tool calls with two results (must be 0);
-//! - double executions: `mark` tags that ran twice (must be 0).
+//! - double executions: `mark` runs beyond the tool calls its Session committed
+//!   (each committed call may run once; a call cut by the kill is answered
+//!   "outcome unknown", never run again) (must be 0).
 //!
 //! `SHIITAKE_SOAK_ROUNDS` (default 2), `SHIITAKE_SOAK_SESSIONS` (4) and
 //! `SHIITAKE_SOAK_PROMPTS` (3 per Session per round) size it; `cargo xtask soak
@@ -38,7 +41,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::{Value, json};
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_protocol::{
-    AgentApi, PageLimit, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionId,
+    AgentApi, ModelPreference, ModelSpec, PageLimit, PromptText, ReadOptions, RequestId,
+    SendOptions, SessionApi, SessionId,
 };
 use support::{binary, free_port};
 
@@ -133,22 +137,18 @@ fn start_marks(file: PathBuf) -> String {
     ready_rx.recv().unwrap()
 }
 
-/// A script of distinct turns for one round: fast answers, slow answers and
-/// `mark` calls, each tag naming its round and turn, so a tag seen twice in the
-/// marks file is one tool call executed twice.
-fn write_script(path: &Path, round: usize, turns: usize) {
-    let turns: Vec<Value> = (0..turns)
-        .map(|turn| match turn % 4 {
-            0 => json!({"steps": [{"text": "fast answer"}]}),
-            1 => json!({"steps": [{"tool_call": {
-                "name": "env__mcp__marks__mark",
-                "arguments": {"tag": format!("r{round}-t{turn}")}
-            }}]}),
-            2 => json!({"steps": [{"delay_ms": 150}, {"text": "slow answer"}]}),
-            _ => json!({"steps": [{"delay_ms": 20}, {"text": "after the mark"}]}),
-        })
-        .collect();
-    let script = json!({"model": "scripted", "cycle": true, "turns": turns});
+/// The script of Session `k`: each run calls `mark {tag: "s<k>"}` once, then answers;
+/// even Sessions think for 150 ms first (slow turns), odd ones answer at once.
+/// `serve` builds a fresh scripted model per run, so every run starts at turn 1.
+fn write_script(path: &Path, k: usize) {
+    let delay = if k % 2 == 0 { 150 } else { 0 };
+    let script = json!({"model": "scripted", "turns": [
+        {"steps": [{"delay_ms": delay}, {"tool_call": {
+            "name": "env__mcp__marks__mark",
+            "arguments": {"tag": format!("s{k}")}
+        }}]},
+        {"steps": [{"delay_ms": delay / 3}, {"text": "marked"}]}
+    ]});
     std::fs::write(path, serde_json::to_vec(&script).unwrap()).unwrap();
 }
 
@@ -157,9 +157,13 @@ struct Server {
     url: String,
 }
 
-fn start_serve(data: &Path, workspace: &Path, port: u16, model: &str, marks: &str) -> Server {
-    let mut child = Command::new(binary())
-        .args(["serve", "--port", &port.to_string(), "--model", model])
+fn start_serve(data: &Path, workspace: &Path, port: u16, models: &[String], marks: &str) -> Server {
+    let mut command = Command::new(binary());
+    command.args(["serve", "--port", &port.to_string(), "--model", &models[0]]);
+    for model in &models[1..] {
+        command.args(["--allow-model", model]);
+    }
+    let mut child = command
         .arg("--data-dir")
         .arg(data)
         .arg("--workspace")
@@ -169,7 +173,7 @@ fn start_serve(data: &Path, workspace: &Path, port: u16, model: &str, marks: &st
         .env_remove("SHIITAKE_MODEL")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -180,6 +184,9 @@ fn start_serve(data: &Path, workspace: &Path, port: u16, model: &str, marks: &st
             .lines()
             .map_while(Result::ok)
         {
+            if std::env::var_os("SHIITAKE_SOAK_VERBOSE").is_some() {
+                eprintln!("{line}");
+            }
             if let Some(url) = line.strip_prefix("shiitake: listening on ") {
                 let _ = tx.send(url.to_owned());
             }
@@ -235,6 +242,8 @@ struct Figures {
     doubled: usize,
     unsettled: usize,
     double_results: usize,
+    tool_results: usize,
+    not_completed: usize,
     marks: usize,
     double_executions: usize,
 }
@@ -250,10 +259,17 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
     std::fs::create_dir_all(&workspace).unwrap();
     let marks_file = dir.path().join("marks.txt");
     let marks = start_marks(marks_file.clone());
-    let script = dir.path().join("script.json");
-    let model = format!("scripted:{}", script.display());
+    let models: Vec<String> = (0..sessions)
+        .map(|k| {
+            let script = dir.path().join(format!("script-{k}.json"));
+            write_script(&script, k);
+            format!("scripted:{}", script.display())
+        })
+        .collect();
     let port = free_port();
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Tool calls committed per Session tag: each may have run `mark` at most once.
+    let mut calls: BTreeMap<String, usize> = BTreeMap::new();
     let started = Instant::now();
 
     // Every prompt sent: (session, request id, text); the answers received.
@@ -262,8 +278,7 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
     let mut session_ids: Vec<SessionId> = Vec::new();
 
     for round in 0..=rounds {
-        write_script(&script, round, 4 * sessions * prompts * 4 + 8);
-        let server = start_serve(&data, &workspace, port, &model, &marks);
+        let server = start_serve(&data, &workspace, port, &models, &marks);
         let agent = client(&server.url, &data);
         let mut child = Some(server.child);
         if session_ids.is_empty() {
@@ -271,6 +286,15 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
                 for k in 0..sessions {
                     let id = agent
                         .create_session(RequestId::new(format!("soak-session-{k}")).unwrap())
+                        .await
+                        .unwrap();
+                    let preference = ModelPreference {
+                        model: ModelSpec::new(models[k].clone()).unwrap(),
+                        reasoning: None,
+                    };
+                    agent
+                        .session(id.clone())
+                        .set_model_preference(preference)
                         .await
                         .unwrap();
                     session_ids.push(id);
@@ -346,18 +370,21 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
         // The last round: wait until every Session is idle, then count.
         let figures = runtime.block_on(async {
             let deadline = Instant::now() + Duration::from_secs(180);
-            let mut figures = Figures::default();
             loop {
                 let mut all_idle = true;
-                figures = Figures {
+                let mut figures = Figures {
                     accepted: answered.len(),
                     ..Figures::default()
                 };
                 let mut results: BTreeMap<String, usize> = BTreeMap::new();
-                for session in &session_ids {
+                calls.clear();
+                for (k, session) in session_ids.iter().enumerate() {
                     let (messages, terminals, idle) = history(&agent, session).await;
                     all_idle &= idle;
                     let mut texts: BTreeMap<String, usize> = BTreeMap::new();
+                    // A result answers a call of the assistant message before it; call ids
+                    // repeat across messages (each run's model numbers its own calls).
+                    let mut asked_in = String::new();
                     for message in &messages {
                         let value = &message["value"];
                         match value["role"].as_str() {
@@ -368,10 +395,20 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
                                 };
                                 *texts.entry(text).or_default() += 1;
                             }
+                            Some("assistant") => {
+                                asked_in = message["id"].as_str().unwrap_or("").to_owned();
+                                for block in value["content"].as_array().into_iter().flatten() {
+                                    if block["type"] == "toolCall" {
+                                        *calls.entry(format!("s{k}")).or_default() += 1;
+                                    }
+                                }
+                            }
                             Some("toolResult") => {
+                                if std::env::var_os("SHIITAKE_SOAK_VERBOSE").is_some() {
+                                    eprintln!("tool result: {value}");
+                                }
                                 let id = format!(
-                                    "{}/{}",
-                                    message["commandId"].as_str().unwrap_or(""),
+                                    "{asked_in}/{}",
                                     value["toolCallId"].as_str().unwrap_or("")
                                 );
                                 *results.entry(id).or_default() += 1;
@@ -379,6 +416,10 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
                             _ => {}
                         }
                     }
+                    figures.not_completed += terminals
+                        .iter()
+                        .filter(|terminal| terminal["outcome"] != "completed")
+                        .count();
                     let settled: BTreeSet<String> = terminals
                         .iter()
                         .filter_map(|terminal| terminal["commandId"].as_str().map(str::to_owned))
@@ -401,12 +442,12 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
                     }
                 }
                 figures.double_results = results.values().filter(|&&n| n > 1).count();
+                figures.tool_results = results.values().sum();
                 if all_idle && figures.unsettled == 0 || Instant::now() > deadline {
-                    break;
+                    break figures;
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            figures
         });
         if let Some(mut child) = child.take() {
             let _ = child.kill();
@@ -419,14 +460,21 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
         }
         let figures = Figures {
             marks: tags.lines().count(),
-            double_executions: seen.values().filter(|&&n| n > 1).count(),
+            // A Session whose `mark` ran more often than its runs called it executed a call twice.
+            double_executions: seen
+                .iter()
+                .map(|(tag, &ran)| ran.saturating_sub(calls.get(*tag).copied().unwrap_or(0)))
+                .sum(),
             ..figures
         };
         println!(
-            "soak: {rounds} rounds, {sessions} sessions, {} prompts accepted, {} marks, in {:.1} s: \
+            "soak: {rounds} rounds, {sessions} sessions, {} prompts accepted, {} tool results, \
+             {} marks, {} runs not completed (interrupted or failed), in {:.1} s: \
              {} lost, {} doubled, {} unsettled, {} double results, {} double executions",
             figures.accepted,
+            figures.tool_results,
             figures.marks,
+            figures.not_completed,
             started.elapsed().as_secs_f64(),
             figures.lost,
             figures.doubled,

@@ -270,8 +270,8 @@ mod tests {
             ),
             ("second\n", None, false)
         );
-        // A cut last line: the next window is empty and ends the file.
-        let only = "a".repeat(TEXT_LIMIT_BYTES + 1);
+        // A cut last line whose rest is unread: the next window is empty and ends the file.
+        let only = "a".repeat(TEXT_LIMIT_BYTES + 10);
         let cut = read_lines(only.as_bytes(), "big.txt", &window(0)).unwrap();
         assert_eq!(cut.next_offset, Some(1));
         let after = read_lines(only.as_bytes(), "big.txt", &window(1)).unwrap();

@@ -82,6 +82,7 @@ pub fn client(url: &str) -> RemoteAgent {
 mod harness;
 
 pub use harness::config;
+#[allow(unused_imports)]
 pub use harness::open as harness_open;
 
 /// A core Agent on a file in `dir`.
