@@ -5,8 +5,10 @@
 mod bench;
 mod chromium;
 mod eval;
+mod fuzz;
 mod local_model;
 mod pack;
+mod soak;
 mod stranger;
 mod test;
 mod util;
@@ -19,6 +21,8 @@ commands:
   bench        run every benchmark (core acceptance and observation, SSE latency)
   chromium     find (or install with apt-get) the headless Chromium of the browser tests
   pack         package every publishable crate and check each package's file list
+  soak         rounds of load, SIGKILL and restart against the release binary (--rounds N)
+  fuzz         run each fuzz target for a bounded time (--seconds N, default 60)
   stranger     build a consumer outside the workspace against the packaged crates only
   local-model  build (or reuse) and start the local OpenAI-compatible model server; eval measures it
   test         start what the tests need, then run every test of the workspace";
@@ -34,6 +38,8 @@ fn main() -> ExitCode {
         Some("stranger") => stranger::run(&rest),
         Some("local-model") => local_model::run(&rest),
         Some("test") => test::run(&rest),
+        Some("soak") => soak::run(&rest),
+        Some("fuzz") => fuzz::run(&rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

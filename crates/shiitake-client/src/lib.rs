@@ -40,6 +40,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use agent::RemoteAgent;
+pub use follow::MAX_EVENT_BYTES;
+
+/// The SSE events of `body`, fed in `chunk`-byte pieces through the same guard and
+/// parser as a live stream, as `(event, data)`; for the fuzz targets, not for use.
+#[doc(hidden)]
+pub fn sse_events_of(body: &[u8], chunk: usize) -> Vec<Result<(String, String), String>> {
+    follow::events_of(body, chunk)
+}
 pub use session::RemoteSession;
 pub use shiitake_protocol::extension::{bind_agent_extension, bind_session_extension};
 pub use transport::{ReqwestTransport, Transport, TransportError, WithHeaders};

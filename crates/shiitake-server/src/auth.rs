@@ -98,22 +98,21 @@ pub fn load_or_create_token(data_dir: &Path) -> Result<(Token, PathBuf), TokenEr
         let path = path.to_path_buf();
         move |source| TokenError::File { path, source }
     };
-    std::fs::create_dir_all(data_dir).map_err(file_error(data_dir))?;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(data_dir).map_err(file_error(data_dir))?;
     match std::fs::read_to_string(&path) {
         Ok(text) => return Ok((Token::new(text.trim())?, path)),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
         Err(error) => return Err(file_error(&path)(error)),
     }
     let token = Token::generate()?;
-    let temporary = data_dir.join(format!("token.{}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&temporary).map_err(file_error(&temporary))?;
+    let (temporary, mut file) = private_temporary(data_dir).map_err(file_error(data_dir))?;
     file.write_all(token.as_str().as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(file_error(&temporary))?;
@@ -128,6 +127,31 @@ pub fn load_or_create_token(data_dir: &Path) -> Result<(Token, PathBuf), TokenEr
             Ok((Token::new(text.trim())?, path))
         }
         Err(error) => Err(file_error(&path)(error)),
+    }
+}
+
+/// A new private file `token.<pid>.<n>.tmp` in `dir`: `create_new`, so an existing
+/// name (a symlink planted there included) is never opened or followed; the next
+/// name is tried instead.
+fn private_temporary(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let pid = std::process::id();
+    let mut attempt = 0u32;
+    loop {
+        let path = dir.join(format!("token.{pid}.{attempt}.tmp"));
+        match options.open(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && attempt < 64 => {
+                attempt += 1;
+            }
+            Err(error) => return Err(error),
+        }
     }
 }
 
@@ -212,5 +236,21 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_temporary_token_file_never_follows_a_planted_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let pid = std::process::id();
+        for name in [format!("token.{pid}.tmp"), format!("token.{pid}.0.tmp")] {
+            std::os::unix::fs::symlink(&victim, dir.path().join(name)).unwrap();
+        }
+        let (token, path) = load_or_create_token(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(path).unwrap(), token.as_str());
     }
 }

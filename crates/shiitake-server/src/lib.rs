@@ -10,7 +10,9 @@
 //! Every route requires a bearer [`Token`] (or, with [`ServerConfig::with_web`],
 //! the web page's session cookie under a CSRF rule; the page itself is public); failures leave as the canonical
 //! `ShiitakeError` JSON with a fitting status ([`status_of`]); request bodies
-//! are bounded by [`MAX_BODY_BYTES`]. `docs/http.md` documents every route.
+//! are bounded by [`MAX_BODY_BYTES`]; request time and open event streams are
+//! bounded per process ([`ServerConfig`]), and every request gets a request id
+//! (`x-request-id`) and a tracing span. `docs/http.md` documents every route.
 //!
 //! ```no_run
 //! # async fn host(agent: std::sync::Arc<impl shiitake_protocol::AgentApi + 'static>) -> std::io::Result<()> {
@@ -27,6 +29,7 @@ mod auth;
 mod browser;
 mod error;
 mod extract;
+mod limits;
 mod routes;
 mod sse;
 mod web;
@@ -40,6 +43,8 @@ use axum::Router;
 use axum::routing::{get, post};
 use knapsack::ui::UiBridge;
 use shiitake_protocol::AgentApi;
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 
 pub use auth::{Token, TokenError, load_or_create_token, token_path};
 pub use error::{HttpError, status_of};
@@ -64,16 +69,23 @@ pub struct ServerConfig {
     /// The web page (`/`, `docs/web.md`) and the logins its cookie comes from;
     /// `None` serves no page and accepts no cookie.
     pub web: Option<WebLogin>,
+    /// Longest time until a response head; a slower request is answered `unavailable`.
+    pub request_timeout: Duration,
+    /// Most `events` and `watch` streams open at once in this process; one more is `unavailable`.
+    pub max_subscribers: usize,
 }
 
 impl ServerConfig {
-    /// Defaults around `token`: keep-alive comments every 15 s.
+    /// Defaults around `token`: keep-alive comments every 15 s, 30 s per request,
+    /// 256 open event streams.
     pub fn new(token: Token) -> Self {
         Self {
             token,
             keep_alive: Duration::from_secs(15),
             browser: None,
             web: None,
+            request_timeout: Duration::from_secs(30),
+            max_subscribers: 256,
         }
     }
 
@@ -99,6 +111,7 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
     let shared = Arc::new(routes::Shared {
         agent: agent.clone(),
         keep_alive: config.keep_alive,
+        subscribers: limits::Subscribers::new(config.max_subscribers),
     });
     let mut app: Router = Router::new()
         .route(
@@ -154,11 +167,16 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
         token: config.token,
         web: config.web.clone(),
     };
-    let app = app.layer(axum::middleware::from_fn_with_state(
-        gate,
-        auth::require_token,
-    ));
-    match config.web {
+    let app = app
+        .layer(axum::middleware::from_fn_with_state(
+            config.request_timeout,
+            limits::time_bound,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            gate,
+            auth::require_token,
+        ));
+    let app = match config.web {
         // Merged after the layer: the page and the login route need no credential.
         Some(login) => app.merge(
             Router::new()
@@ -168,7 +186,14 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
                 .with_state(login),
         ),
         None => app,
-    }
+    };
+    // Outermost first: the id is set, the span opened with it, and the id echoed.
+    app.layer(
+        tower::ServiceBuilder::new()
+            .layer(SetRequestIdLayer::x_request_id(limits::NextRequestId::new()))
+            .layer(TraceLayer::new_for_http().make_span_with(limits::request_span))
+            .layer(PropagateRequestIdLayer::x_request_id()),
+    )
 }
 
 /// The browser App bridge's routes (see [`browser`]).

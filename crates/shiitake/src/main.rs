@@ -10,6 +10,7 @@
 mod asker;
 mod chat;
 mod commands;
+mod datadir;
 mod flows;
 mod footer;
 mod input;
@@ -73,10 +74,34 @@ pub enum CliError {
     Io(#[from] std::io::Error),
 }
 
+/// The log filter: `SHIITAKE_LOG` when set (a filter that does not parse is an
+/// error, not a silent default), else `warn`.
+fn log_filter() -> Result<tracing_subscriber::EnvFilter, String> {
+    match std::env::var("SHIITAKE_LOG") {
+        Err(std::env::VarError::NotPresent) => Ok(tracing_subscriber::EnvFilter::new("warn")),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err("SHIITAKE_LOG is not UTF-8 text; set a filter such as `info`".to_owned())
+        }
+        Ok(text) => tracing_subscriber::EnvFilter::builder()
+            .parse(&text)
+            .map_err(|error| {
+                format!(
+                    "SHIITAKE_LOG={text:?} does not parse ({error}); set a filter such as \
+                     `info` or `shiitake_core=debug,warn`"
+                )
+            }),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SHIITAKE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = match log_filter() {
+        Ok(filter) => filter,
+        Err(message) => {
+            eprintln!("shiitake: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

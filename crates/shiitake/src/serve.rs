@@ -1,6 +1,6 @@
 //! `shiitake serve`: the Local host.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use knapsack::Knapsack;
@@ -12,7 +12,8 @@ use shiitake_ext_ui::UiExtension;
 use shiitake_protocol::AgentApi;
 use shiitake_server::{ServerConfig, WebLogin, load_or_create_token, router};
 
-use crate::models::{ModelChoice, ServeModels, start_local};
+use crate::datadir;
+use crate::models::{AllowedModels, ModelChoice, ServeModels, start_local};
 use crate::setup::Context;
 use crate::{CliError, DEFAULT_PORT};
 
@@ -26,9 +27,14 @@ pub struct ServeArgs {
     /// `local` (the default: the bundled local model, started here) or `none`.
     #[arg(long, env = "SHIITAKE_MODEL")]
     model: Option<String>,
-    /// Directory the agent's file tools may read and edit; default: the current directory.
+    /// Directory the agent's file tools may read and edit; default: the current directory,
+    /// unless that is `$HOME` or `/` (then the flag is required).
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// Another model spec Sessions may choose (repeatable); besides it, Sessions may choose
+    /// `--model`, and `openai:`/`anthropic:` models when their API key is set.
+    #[arg(long = "allow-model", value_name = "SPEC")]
+    allow_model: Vec<String>,
     /// A remote MCP server, `name=URL[,header=Name:Value]...` (repeatable); its tools
     /// become `env.mcp.<name>`. `${VAR}` in a header value reads the environment.
     #[arg(long = "mcp", value_name = "NAME=URL[,header=Name:Value]", value_parser = mcp_spec)]
@@ -54,14 +60,31 @@ fn setup(what: &str) -> impl Fn(String) -> CliError + '_ {
     move |error| CliError::Setup(format!("{what}: {error}"))
 }
 
-/// The tools of the Local host: the Knapsack files module over the workspace directory,
-/// and the `--mcp` servers.
-async fn catalog(workspace: Option<PathBuf>, mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
-    let root = match workspace {
-        Some(root) => root,
-        None => std::env::current_dir()?,
-    };
-    let files = knapsack::LocalFiles::new(&root)
+/// The directory the file tools work in: `--workspace`, else the current directory
+/// unless that is `$HOME` or `/`, which would hand the model a whole home or system.
+fn workspace_root(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(root) = given {
+        return Ok(root);
+    }
+    let current = std::env::current_dir()?;
+    let canonical = std::fs::canonicalize(&current)?;
+    let home = dirs::home_dir().and_then(|home| std::fs::canonicalize(home).ok());
+    if canonical.parent().is_none() || home.as_deref() == Some(canonical.as_path()) {
+        return Err(CliError::Setup(format!(
+            "no --workspace given, and the current directory is {}: the agent's file tools \
+             would read and edit all of it. Pass --workspace DIR with the project directory \
+             they may touch, or start `shiitake serve` in that directory",
+            canonical.display()
+        )));
+    }
+    Ok(current)
+}
+
+/// The tools of the Local host: the Knapsack files module over the workspace directory
+/// (with the data directory hidden from it), and the `--mcp` servers.
+async fn catalog(root: &Path, data_dir: &Path, mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
+    let files = knapsack::LocalFiles::new(root)
+        .and_then(|files| files.hiding(data_dir))
         .map_err(|error| setup("workspace")(format!("{}: {error}", root.display())))?;
     let source = knapsack::Knapsack::files(Arc::new(files))
         .and_then(|connection| connection.source(SourceId::new("files")))
@@ -114,16 +137,26 @@ async fn add_mcp_servers(catalog: &Arc<Catalog>, specs: &[McpSpec]) -> Result<()
     Ok(())
 }
 
-/// Runs the Local host until Ctrl-C.
+/// Runs the Local host until Ctrl-C, SIGTERM or a server error; each closes the Agent.
 pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     let data_dir = context.data_dir()?;
+    datadir::prepare(&data_dir)?;
+    // One process per data directory, and the port before the Agent: a second
+    // `serve` must fail before it opens the database and resumes anyone's work.
+    let _lock = datadir::lock(&data_dir)?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
+        .await
+        .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
+    let address = listener.local_addr()?;
+    let workspace = workspace_root(args.workspace)?;
     let (token, token_path) =
         load_or_create_token(&data_dir).map_err(|error| setup("token")(error.to_string()))?;
     let database = data_dir.join("shiitake.db");
     let store = SqliteStore::open(&database, Durability::Full)
         .await
         .map_err(|error| setup("store")(format!("{}: {error}", database.display())))?;
-    let tools = catalog(args.workspace, &args.mcp).await?;
+    datadir::tighten(&data_dir)?;
+    let tools = catalog(&workspace, &data_dir, &args.mcp).await?;
     let choice = ModelChoice::parse(args.model.as_deref())?;
     let (default_spec, started_local) = match &choice {
         ModelChoice::Spec(spec) => (Some(spec.clone()), None),
@@ -133,7 +166,9 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         }
         ModelChoice::None => (None, None),
     };
-    let models = ServeModels::new(default_spec.clone());
+    let env = shiitake_model::ModelEnv::from_env();
+    let allowed = AllowedModels::new(default_spec.iter().chain(&args.allow_model), &env);
+    let models = ServeModels::new(default_spec.clone(), allowed);
     // The browser App bridge: runs borrow `ui`; the server mounts its `/browser/` routes.
     let bridge = UiBridge::default();
     let ui = UiExtension::new(bridge.clone()).map_err(|error| setup("ui")(error.to_string()))?;
@@ -142,18 +177,19 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         .open()
         .await?;
     let agent = Arc::new(agent);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
-        .await
-        .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
-    let address = listener.local_addr()?;
     println!("shiitake: data directory {}", data_dir.display());
     println!("shiitake: token in {}", token_path.display());
+    println!(
+        "shiitake: workspace {} (the file tools may read and edit it)",
+        workspace.display()
+    );
     match &default_spec {
         Some(model) => println!("shiitake: model {model}"),
         None => println!(
             "shiitake: no model (--model none): runs of Sessions without a model fail until one is given"
         ),
     }
+    let mut signals = StopSignals::register()?;
     println!("shiitake: listening on http://{address}");
     // The web page at `/`: a one-time link sets its session cookie (docs/web.md).
     let web = WebLogin::default();
@@ -168,13 +204,16 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
             .with_web(web),
     );
     let served = tokio::select! {
-        served = axum::serve(listener, app) => served,
-        stop = tokio::signal::ctrl_c() => stop.map(|()| {
-            println!("shiitake: stopping; accepted work resumes on the next start");
+        served = axum::serve(listener, app) => served.map_err(CliError::from),
+        stop = signals.wait() => stop.map(|signal| {
+            println!("shiitake: {signal}: stopping; accepted work resumes on the next start");
         }),
     };
     bridge.close();
     let closed = agent.close().await;
+    if closed.is_ok() {
+        println!("shiitake: the Agent closed");
+    }
     // The model server outlives this process unless it is stopped here.
     if let Some(local) = started_local {
         local.stop().await;
@@ -182,4 +221,38 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     served?;
     closed?;
     Ok(())
+}
+
+/// The signals that stop `serve`, registered before it says it is listening, so a
+/// SIGTERM sent as soon as the address is printed is handled, not fatal.
+struct StopSignals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn register() -> Result<Self, CliError> {
+        Ok(Self {
+            #[cfg(unix)]
+            terminate: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?,
+        })
+    }
+
+    /// Waits for Ctrl-C or (on Unix) SIGTERM, and names the one that came.
+    async fn wait(&mut self) -> Result<&'static str, CliError> {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                interrupted = tokio::signal::ctrl_c() => {
+                    interrupted.map(|()| "interrupted").map_err(CliError::from)
+                }
+                _ = self.terminate.recv() => Ok("terminated"),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await?;
+            Ok("interrupted")
+        }
+    }
 }

@@ -376,9 +376,14 @@ impl Owner {
             Request::Subscribe(options, reply) => send(reply, self.subscribe(&options).await),
             Request::Preference(reply) => send(reply, Ok(self.header.model_preference.clone())),
             Request::SetPreference(preference, reply) => {
-                let mut header = self.header.clone();
-                header.model_preference = Some(preference);
-                let result = self.commit(Vec::new(), header).await;
+                let result = match self.core.config.models.permits(&preference) {
+                    Err(reason) => Err(ShiitakeError::not_granted(reason)),
+                    Ok(()) => {
+                        let mut header = self.header.clone();
+                        header.model_preference = Some(preference);
+                        self.commit(Vec::new(), header).await
+                    }
+                };
                 send(reply, result);
             }
             Request::ExtensionCall(id, command, input, reply) => {
