@@ -27,7 +27,7 @@ use shiitake_conformance::support::{new_session, outline, send, terminal_of, tra
 use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
 use shiitake_ext_ui::UiExtension;
 use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::{SessionApi, SessionId, TerminalOutcome};
+use shiitake_protocol::{AgentApi, SessionApi, SessionId, TerminalOutcome};
 use shiitake_server::{ServerConfig, Token, router};
 use tokio_util::sync::CancellationToken;
 
