@@ -156,6 +156,11 @@ pub fn find_on_path(path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     })
 }
 
+/// `--headless` as chromiumoxide wants it (`headless`): it prefixes every key with `--`.
+fn bare_key(flag: &str) -> &str {
+    flag.trim_start_matches('-')
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
@@ -193,13 +198,12 @@ impl Chromium {
         };
         // chromiumoxide's own default flags are off: exactly FLAGS, plus the
         // DevTools port (0: the browser picks one and prints it) and the profile.
+        // chromiumoxide takes bare keys and writes the `--` itself.
         let config = BrowserConfig::builder()
             .chrome_executable(executable)
             .disable_default_args()
             .with_head() // "headful" for chromiumoxide: `--headless` comes from FLAGS
-            // chromiumoxide writes each argument as `--<key>`: hand it the keys only,
-            // or `--headless` would reach the browser as `----headless` (and be ignored).
-            .args(FLAGS.iter().map(|flag| flag.trim_start_matches("--")))
+            .args(FLAGS.iter().map(|flag| bare_key(flag)))
             .user_data_dir(profile.path())
             .request_timeout(REQUEST_TIMEOUT)
             .launch_timeout(Duration::from_secs(30))
@@ -339,6 +343,17 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn flags_reach_chromiumoxide_without_their_dashes() {
+        assert_eq!(bare_key("--no-sandbox"), "no-sandbox");
+        assert_eq!(bare_key("headless"), "headless");
+        assert!(
+            FLAGS
+                .iter()
+                .all(|flag| flag.starts_with("--") && !bare_key(flag).starts_with('-'))
+        );
+    }
 
     #[test]
     fn the_first_candidate_on_path_wins_and_a_plain_file_does_not_count() {

@@ -27,12 +27,13 @@ use shiitake_conformance::support::{new_session, outline, send, terminal_of, tra
 use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
 use shiitake_ext_ui::UiExtension;
 use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::{SessionApi, SessionId, TerminalOutcome};
+use shiitake_protocol::{AgentApi, SessionApi, SessionId, TerminalOutcome};
 use shiitake_server::{ServerConfig, Token, router};
 use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "browser-test-token-0123456789";
-const WAIT: Duration = Duration::from_secs(15);
+/// Generous: on a shared machine under load a new tab can take seconds to start.
+const WAIT: Duration = Duration::from_secs(30);
 
 /// The App: a list of notes and four commands, connected with the served module.
 const APP: &str = r#"<!doctype html>

@@ -14,7 +14,7 @@ use shiitake_conformance::support::{new_session, outline, send, terminal_of, tra
 use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
 use shiitake_ext_ui::UiExtension;
 use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::{SessionApi, TerminalOutcome};
+use shiitake_protocol::{AgentApi, TerminalOutcome};
 
 async fn agent(bridge: &UiBridge, model: Arc<ScriptedModel>, dir: &tempfile::TempDir) -> Agent {
     let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
