@@ -141,7 +141,7 @@ fn start_marks(file: PathBuf) -> String {
 /// even Sessions think for 150 ms first (slow turns), odd ones answer at once.
 /// `serve` builds a fresh scripted model per run, so every run starts at turn 1.
 fn write_script(path: &Path, k: usize) {
-    let delay = if k % 2 == 0 { 150 } else { 0 };
+    let delay = if k.is_multiple_of(2) { 150 } else { 0 };
     let script = json!({"model": "scripted", "turns": [
         {"steps": [{"delay_ms": delay}, {"tool_call": {
             "name": "env__mcp__marks__mark",
@@ -283,13 +283,13 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
         let mut child = Some(server.child);
         if session_ids.is_empty() {
             runtime.block_on(async {
-                for k in 0..sessions {
+                for (k, model) in models.iter().enumerate().take(sessions) {
                     let id = agent
                         .create_session(RequestId::new(format!("soak-session-{k}")).unwrap())
                         .await
                         .unwrap();
                     let preference = ModelPreference {
-                        model: ModelSpec::new(models[k].clone()).unwrap(),
+                        model: ModelSpec::new(model.clone()).unwrap(),
                         reasoning: None,
                     };
                     agent
