@@ -156,6 +156,28 @@ impl Agent {
         self.core.owners.len()
     }
 
+    /// One Session's inbox row (its state and times), as [`AgentApi::list_sessions`]
+    /// shows it, without paging through the inbox; `None` when there is no such Session.
+    ///
+    /// Read from the committed header, so it never starts the Session's owner: a host
+    /// can look at many Sessions (a footer of sub-agents) without loading them.
+    pub async fn session_summary(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Option<SessionSummary>, ShiitakeError> {
+        let Some(loaded) = self.core.store.load_session(session_id).await? else {
+            return Ok(None);
+        };
+        let header = loaded.header;
+        Ok(Some(SessionSummary {
+            created_at: header.created_at,
+            last_activity_at: header.last_activity_at,
+            settled_at: header.settled_at,
+            title: header.title,
+            state: header.inbox_state,
+        }))
+    }
+
     /// The human command catalogs of the Agent's extensions, with whether each can take commands.
     pub fn catalogs(&self) -> SessionCatalogs {
         lifecycle::catalogs(&self.core)

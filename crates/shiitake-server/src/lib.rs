@@ -23,6 +23,7 @@
 //! ```
 
 mod auth;
+mod directory;
 mod error;
 mod extract;
 mod routes;
@@ -36,6 +37,7 @@ use axum::routing::{get, post};
 use shiitake_protocol::AgentApi;
 
 pub use auth::{Token, TokenError, load_or_create_token, token_path};
+pub use directory::{AgentDirectoryApi, directory_router};
 pub use error::{HttpError, status_of};
 pub use extract::MAX_BODY_BYTES;
 
@@ -61,10 +63,15 @@ impl ServerConfig {
 
 /// The routes of `docs/http.md` over `agent`, behind the bearer token of `config`.
 pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Router {
-    let shared = Arc::new(routes::Shared {
-        agent,
-        keep_alive: config.keep_alive,
-    });
+    agent_routes(agent, config.keep_alive).layer(axum::middleware::from_fn_with_state(
+        config.token,
+        auth::require_token,
+    ))
+}
+
+/// One Agent's routes without authentication, for [`router`] and [`directory_router`].
+pub(crate) fn agent_routes<A: AgentApi + 'static>(agent: Arc<A>, keep_alive: Duration) -> Router {
+    let shared = Arc::new(routes::Shared { agent, keep_alive });
     Router::new()
         .route(
             "/v1/sessions",
@@ -103,8 +110,4 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
         )
         .fallback(error::no_route)
         .with_state(shared)
-        .layer(axum::middleware::from_fn_with_state(
-            config.token,
-            auth::require_token,
-        ))
 }

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use knapsack::Knapsack;
 use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
 use shiitake_capabilities::{Catalog, SourceId};
-use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
-use shiitake_protocol::AgentApi;
-use shiitake_server::{ServerConfig, load_or_create_token, router};
+use shiitake_ext_home::{Attachment, ComputerList};
+use shiitake_ext_skills::{SkillLibrary, SkillRoot};
+use shiitake_roster_local::{LocalDirectory, LocalOptions};
+use shiitake_server::{ServerConfig, directory_router, load_or_create_token};
 
 use crate::models::{ModelChoice, ServeModels, start_local};
 use crate::setup::Context;
@@ -24,9 +25,17 @@ pub struct ServeArgs {
     /// `local` (the default: the bundled local model, started here) or `none`.
     #[arg(long, env = "SHIITAKE_MODEL")]
     model: Option<String>,
-    /// Directory the agent's file tools may read and edit; default: the current directory.
+    /// Directory attached as the Computer `workspace` when no --computer is given
+    /// (Home's file tools work in it); default: the current directory.
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// A Computer for Home, `name=DIR` (repeatable): a local directory its file tools
+    /// work in; `/home <name>` chooses among several.
+    #[arg(long = "computer", value_name = "NAME=DIR", value_parser = computer_spec)]
+    computers: Vec<(String, PathBuf)>,
+    /// A skills root (repeatable): each folder in it with a SKILL.md is a skill.
+    #[arg(long = "skills", value_name = "DIR")]
+    skills: Vec<PathBuf>,
     /// A remote MCP server, `name=URL[,header=Name:Value]...` (repeatable); its tools
     /// become `env.mcp.<name>`. `${VAR}` in a header value reads the environment.
     #[arg(long = "mcp", value_name = "NAME=URL[,header=Name:Value]", value_parser = mcp_spec)]
@@ -48,32 +57,66 @@ fn mcp_spec(text: &str) -> Result<McpSpec, std::convert::Infallible> {
     Ok(McpSpec(text.to_owned()))
 }
 
+/// `name=DIR` of `--computer`.
+fn computer_spec(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, dir)) if !name.is_empty() && !dir.is_empty() => {
+            Ok((name.to_owned(), PathBuf::from(dir)))
+        }
+        _ => Err(format!("expected NAME=DIR, got {text:?}")),
+    }
+}
+
 fn setup(what: &str) -> impl Fn(String) -> CliError + '_ {
     move |error| CliError::Setup(format!("{what}: {error}"))
 }
 
-/// The tools of the Local host: the Knapsack files module over the workspace directory,
-/// and the `--mcp` servers.
-async fn catalog(workspace: Option<PathBuf>, mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
-    let root = match workspace {
-        Some(root) => root,
-        None => std::env::current_dir()?,
-    };
-    let files = knapsack::LocalFiles::new(&root)
-        .map_err(|error| setup("workspace")(format!("{}: {error}", root.display())))?;
-    let source = knapsack::Knapsack::files(Arc::new(files))
-        .and_then(|connection| connection.source(SourceId::new("files")))
-        .map_err(|error| setup("files tools")(error.to_string()))?;
-    let catalog = Catalog::new();
-    catalog
-        .add_source(Arc::new(source))
-        .await
-        .map_err(|error| setup("files tools")(error.to_string()))?;
-    let catalog = Arc::new(catalog);
+/// The tools of the Local host besides the extensions': the `--mcp` servers. (The file
+/// tools are Home's, over the attached Computers.)
+async fn catalog(mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
+    let catalog = Arc::new(Catalog::new());
     if !mcp.is_empty() {
         add_mcp_servers(&catalog, mcp).await?;
     }
     Ok(catalog)
+}
+
+/// Home's Computers: each `--computer`, or else the workspace as `workspace`.
+fn computers(
+    workspace: Option<PathBuf>,
+    computers: Vec<(String, PathBuf)>,
+) -> Result<Vec<Attachment>, CliError> {
+    let computers = if computers.is_empty() {
+        let root = match workspace {
+            Some(root) => root,
+            None => std::env::current_dir()?,
+        };
+        vec![("workspace".to_owned(), root)]
+    } else {
+        computers
+    };
+    computers
+        .into_iter()
+        .map(|(name, dir)| {
+            Attachment::local(&name, &dir).map_err(|error| {
+                setup("--computer")(format!("{name}={}: {error}", dir.display()))
+            })
+        })
+        .collect()
+}
+
+/// The skills of the `--skills` roots; what a root could not give is printed.
+async fn skills(roots: &[PathBuf]) -> Option<Arc<SkillLibrary>> {
+    if roots.is_empty() {
+        return None;
+    }
+    let roots: Vec<SkillRoot> = roots.iter().map(SkillRoot::new).collect();
+    let library = SkillLibrary::discover(&roots).await;
+    for problem in &library.list().problems {
+        eprintln!("shiitake: skills: {}", serde_json::to_string(problem).unwrap_or_default());
+    }
+    println!("shiitake: skills: {}", library.list().skills.len());
+    Some(Arc::new(library))
 }
 
 /// Connects the `--mcp` servers (those that fail are reported and left out) and keeps
@@ -117,11 +160,9 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     let data_dir = context.data_dir()?;
     let (token, token_path) =
         load_or_create_token(&data_dir).map_err(|error| setup("token")(error.to_string()))?;
-    let database = data_dir.join("shiitake.db");
-    let store = SqliteStore::open(&database, Durability::Full)
-        .await
-        .map_err(|error| setup("store")(format!("{}: {error}", database.display())))?;
-    let tools = catalog(args.workspace, &args.mcp).await?;
+    let tools = catalog(&args.mcp).await?;
+    let attachments = computers(args.workspace, args.computers)?;
+    let skills = skills(&args.skills).await;
     let choice = ModelChoice::parse(args.model.as_deref())?;
     let (default_spec, started_local) = match &choice {
         ModelChoice::Spec(spec) => (Some(spec.clone()), None),
@@ -131,15 +172,24 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         }
         ModelChoice::None => (None, None),
     };
-    let models = ServeModels::new(default_spec.clone());
-    let agent =
-        Arc::new(Agent::open(Arc::new(store), tools, AgentConfig::new(Arc::new(models))).await?);
+    let models = Arc::new(ServeModels::new(default_spec.clone()));
+    let mut options = LocalOptions::new(&data_dir, models);
+    options.tools = tools;
+    options.skills = skills;
+    options.computers = Arc::new(ComputerList::new(attachments));
+    let directory = Arc::new(
+        LocalDirectory::open(options)
+            .await
+            .map_err(|error| setup("store")(error.to_string()))?,
+    );
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
     let address = listener.local_addr()?;
     println!("shiitake: data directory {}", data_dir.display());
     println!("shiitake: token in {}", token_path.display());
+    let names: Vec<String> = directory.names().into_iter().map(String::from).collect();
+    println!("shiitake: agents {}", names.join(", "));
     match &default_spec {
         Some(model) => println!("shiitake: model {model}"),
         None => println!(
@@ -147,19 +197,18 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         ),
     }
     println!("shiitake: listening on http://{address}");
-    let app = router(agent.clone(), ServerConfig::new(token));
+    let app = directory_router(directory.clone(), ServerConfig::new(token));
     let served = tokio::select! {
         served = axum::serve(listener, app) => served,
         stop = tokio::signal::ctrl_c() => stop.map(|()| {
             println!("shiitake: stopping; accepted work resumes on the next start");
         }),
     };
-    let closed = agent.close().await;
+    directory.close().await;
     // The model server outlives this process unless it is stopped here.
     if let Some(local) = started_local {
         local.stop().await;
     }
     served?;
-    closed?;
     Ok(())
 }
