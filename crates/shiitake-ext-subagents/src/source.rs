@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use shiitake_core::Agent;
 use shiitake_ext_question::contract::{QuestionContract, QuestionProjection};
 use shiitake_protocol::extension::{ExtensionViewV0, view};
-use shiitake_protocol::{PageLimit, ReadOptions, SessionApi, SessionId};
+use shiitake_protocol::{AgentApi, PageLimit, ReadOptions, SessionApi, SessionId};
 
 use crate::state::ChildState;
 

@@ -91,22 +91,26 @@ impl Seen {
         }
     }
 
+    /// The awaited work settled, nothing runs or waits in the child, and no question of
+    /// it waits on the sender: what it says now is its reply. (A child that stopped to
+    /// ask the sender is not done: its work goes on once the sender answers, and it is
+    /// done once a person was asked instead.)
     fn done(&self) -> bool {
-        self.settled && self.idle
+        self.settled && self.idle && self.waiting.is_empty()
     }
 }
 
 /// What following found.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Found {
-    /// The awaited work settled and the child is idle; its Asks waiting on the sender.
-    Replied(Vec<AskView>),
+    /// The awaited work settled, the child is idle and nothing of it waits on the sender.
+    Replied,
     /// Asks wait on the sender that it has not been told about.
     Asks(Vec<AskView>),
 }
 
-/// Watches `child` until the awaited work settled and it is idle, or (with
-/// `asks_known`) until an Ask waits on `parent` that is not among them.
+/// Watches `child` until it is done (see `Seen::done`), or (with `asks_known`) until
+/// an Ask waits on `parent` that is not among them.
 pub(crate) async fn next(
     child: &LocalSession,
     awaited: &Awaited,
@@ -119,7 +123,7 @@ pub(crate) async fn next(
     let mut changes = watch.changes;
     loop {
         if seen.done() {
-            return Ok(Found::Replied(seen.waiting));
+            return Ok(Found::Replied);
         }
         if let Some(known) = asks_known {
             let new: Vec<AskView> = seen
@@ -214,9 +218,8 @@ pub(crate) struct Follower {
 }
 
 impl Follower {
-    /// Runs until the child's awaited work settled and it is idle: each new Ask that
-    /// waits on the sender becomes one message to the sender's Session, and so does the
-    /// reply. Request ids make a message sent twice count once.
+    /// Runs until the child is done: each new Ask that waits on the sender becomes one
+    /// message to the sender's Session, and so does the reply. Request ids make a message sent twice count once.
     pub(crate) async fn run(mut self) {
         let parent_id = self.parent.session_id().as_str().to_owned();
         loop {
@@ -241,7 +244,7 @@ impl Follower {
                         false,
                     )
                 }
-                Found::Replied(asks) => {
+                Found::Replied => {
                     let words = match last_words(&self.child).await {
                         Ok(words) => words,
                         Err(error) => {
@@ -249,10 +252,7 @@ impl Follower {
                             String::new()
                         }
                     };
-                    let asks = asks
-                        .into_iter()
-                        .filter(|ask| !self.told.contains(ask.ask_id.as_str()))
-                        .collect();
+                    let asks = Vec::new();
                     let tag = match &self.awaited {
                         Awaited::Command(id) => id.as_str().to_owned(),
                         Awaited::After(_) => ulid_like(&self.child),

@@ -4,7 +4,6 @@
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use shiitake_core::Agent;
-use shiitake_core::clock::Clock;
 use shiitake_ext_subagents::SubagentsHandle;
 use shiitake_protocol::{BoundError, ExtensionId, SessionId, ShiitakeError};
 use tokio::sync::{mpsc, watch};
@@ -20,7 +19,6 @@ pub(crate) struct Shared {
     /// This Agent's name: how the Agents it sends work to call it.
     pub(crate) me: AgentName,
     pub(crate) directory: Arc<dyn AgentDirectory>,
-    pub(crate) clock: Arc<dyn Clock>,
     /// This Agent, once the host opened it and started the runtime.
     agent: watch::Sender<Option<Agent>>,
     /// Told when a Session's children change, so its footer is read again.
@@ -102,18 +100,13 @@ impl std::fmt::Debug for ConversationAgents {
 }
 
 impl ConversationAgents {
-    /// The roster of the Agent `me` in `directory`, timed by `clock` (the Agent's).
-    pub fn new(
-        me: AgentName,
-        directory: Arc<dyn AgentDirectory>,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Self, BoundError> {
+    /// The roster of the Agent `me` in `directory`.
+    pub fn new(me: AgentName, directory: Arc<dyn AgentDirectory>) -> Result<Self, BoundError> {
         let (sender, receiver) = mpsc::unbounded_channel();
         Ok(Self {
             shared: Arc::new(Shared {
                 me,
                 directory,
-                clock,
                 agent: watch::Sender::new(None),
                 subagents: OnceLock::new(),
                 turn_ends: sender,

@@ -297,16 +297,9 @@ async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, T
         found = follow::next(&child, &awaited, &parent_id, Some(&known)) => Some(found.map_err(for_model)?),
     };
     match waited {
-        Some(Found::Replied(asks)) => {
+        Some(Found::Replied) => {
             let words = follow::last_words(&child).await.map_err(for_model)?;
-            if !asks.is_empty() {
-                // The reply is in hand; what the child asks may still be answered later.
-                let mut follower = follower;
-                follower.awaited = Awaited::After(Some(accepted.command_id.clone()));
-                follower.told = asks.iter().map(|ask| ask.ask_id.as_str().to_owned()).collect();
-                follow::spawn(&run.shared, follower);
-            }
-            Ok(json!(result(SendStatus::Replied, Some(words), asks)))
+            Ok(json!(result(SendStatus::Replied, Some(words), Vec::new())))
         }
         Some(Found::Asks(asks)) => {
             let mut follower = follower;

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use shiitake_ext_question::sender;
-use shiitake_protocol::SessionId;
+use shiitake_protocol::{SessionApi, SessionId};
 use tokio::sync::mpsc;
 
 use crate::contract::AgentName;

@@ -76,7 +76,7 @@ impl HubAgent {
             reason,
         };
         let clock = options.config.clock.clone();
-        let roster = ConversationAgents::new(options.name.clone(), options.directory, clock.clone())
+        let roster = ConversationAgents::new(options.name.clone(), options.directory)
             .map_err(|error| failed(error.to_string()))?;
         let subagents = SubagentsExtension::new(Arc::new(roster.source()), clock)
             .map_err(|error| failed(error.to_string()))?;

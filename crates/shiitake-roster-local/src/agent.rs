@@ -58,7 +58,7 @@ pub(crate) async fn open(
         .map_err(|error| failed(format!("{}: {error}", path.display())))?;
     let config = (options.config)(name);
     let clock = config.clock.clone();
-    let roster = ConversationAgents::new(name.clone(), directory, clock.clone())
+    let roster = ConversationAgents::new(name.clone(), directory)
         .map_err(|error| failed(error.to_string()))?;
     let subagents = SubagentsExtension::new(Arc::new(roster.source()), clock)
         .map_err(|error| failed(error.to_string()))?;
