@@ -99,6 +99,9 @@ impl Refresher {
 
     /// Reads one Session's children and shows them.
     async fn refresh(&self, agent: &Agent, session_id: SessionId) {
+        // The rows are as of when the refresh began: polls follow the schedule, not
+        // how long reading took.
+        let now = self.shared.clock.now_ms();
         let source = &self.shared.source;
         let read = match source.read(&session_id, MAX_ROWS).await {
             Ok(page) => {
@@ -127,12 +130,15 @@ impl Refresher {
                 footer.rows = rows;
                 footer.more = more;
             }
-            footer.rows.iter().any(|row| row.status.is_live())
+            let live = footer.rows.iter().any(|row| row.status.is_live());
+            footer.tracking.refreshed(now, live, false);
+            live
         };
-        let watched = self.show(agent, &session_id).await;
-        let now = self.shared.clock.now_ms();
-        if let Some(footer) = self.shared.footers().get_mut(&session_id) {
-            footer.tracking.refreshed(now, live, watched);
+        // Shown with the time they were read; reaching a watcher counts as a read.
+        if self.show(agent, &session_id).await
+            && let Some(footer) = self.shared.footers().get_mut(&session_id)
+        {
+            footer.tracking.refreshed(now, live, true);
         }
     }
 

@@ -126,7 +126,8 @@ async fn each_child_state_shows_its_status_and_an_unreadable_child_is_unavailabl
     let row = |name: &str, session_id: &SessionId, status: ChildStatus| ChildRow {
         agent: name.into(),
         session_id: session_id.as_str().into(),
-        title: String::new(),
+        // A Session's title is its first prompt; an unreadable child has none.
+        title: if name == "gone" { String::new() } else { "Build it".into() },
         status,
     };
     let ask_id = asked[0].ask_id.as_str().to_owned();
