@@ -160,6 +160,12 @@ impl AgentApi for RemoteAgent {
         RemoteSession::new(self.inner.clone(), session_id)
     }
 
+    async fn catalogs(&self) -> Result<shiitake_protocol::catalog::SessionCatalogs, ShiitakeError> {
+        self.inner
+            .call(Method::GET, &["v1", "catalogs"], &Vec::new(), NO_BODY)
+            .await
+    }
+
     async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError> {
         self.inner
             .call(Method::GET, &["v1", "extensions"], &Vec::new(), NO_BODY)

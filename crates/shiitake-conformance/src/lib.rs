@@ -10,6 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod extension;
 pub mod suite;
 pub mod support;
 pub mod tools;
@@ -69,6 +70,8 @@ macro_rules! conformance_tests {
             observe::an_unknown_cursor_gets_one_reset,
             observe::watch_has_no_gap_and_no_duplicate,
             observe::read_pages_backwards,
+            extensions::catalogs_list_the_human_command_flows,
+            extensions::a_flow_runs_its_command_with_a_request_id,
         );
     };
     (@each $fixture:ty; $($module:ident :: $name:ident),+ $(,)?) => {

@@ -20,7 +20,6 @@ use crate::owner::Request;
 use crate::owner::registry::Registry;
 use crate::session::LocalSession;
 use crate::store::{ListPosition, Op, SessionHeader, Store};
-use shiitake_protocol::catalog::SessionCatalogs;
 use tokio_util::sync::CancellationToken;
 
 /// What every owner and runner of one Agent shares.
@@ -177,11 +176,6 @@ impl Agent {
             state: header.inbox_state,
         }))
     }
-
-    /// The human command catalogs of the Agent's extensions, with whether each can take commands.
-    pub fn catalogs(&self) -> SessionCatalogs {
-        lifecycle::catalogs(&self.core)
-    }
 }
 
 fn list_cursor(position: &ListPosition) -> Result<Cursor, ShiitakeError> {
@@ -297,6 +291,10 @@ impl AgentApi for Agent {
 
     fn session(&self, session_id: SessionId) -> LocalSession {
         LocalSession::new(self.core.clone(), session_id)
+    }
+
+    async fn catalogs(&self) -> Result<shiitake_protocol::catalog::SessionCatalogs, ShiitakeError> {
+        Ok(lifecycle::catalogs(&self.core))
     }
 
     async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError> {

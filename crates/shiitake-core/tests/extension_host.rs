@@ -311,13 +311,13 @@ async fn inbox_attention_makes_the_session_need_you() {
 #[tokio::test]
 async fn catalogs_list_human_command_flows() {
     let (_dir, _model, agent) = setup(vec![], Grants::all()).await;
-    let catalogs = agent.catalogs();
+    let catalogs = agent.catalogs().await.unwrap();
     assert_eq!(catalogs.catalogs.len(), 1);
     assert_eq!(catalogs.catalogs[0].catalog.commands[0].name, "add");
     assert_eq!(catalogs.catalogs[0].state, ExtensionRunState::Running);
     let (_dir, _model, ungranted) = setup(vec![], Grants::all().without(Grant::Commands)).await;
     assert!(
-        ungranted.catalogs().catalogs.is_empty(),
+        ungranted.catalogs().await.unwrap().catalogs.is_empty(),
         "no commands, no catalog"
     );
 }

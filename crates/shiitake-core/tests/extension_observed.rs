@@ -103,7 +103,10 @@ async fn every_kind_of_read_tells_the_extension_which_session_was_observed() {
     let setup = setup(Grants::none().with(Grant::Projection), false, vec![]).await;
     let session = new_session(&setup.agent).await;
     let other = new_session(&setup.agent).await;
-    assert!(setup.observed.lock().unwrap().is_empty(), "creating reads nothing");
+    assert!(
+        setup.observed.lock().unwrap().is_empty(),
+        "creating reads nothing"
+    );
     session.read(ReadOptions::default()).await.unwrap();
     let watch = session.watch(WatchOptions::default()).await.unwrap();
     let frames = other.subscribe(SubscribeOptions::default()).await.unwrap();
@@ -131,7 +134,11 @@ async fn a_panic_while_observed_never_fails_the_read() {
     let setup = setup(Grants::none().with(Grant::Projection), true, vec![]).await;
     let session = new_session(&setup.agent).await;
     let snapshot = session.read(ReadOptions::default()).await.unwrap();
-    assert_eq!(shown(&snapshot.extensions), Some(0), "its slot is still shown");
+    assert_eq!(
+        shown(&snapshot.extensions),
+        Some(0),
+        "its slot is still shown"
+    );
     assert_eq!(setup.observed.lock().unwrap().len(), 1);
 }
 
@@ -171,7 +178,9 @@ async fn republishing_shows_watchers_the_slots_as_they_read_now() {
 #[tokio::test]
 async fn republishing_an_unknown_session_is_not_found() {
     let setup = setup(Grants::none().with(Grant::Projection), false, vec![]).await;
-    let missing = setup.agent.session(SessionId::new("no-such-session").unwrap());
+    let missing = setup
+        .agent
+        .session(SessionId::new("no-such-session").unwrap());
     let error = missing.republish_extensions().await.unwrap_err();
     assert_eq!(error.code, ErrorCode::NotFound);
 }

@@ -333,7 +333,7 @@ async fn people_create_list_pause_resume_and_delete_schedules() {
     assert_eq!(list(&agent).await.len(), 1);
     assert_eq!(almanac_timers(&path).await, 0);
 
-    let catalogs = agent.catalogs();
+    let catalogs = agent.catalogs().await.unwrap();
     let catalog = &catalogs
         .catalogs
         .iter()

@@ -9,8 +9,8 @@ mod support;
 use serde_json::json;
 use shiitake_ext_home::contract::*;
 use shiitake_model::Turn;
-use shiitake_protocol::ErrorCode;
 use shiitake_protocol::extension::bind_session_extension;
+use shiitake_protocol::{AgentApi, ErrorCode};
 use support::*;
 
 #[tokio::test]
@@ -172,7 +172,7 @@ async fn several_attachments_wait_for_a_person_whose_choice_every_session_sees()
 async fn slash_home_is_published_and_seed_is_not() {
     let world = World::new();
     let (agent, _model) = agent(&world, vec![]).await;
-    let catalogs = agent.catalogs();
+    let catalogs = agent.catalogs().await.unwrap();
     let commands = &catalogs.catalogs[0].catalog.commands;
     assert_eq!(commands.len(), 1);
     assert_eq!(

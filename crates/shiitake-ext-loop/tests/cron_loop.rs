@@ -151,7 +151,7 @@ async fn a_person_pauses_resumes_and_stops_a_cron_loop() {
     let again = control.call(&action(LoopAction::Stop)).await.unwrap_err();
     assert_eq!(again.code, shiitake_protocol::ErrorCode::Invalid);
 
-    let catalogs = agent.catalogs();
+    let catalogs = agent.catalogs().await.unwrap();
     let catalog = serde_json::to_value(
         &catalogs
             .catalogs

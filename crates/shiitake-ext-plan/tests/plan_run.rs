@@ -284,7 +284,7 @@ async fn bounds_reach_the_model_as_tool_errors_and_leave_the_plan_alone() {
 #[tokio::test]
 async fn the_catalog_advertises_plan_open_and_clear() {
     let fixture = open(vec![]).await;
-    let catalogs = fixture.agent.catalogs();
+    let catalogs = fixture.agent.catalogs().await.unwrap();
     let entry = catalogs
         .catalogs
         .iter()

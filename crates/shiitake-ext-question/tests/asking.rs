@@ -394,3 +394,36 @@ async fn describe_shows_the_validated_bounds() {
         "the model has no answer operation"
     );
 }
+
+#[tokio::test]
+async fn an_expiry_while_the_waiter_is_live_is_delivered_in_turn_once() {
+    let setup = setup(vec![
+        ask_call(json!({"onExpire": {"afterMinutes": 5, "action": "proceed_with_recommended"}})),
+        Turn::text("Proceeding with SQLite."),
+    ])
+    .await;
+    let session = new_session(&setup.agent).await;
+    let sent = send(&session, "Set up the service").await;
+    open_asks(&session, 1).await;
+    setup.clock.advance(std::time::Duration::from_secs(5 * 60));
+    assert_eq!(
+        terminal_of(&session, &sent).await.outcome,
+        TerminalOutcome::Completed
+    );
+    let messages = transcript(&session).await;
+    let results = tool_values(&messages);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["status"], "expired");
+    assert_eq!(
+        results[0]["answers"][0]["selected"],
+        json!(["SQLite"]),
+        "the recommended option"
+    );
+    assert_eq!(
+        user_texts(&messages).len(),
+        1,
+        "delivered in-turn, not again as a follow-up"
+    );
+    let snapshot = session.read(ReadOptions::default()).await.unwrap();
+    assert!(projection(&snapshot).asks.is_empty());
+}

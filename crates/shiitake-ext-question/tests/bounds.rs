@@ -39,7 +39,11 @@ async fn results_of(calls: Vec<Turn>) -> Vec<(bool, String)> {
     let session = new_session(&setup.agent).await;
     let sent = send(&session, "Ask away").await;
     let terminal = terminal_of(&session, &sent).await;
-    assert_eq!(terminal.outcome, TerminalOutcome::Completed, "the run goes on");
+    assert_eq!(
+        terminal.outcome,
+        TerminalOutcome::Completed,
+        "the run goes on"
+    );
     let results: Vec<(bool, String)> = transcript(&session)
         .await
         .into_iter()
@@ -57,7 +61,9 @@ async fn results_of(calls: Vec<Turn>) -> Vec<(bool, String)> {
 
 #[tokio::test]
 async fn four_asks_may_be_open_and_a_fifth_is_refused() {
-    let calls = (0..5).map(|n| call(vec![question(&format!("Q{n}"))], json!({}))).collect();
+    let calls = (0..5)
+        .map(|n| call(vec![question(&format!("Q{n}"))], json!({})))
+        .collect();
     let results = results_of(calls).await;
     for (is_error, text) in &results[..4] {
         assert!(!is_error, "{text}");
@@ -123,7 +129,10 @@ fn input(header: &str, questions: usize, minutes: Option<u32>) -> AskInput {
 #[test]
 fn validation_refuses_one_past_every_edge() {
     let ok = |input: &AskInput| validate::ask_input(input).is_ok();
-    assert!(ok(&input(&"é".repeat(12), 1, None)), "characters, not bytes");
+    assert!(
+        ok(&input(&"é".repeat(12), 1, None)),
+        "characters, not bytes"
+    );
     assert!(!ok(&input(&"é".repeat(13), 1, None)));
     assert!(ok(&input("a", 4, None)) && !ok(&input("a", 5, None)) && !ok(&input("a", 0, None)));
     assert!(ok(&input("a", 1, Some(5))) && !ok(&input("a", 1, Some(4))));
@@ -144,7 +153,10 @@ fn every_question_needs_an_offered_label_or_text() {
     assert!(validate::answers(&questions, &[answer(&[], Some("   "))]).is_err());
     assert!(validate::answers(&questions, &[answer(&["Z"], None)]).is_err());
     assert!(validate::answers(&questions, &[answer(&["A", "A"], None)]).is_err());
-    assert!(validate::answers(&questions, &[]).is_err(), "one answer per question");
+    assert!(
+        validate::answers(&questions, &[]).is_err(),
+        "one answer per question"
+    );
     let long = "x".repeat(4000);
     assert!(validate::answers(&questions, &[answer(&[], Some(&long))]).is_ok());
     let longer = "x".repeat(4001);

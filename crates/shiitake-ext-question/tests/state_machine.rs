@@ -334,14 +334,32 @@ fn one_live_ask_per_run() {
         now: 0,
     };
     let (first, _) = book.ask(request(1, "r1")).unwrap();
-    assert_eq!(first, Opened::New { ask_id: AskId::new("ask_1"), live: true });
+    assert_eq!(
+        first,
+        Opened::New {
+            ask_id: AskId::new("ask_1"),
+            live: true
+        }
+    );
     let refused = book.ask(request(2, "r1")).unwrap_err();
     assert!(refused.0.contains("one live question per run"), "{refused}");
-    assert!(book.ask(request(3, "r2")).is_ok(), "another run may wait on its own");
+    assert!(
+        book.ask(request(3, "r2")).is_ok(),
+        "another run may wait on its own"
+    );
     book.park(&AskId::new("ask_1"));
-    assert!(book.ask(request(4, "r1")).is_ok(), "once parked, the run may ask again");
+    assert!(
+        book.ask(request(4, "r1")).is_ok(),
+        "once parked, the run may ask again"
+    );
     // The same call again (a replay) finds its Ask instead of opening another.
     let (again, effects) = book.ask(request(4, "r1")).unwrap();
-    assert_eq!(again, Opened::Again { ask_id: AskId::new("ask_4"), live: true });
+    assert_eq!(
+        again,
+        Opened::Again {
+            ask_id: AskId::new("ask_4"),
+            live: true
+        }
+    );
     assert!(effects.is_empty());
 }

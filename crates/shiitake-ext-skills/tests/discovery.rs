@@ -11,8 +11,8 @@ use std::sync::Arc;
 use serde_json::json;
 use shiitake_ext_skills::SkillLibrary;
 use shiitake_ext_skills::contract::*;
-use shiitake_protocol::ExtensionId;
 use shiitake_protocol::extension::bind_session_extension;
+use shiitake_protocol::{AgentApi, ExtensionId};
 use support::*;
 
 fn expected(tree: &Tree) -> SkillsList {
@@ -125,7 +125,7 @@ async fn slash_skills_lists_the_same_through_the_agent() {
         .unwrap();
     assert_eq!(listed, expected(&tree));
 
-    let catalogs = agent.catalogs();
+    let catalogs = agent.catalogs().await.unwrap();
     let catalog = &catalogs.catalogs[0].catalog;
     assert_eq!(
         catalog.extension_id,

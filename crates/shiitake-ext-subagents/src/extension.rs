@@ -22,9 +22,7 @@ use crate::state::{self, Tracking};
 /// Exactly what the host grants Subagents: the footer (`projection`) and `/agents`
 /// (`commands`). It has no state, tools, prompt or timers.
 pub fn subagents_grants() -> Grants {
-    Grants::none()
-        .with(Grant::Projection)
-        .with(Grant::Commands)
+    Grants::none().with(Grant::Projection).with(Grant::Commands)
 }
 
 /// Why the extension could not be built.

@@ -107,14 +107,11 @@ impl Refresher {
             Ok(page) => {
                 let mut rows = Vec::with_capacity(page.children.len().min(MAX_ROWS));
                 for child in page.children.iter().take(MAX_ROWS) {
-                    let state = source
-                        .open(child)
-                        .await
-                        .map_err(|error| error.to_string());
+                    let state = source.open(child).await.map_err(|error| error.to_string());
                     rows.push(state::row(&child.agent, child.session_id.as_str(), &state));
                 }
-                let beyond = u32::try_from(page.children.len().saturating_sub(MAX_ROWS))
-                    .unwrap_or(u32::MAX);
+                let beyond =
+                    u32::try_from(page.children.len().saturating_sub(MAX_ROWS)).unwrap_or(u32::MAX);
                 Some((rows, page.rest.saturating_add(beyond)))
             }
             Err(error) => {

@@ -61,7 +61,8 @@ pub async fn read_core_child(
     agent: &Agent,
     session_id: &SessionId,
 ) -> Result<ChildState, SourceError> {
-    let unreadable = |error: shiitake_protocol::ShiitakeError| SourceError::Unreadable(error.message);
+    let unreadable =
+        |error: shiitake_protocol::ShiitakeError| SourceError::Unreadable(error.message);
     let summary = agent
         .session_summary(session_id)
         .await

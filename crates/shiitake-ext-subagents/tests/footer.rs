@@ -77,9 +77,19 @@ async fn each_child_state_shows_its_status_and_an_unreadable_child_is_unavailabl
     // Failed: the model refused the call.
     let failed = child(&dir, "failed", vec![Turn::fail(400)]).await;
     // Waiting on the sender: work another Agent sent asks a question.
-    let waiting = child(&dir, "waiting", vec![ask_turn("wait"), Turn::text("Asked.")]).await;
+    let waiting = child(
+        &dir,
+        "waiting",
+        vec![ask_turn("wait"), Turn::text("Asked.")],
+    )
+    .await;
     // Needs you: a person is asked.
-    let asking = child(&dir, "asking", vec![ask_turn("continue"), Turn::text("Asked.")]).await;
+    let asking = child(
+        &dir,
+        "asking",
+        vec![ask_turn("continue"), Turn::text("Asked.")],
+    )
+    .await;
 
     let mut sessions = Vec::new();
     for (name, agent) in [
@@ -127,7 +137,11 @@ async fn each_child_state_shows_its_status_and_an_unreadable_child_is_unavailabl
         agent: name.into(),
         session_id: session_id.as_str().into(),
         // A Session's title is its first prompt; an unreadable child has none.
-        title: if name == "gone" { String::new() } else { "Build it".into() },
+        title: if name == "gone" {
+            String::new()
+        } else {
+            "Build it".into()
+        },
         status,
     };
     let ask_id = asked[0].ask_id.as_str().to_owned();
@@ -276,6 +290,10 @@ async fn rows_beyond_the_bound_are_counted_not_read() {
     }
     let shown = footer_where(&session, |f| !f.rows.is_empty()).await;
     assert_eq!((shown.rows.len(), shown.more), (bound, 1));
-    assert_eq!(shown.rows[0].session_id, format!("s-{bound}"), "newest first");
+    assert_eq!(
+        shown.rows[0].session_id,
+        format!("s-{bound}"),
+        "newest first"
+    );
     parent.refresher.abort();
 }

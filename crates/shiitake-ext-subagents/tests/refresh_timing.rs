@@ -39,7 +39,11 @@ async fn a_read_refreshes_rows_only_when_they_are_a_second_old() {
     read(&session).await;
     parent.clock.advance(ms(REFRESH_AFTER_MS - 1));
     read(&session).await;
-    assert_eq!(settle(&parent).await, 1, "rows under a second old are shown as they are");
+    assert_eq!(
+        settle(&parent).await,
+        1,
+        "rows under a second old are shown as they are"
+    );
     parent.clock.advance(ms(1));
     read(&session).await;
     eventually(|| parent.source.reads() == 2).await;
@@ -72,13 +76,21 @@ async fn a_working_child_polls_every_five_seconds_until_thirty_quiet_seconds() {
     // Polls at 5, 10, 15, 20 and 25 s after the read; not at 30 s.
     for step in 1..=(QUIET_AFTER_MS / POLL_EVERY_MS) {
         parent.clock.advance(ms(POLL_EVERY_MS - 1));
-        assert_eq!(settle(&parent).await, reads, "not before five seconds (step {step})");
+        assert_eq!(
+            settle(&parent).await,
+            reads,
+            "not before five seconds (step {step})"
+        );
         parent.clock.advance(ms(1));
         if step * POLL_EVERY_MS < QUIET_AFTER_MS {
             reads += 1;
             eventually(|| parent.source.reads() == reads).await;
         } else {
-            assert_eq!(settle(&parent).await, reads, "quiet for thirty seconds: no poll");
+            assert_eq!(
+                settle(&parent).await,
+                reads,
+                "quiet for thirty seconds: no poll"
+            );
         }
     }
     parent.clock.advance(ms(10 * POLL_EVERY_MS));

@@ -65,6 +65,11 @@ pub trait AgentApi: Send + Sync {
     /// Lists the Agent's extensions and whether each runs.
     async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError>;
 
+    /// The human command flows of the Agent's extensions (`whistle.catalog/v1`), with
+    /// whether each extension can take commands now; a client renders them without
+    /// knowing the extensions.
+    async fn catalogs(&self) -> Result<crate::catalog::SessionCatalogs, ShiitakeError>;
+
     /// Restarts a stopped extension.
     async fn resume_extension(
         &self,

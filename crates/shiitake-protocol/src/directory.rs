@@ -30,7 +30,10 @@ impl AgentName {
     pub fn new(name: impl Into<String>) -> Result<Self, AgentNameError> {
         let name = name.into();
         let valid = name.len() <= MAX_AGENT_NAME_BYTES
-            && name.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
+            && name
+                .as_bytes()
+                .first()
+                .is_some_and(u8::is_ascii_alphanumeric)
             && name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
@@ -109,7 +112,10 @@ mod tests {
         assert!(AgentName::new("dot.ted").is_err());
         assert!(AgentName::new("é").is_err());
         assert!(AgentName::new("Planner_2-b").is_ok());
-        assert_eq!(AgentName::new(DEFAULT_AGENT_NAME).ok(), Some(AgentName::default()));
+        assert_eq!(
+            AgentName::new(DEFAULT_AGENT_NAME).ok(),
+            Some(AgentName::default())
+        );
         assert!(serde_json::from_str::<AgentName>("\"no spaces\"").is_err());
         let list = AgentList {
             agents: vec![AgentEntry {

@@ -11,8 +11,7 @@ use shiitake_protocol::extension::{ExtensionViewV0, view};
 use shiitake_protocol::message::{AssistantContent, Message};
 use shiitake_protocol::{
     AgentApi, CommandId, PageLimit, PromptText, QueueState, ReadOptions, RequestId, SendOptions,
-    SessionApi, SessionExtensionSlots, SessionFrame, SessionSnapshot, ShiitakeError,
-    WatchOptions,
+    SessionApi, SessionExtensionSlots, SessionFrame, SessionSnapshot, ShiitakeError, WatchOptions,
 };
 
 use crate::contract::{AgentName, MAX_REPLY_CHARS, SendResult, SendStatus};
@@ -223,8 +222,7 @@ impl Follower {
     pub(crate) async fn run(mut self) {
         let parent_id = self.parent.session_id().as_str().to_owned();
         loop {
-            let found = match next(&self.child, &self.awaited, &parent_id, Some(&self.told)).await
-            {
+            let found = match next(&self.child, &self.awaited, &parent_id, Some(&self.told)).await {
                 Ok(found) => found,
                 Err(error) => {
                     tracing::warn!(child = %self.child.session_id(), %error, "stopped following a child");
@@ -237,7 +235,8 @@ impl Follower {
                         .first()
                         .map(|ask| ask.ask_id.as_str().to_owned())
                         .unwrap_or_default();
-                    self.told.extend(asks.iter().map(|ask| ask.ask_id.as_str().to_owned()));
+                    self.told
+                        .extend(asks.iter().map(|ask| ask.ask_id.as_str().to_owned()));
                     (
                         self.result(SendStatus::WaitingOnYou, None, asks),
                         format!("agents-asks:{first}"),

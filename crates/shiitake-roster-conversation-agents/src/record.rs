@@ -25,7 +25,9 @@ pub fn record(rows: &[ChildRecord], new: ChildRecord) -> Change {
     let put = match rows.iter().find(|row| row.key() == key) {
         Some(known) => ChildRecord {
             via: known.via,
-            last_command_id: new.last_command_id.or_else(|| known.last_command_id.clone()),
+            last_command_id: new
+                .last_command_id
+                .or_else(|| known.last_command_id.clone()),
             ..new
         },
         None => new,
@@ -125,10 +127,17 @@ mod tests {
         let rows: Vec<ChildRecord> = (0..MAX_RECORDS as u64)
             .map(|i| child(&name("B"), &format!("s{i}"), Via::Sent, i))
             .collect();
-        let at_bound = record(&rows[..MAX_RECORDS - 1], child(&name("C"), "x", Via::Sent, 100));
+        let at_bound = record(
+            &rows[..MAX_RECORDS - 1],
+            child(&name("C"), "x", Via::Sent, 100),
+        );
         assert!(at_bound.delete.is_empty(), "the 64th fits");
         let over = record(&rows, child(&name("C"), "x", Via::Sent, 100));
-        assert_eq!(over.delete, vec!["B/s0".to_owned()], "the 65th pushes out the oldest");
+        assert_eq!(
+            over.delete,
+            vec!["B/s0".to_owned()],
+            "the 65th pushes out the oldest"
+        );
         let again = record(&rows, child(&name("B"), "s0", Via::Sent, 100));
         assert!(again.delete.is_empty(), "using a known child adds nothing");
     }
@@ -142,7 +151,9 @@ mod tests {
         ];
         let (page, rest) = newest(&rows, 2);
         assert_eq!(
-            page.iter().map(|r| r.session_id.as_str()).collect::<Vec<_>>(),
+            page.iter()
+                .map(|r| r.session_id.as_str())
+                .collect::<Vec<_>>(),
             ["new", "c"]
         );
         assert_eq!(rest, 1);

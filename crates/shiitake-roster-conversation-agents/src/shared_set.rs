@@ -41,7 +41,10 @@ fn failed(extension: &'static str) -> impl Fn(String) -> SharedSetError {
 ///
 /// TODO(issue-15): Goal joins the set (with `goal_grants()`) once `shiitake-ext-goal`
 /// lands on main.
-pub fn add_shared_set(builder: AgentBuilder, set: &SharedSet) -> Result<AgentBuilder, SharedSetError> {
+pub fn add_shared_set(
+    builder: AgentBuilder,
+    set: &SharedSet,
+) -> Result<AgentBuilder, SharedSetError> {
     let question = QuestionExtension::new(QuestionConfig {
         waits_on_sender: set.waits_on_sender,
     })

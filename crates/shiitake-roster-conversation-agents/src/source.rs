@@ -6,9 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::json;
 use shiitake_ext_subagents::state::ChildState;
-use shiitake_ext_subagents::{
-    ChildPage, ChildRef, SourceError, SubagentsSource, read_core_child,
-};
+use shiitake_ext_subagents::{ChildPage, ChildRef, SourceError, SubagentsSource, read_core_child};
 use shiitake_protocol::{AgentApi, ErrorCode, ExtensionId, SessionId};
 
 use crate::contract::{AgentName, ChildRecord, EXTENSION_ID};

@@ -27,9 +27,8 @@ use shiitake_protocol::{
 };
 
 use crate::contract::{
-    AgentName, AnswerInput, CreateInput, Created, EscalateInput, MAX_AGENT_NAME_BYTES,
-    NAMESPACE, SEND_WAIT_CAP_SECS, SEND_WAIT_RESERVE_SECS, SendInput, SendMode, SendResult,
-    SendStatus, Via,
+    AgentName, AnswerInput, CreateInput, Created, EscalateInput, MAX_AGENT_NAME_BYTES, NAMESPACE,
+    SEND_WAIT_CAP_SECS, SEND_WAIT_RESERVE_SECS, SendInput, SendMode, SendResult, SendStatus, Via,
 };
 use crate::follow::{self, Awaited, Follower, Found, session_of};
 use crate::record;
@@ -104,10 +103,14 @@ pub(crate) fn module(shared: Arc<Shared>, tools: ToolTx, session_id: SessionId) 
     let op = |name: &str, description: &str, schema: Value, replay: Replay, handler: Handler| {
         let run = run.clone();
         Some(
-            Operation::from_fn(OperationName::new(name).ok()?, description, move |input, ctx| {
-                let run = run.clone();
-                async move { handler(run, input, ctx).await }
-            })
+            Operation::from_fn(
+                OperationName::new(name).ok()?,
+                description,
+                move |input, ctx| {
+                    let run = run.clone();
+                    async move { handler(run, input, ctx).await }
+                },
+            )
             .with_input_schema(schema)
             .with_replay(replay),
         )
@@ -192,7 +195,9 @@ type Handler = fn(
     Run,
     Value,
     InvocationContext,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, ToolError>> + Send>>;
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Value, ToolError>> + Send>,
+>;
 
 impl Run {
     fn parent(&self, agent: &Agent) -> LocalSession {
@@ -261,8 +266,13 @@ async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, T
         .send_from(sent_by, text, options)
         .await
         .map_err(for_model)?;
-    run.record(&input.agent, &child_id, Via::Sent, Some(&accepted.command_id))
-        .await?;
+    run.record(
+        &input.agent,
+        &child_id,
+        Via::Sent,
+        Some(&accepted.command_id),
+    )
+    .await?;
     // TODO(issue-15): when shiitake-ext-goal lands on main, record the command on the
     // sender's goal (`goal::roster::command_sent`) and its settlement and reply in the
     // follower (`command_settled`, `command_replied`).
@@ -303,7 +313,10 @@ async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, T
         }
         Some(Found::Asks(asks)) => {
             let mut follower = follower;
-            follower.told = asks.iter().map(|ask| ask.ask_id.as_str().to_owned()).collect();
+            follower.told = asks
+                .iter()
+                .map(|ask| ask.ask_id.as_str().to_owned())
+                .collect();
             follow::spawn(&run.shared, follower);
             Ok(json!(result(SendStatus::WaitingOnYou, None, asks)))
         }
@@ -321,7 +334,10 @@ async fn create(run: Run, input: Value, ctx: InvocationContext) -> Result<Value,
         Err(crate::DirectoryError::Exists(_)) => {
             // A replay after a restart finds the Agent it made; anyone else is told it exists.
             let known = run.records().await?;
-            if known.iter().any(|row| row.agent == input.name && row.via == Via::Created) {
+            if known
+                .iter()
+                .any(|row| row.agent == input.name && row.via == Via::Created)
+            {
                 run.shared.reach(&input.name).map_err(for_model)?
             } else {
                 return Err(ToolError::for_model(format!(
@@ -354,7 +370,12 @@ async fn find_ask(
     let target = run.shared.reach(agent).map_err(for_model)?;
     let parent = run.session_id.as_str().to_owned();
     let mut found: Vec<(LocalSession, AskView)> = Vec::new();
-    for row in run.records().await?.into_iter().filter(|row| &row.agent == agent) {
+    for row in run
+        .records()
+        .await?
+        .into_iter()
+        .filter(|row| &row.agent == agent)
+    {
         let Ok(child) = session_of(&target, &row.session_id) else {
             continue;
         };
@@ -415,7 +436,9 @@ async fn answer(run: Run, input: Value) -> Result<Value, ToolError> {
             parent: run.parent(&me),
             child: child.clone(),
             agent: input.agent.clone(),
-            command_id: before.clone().unwrap_or_else(shiitake_core::ids::command_id),
+            command_id: before
+                .clone()
+                .unwrap_or_else(shiitake_core::ids::command_id),
             awaited: Awaited::After(before),
             told: BTreeSet::from([ask_id]),
         },
@@ -425,7 +448,10 @@ async fn answer(run: Run, input: Value) -> Result<Value, ToolError> {
     if let Some(map) = receipt.as_object_mut() {
         map.insert(
             "message".into(),
-            json!(format!("{} has your answer; its reply arrives as a message.", input.agent)),
+            json!(format!(
+                "{} has your answer; its reply arrives as a message.",
+                input.agent
+            )),
         );
     }
     Ok(receipt)
@@ -468,7 +494,9 @@ mod tests {
             Duration::from_secs(60)
         );
         assert_eq!(
-            send_wait(Some(Duration::from_secs(SEND_WAIT_CAP_SECS + SEND_WAIT_RESERVE_SECS))),
+            send_wait(Some(Duration::from_secs(
+                SEND_WAIT_CAP_SECS + SEND_WAIT_RESERVE_SECS
+            ))),
             Duration::from_secs(SEND_WAIT_CAP_SECS)
         );
         assert_eq!(send_wait(Some(Duration::from_secs(30))), Duration::ZERO);

@@ -70,7 +70,8 @@ async fn open(
         max_delay: Duration::from_millis(20),
     };
     let roster = ConversationAgents::new(name(me), directory.clone()).unwrap();
-    let subagents = SubagentsExtension::new(Arc::new(roster.source()), Arc::new(SystemClock)).unwrap();
+    let subagents =
+        SubagentsExtension::new(Arc::new(roster.source()), Arc::new(SystemClock)).unwrap();
     roster.notify(subagents.handle());
     let refresher = subagents.refresher();
     let builder = Agent::builder(
@@ -127,7 +128,9 @@ async fn records(agent: &Agent, session: &SessionId) -> Vec<ChildRecord> {
     let rows = agent
         .session(session.clone())
         .host_transaction(&id, |tx| {
-            Ok(json!(shiitake_roster_conversation_agents::record::load(tx)?))
+            Ok(json!(shiitake_roster_conversation_agents::record::load(
+                tx
+            )?))
         })
         .await
         .unwrap();
@@ -171,7 +174,11 @@ async fn a_send_waits_for_the_reply_and_is_recorded_and_continued() {
     let rows = records(&a, session.session_id()).await;
     assert_eq!(rows.len(), 1);
     assert_eq!(
-        (rows[0].agent.as_str(), rows[0].session_id.as_str(), rows[0].via),
+        (
+            rows[0].agent.as_str(),
+            rows[0].session_id.as_str(),
+            rows[0].via
+        ),
         ("B", child.as_str(), Via::Sent)
     );
     assert_eq!(
@@ -204,7 +211,10 @@ async fn tool_errors_tell_the_model_what_is_wrong() {
         "A",
         vec![
             Turn::tool_call("agents__send", json!({"agent": "Nobody", "text": "Hi"})),
-            Turn::tool_call("agents__answer", json!({"agent": "A", "answers": [{"text": "x"}]})),
+            Turn::tool_call(
+                "agents__answer",
+                json!({"agent": "A", "answers": [{"text": "x"}]}),
+            ),
             Turn::tool_call("agents__create", json!({"name": "Helper"})),
             Turn::tool_call("agents__send", json!({"agent": "bad name", "text": "Hi"})),
             Turn::text("Done."),
@@ -221,9 +231,13 @@ async fn tool_errors_tell_the_model_what_is_wrong() {
         text(&results[0]).contains("no Agent named Nobody; the Agents here are: A"),
         "{results:?}"
     );
-    assert!(text(&results[1]).contains("no question of A waits on you"), "{results:?}");
     assert!(
-        text(&results[2]).contains("creating Agent Helper is not allowed: this host creates no Agents"),
+        text(&results[1]).contains("no question of A waits on you"),
+        "{results:?}"
+    );
+    assert!(
+        text(&results[2])
+            .contains("creating Agent Helper is not allowed: this host creates no Agents"),
         "{results:?}"
     );
     assert!(text(&results[3]).contains("Agent name"), "{results:?}");

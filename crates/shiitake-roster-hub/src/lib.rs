@@ -90,7 +90,9 @@ impl HubAgent {
         let builder = add_shared_set(builder, &set).map_err(|error| failed(error.to_string()))?;
         let builder =
             add_home(builder, options.computers).map_err(|error| failed(error.to_string()))?;
-        let agents = roster.extension().map_err(|error| failed(error.to_string()))?;
+        let agents = roster
+            .extension()
+            .map_err(|error| failed(error.to_string()))?;
         let agent = builder
             .extension(subagents, subagents_grants())
             .extension(agents, agents_grants())

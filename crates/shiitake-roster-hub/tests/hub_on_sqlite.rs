@@ -22,7 +22,9 @@ struct OneAgent(RwLock<Option<Agent>>);
 #[async_trait]
 impl AgentDirectory for OneAgent {
     fn agent(&self, name: &AgentName) -> Option<Agent> {
-        (name.as_str() == "hub").then(|| self.0.read().unwrap().clone()).flatten()
+        (name.as_str() == "hub")
+            .then(|| self.0.read().unwrap().clone())
+            .flatten()
     }
 
     fn names(&self) -> Vec<AgentName> {
@@ -107,7 +109,10 @@ async fn the_hub_sends_every_ask_to_a_person() {
         panic!("the question extension runs")
     };
     assert_eq!(asks.asks.len(), 1);
-    assert!(asks.asks[0].waiting_on.is_none(), "never waits on the sender");
+    assert!(
+        asks.asks[0].waiting_on.is_none(),
+        "never waits on the sender"
+    );
     assert!(asks.asks[0].needs_person());
     hub.close().await.unwrap();
 }

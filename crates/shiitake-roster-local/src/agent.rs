@@ -72,7 +72,9 @@ pub(crate) async fn open(
     let builder = add_shared_set(builder, &set).map_err(|error| failed(error.to_string()))?;
     let builder =
         add_home(builder, options.computers.clone()).map_err(|error| failed(error.to_string()))?;
-    let agents = roster.extension().map_err(|error| failed(error.to_string()))?;
+    let agents = roster
+        .extension()
+        .map_err(|error| failed(error.to_string()))?;
     let agent = builder
         .extension(subagents, subagents_grants())
         .extension(agents, agents_grants())

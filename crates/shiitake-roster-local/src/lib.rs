@@ -26,8 +26,8 @@ use shiitake_protocol::{AgentApi, AgentName};
 use shiitake_roster_conversation_agents::{AgentDirectory, DirectoryError};
 
 pub use options::{CreatePolicy, LocalOptions};
-pub use shiitake_roster_conversation_agents::{SharedSet, add_shared_set};
 pub use shiitake_ext_home::add_home;
+pub use shiitake_roster_conversation_agents::{SharedSet, add_shared_set};
 
 use agent::Opened;
 
@@ -148,8 +148,8 @@ impl LocalDirectory {
         };
         directory.insert(default_name, opened);
         for name in others {
-            let opened = agent::open(&directory.inner.options, &name, reference(&directory.inner))
-                .await?;
+            let opened =
+                agent::open(&directory.inner.options, &name, reference(&directory.inner)).await?;
             directory.insert(name, opened);
         }
         Ok(directory)
@@ -221,7 +221,10 @@ impl AgentDirectory for DirectoryRef {
     }
 
     fn names(&self) -> Vec<AgentName> {
-        self.0.upgrade().map(|inner| inner.names()).unwrap_or_default()
+        self.0
+            .upgrade()
+            .map(|inner| inner.names())
+            .unwrap_or_default()
     }
 
     async fn create(&self, name: &AgentName) -> Result<Agent, DirectoryError> {

@@ -158,7 +158,10 @@ async fn a_escalates_and_a_person_answers_over_http() {
         matches!(status_of(f), Some(ChildStatus::NeedsYou { .. }))
     })
     .await;
-    assert_eq!(needs_you.summary.tone, shiitake_ext_subagents::contract::Tone::Amber);
+    assert_eq!(
+        needs_you.summary.tone,
+        shiitake_ext_subagents::contract::Tone::Amber
+    );
     assert_eq!(inbox_state(&b, &child).await, SessionInboxState::NeedsYou);
     let Some(ChildStatus::NeedsYou {
         question: Some(question),
@@ -168,7 +171,10 @@ async fn a_escalates_and_a_person_answers_over_http() {
     };
     assert_eq!(question.text, "Which database should the service use?");
     assert_eq!(
-        (question.answer.agent.as_str(), question.answer.session_id.as_str()),
+        (
+            question.answer.agent.as_str(),
+            question.answer.session_id.as_str()
+        ),
         ("B", child.as_str())
     );
 
@@ -272,11 +278,7 @@ async fn a_turn_that_ends_while_an_ask_waits_on_it_passes_the_ask_on_at_once() {
         10,
     );
     let b_model = Gated::new(vec![ask_turn(), Turn::text("Asked A.")], 10);
-    let served = Served::start(
-        vec![("A", a_model), ("B", b_model)],
-        Arc::new(SystemClock),
-    )
-    .await;
+    let served = Served::start(vec![("A", a_model), ("B", b_model)], Arc::new(SystemClock)).await;
     start_a(&served).await;
     let b = served.remote("B");
     let child = only_session(&b).await;

@@ -167,7 +167,10 @@ mod tests {
 
     #[test]
     fn paths_map_to_an_agent_and_its_own_route() {
-        assert!(matches!(target("/v1/agents", name("main")), Ok(Target::List)));
+        assert!(matches!(
+            target("/v1/agents", name("main")),
+            Ok(Target::List)
+        ));
         assert_eq!(
             agent_of("/v1/agents/helper/sessions/ses_1/snapshot"),
             Some(("helper".into(), "/v1/sessions/ses_1/snapshot".into()))

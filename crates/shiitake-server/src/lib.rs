@@ -100,6 +100,7 @@ pub(crate) fn agent_routes<A: AgentApi + 'static>(agent: Arc<A>, keep_alive: Dur
             post(routes::session_extension::<A>),
         )
         .route("/v1/extensions", get(routes::list_extensions::<A>))
+        .route("/v1/catalogs", get(routes::catalogs::<A>))
         .route(
             "/v1/extensions/{extension}/resume",
             post(routes::resume_extension::<A>),

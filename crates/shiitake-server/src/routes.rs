@@ -171,6 +171,12 @@ pub(crate) async fn session_extension<A: AgentApi>(
     Ok(Json(output))
 }
 
+pub(crate) async fn catalogs<A: AgentApi>(
+    State(shared): AppState<A>,
+) -> Answer<Json<shiitake_protocol::catalog::SessionCatalogs>> {
+    Ok(Json(shared.agent.catalogs().await?))
+}
+
 pub(crate) async fn list_extensions<A: AgentApi>(
     State(shared): AppState<A>,
 ) -> Answer<Json<Vec<ExtensionStatusV0>>> {

@@ -16,7 +16,9 @@ use shiitake_protocol::{
 };
 
 use crate::CliError;
+use crate::asker::{LineAsker, TerminalAsker};
 use crate::commands;
+use crate::flows;
 use crate::input::{Event, Input};
 use crate::render::Printer;
 use crate::setup::Context;
@@ -33,6 +35,7 @@ pub struct ChatArgs {
 #[derive(Debug, PartialEq, Eq)]
 enum Typed {
     Prompt(String, PromptDelivery),
+    Slash(flows::Slash),
     Abort,
     Quit,
     Nothing,
@@ -51,6 +54,8 @@ fn parse(line: &str) -> Typed {
         .or_else(|| line.strip_prefix('!'))
     {
         Typed::Prompt(text.trim().to_owned(), PromptDelivery::Steer)
+    } else if let Some(slash) = flows::parse(line) {
+        Typed::Slash(slash)
     } else {
         Typed::Prompt(line.to_owned(), PromptDelivery::FollowUp)
     }
@@ -82,7 +87,7 @@ pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
         "[session {session_id}] type a message; `!text` steers; Ctrl-C aborts; /quit leaves"
     ));
     printer.snapshot(&watch.snapshot, 10);
-    let result = converse(&session, &mut input, &mut printer, watch.changes).await;
+    let result = converse(&agent, &session, &mut input, &mut printer, watch.changes).await;
     if input.editing() {
         // The editor is mid-read; leaving now would leave the terminal raw.
         printer.note("[chat] the conversation ended; press Enter to leave");
@@ -97,6 +102,7 @@ pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
 
 /// The conversation loop; true when anything was sent.
 async fn converse(
+    agent: &shiitake_client::RemoteAgent,
     session: &RemoteSession,
     input: &mut Input,
     printer: &mut Printer,
@@ -124,6 +130,20 @@ async fn converse(
                     Typed::Quit => break,
                     Typed::Abort => {
                         session.abort().await?;
+                        input.resume();
+                    }
+                    Typed::Slash(slash) => {
+                        let request_id = new_request()?;
+                        let outcome = if input.is_terminal() {
+                            let mut asker = TerminalAsker { printer: &mut *printer };
+                            flows::run(agent, session, &slash, &mut asker, request_id.as_str()).await
+                        } else {
+                            let mut asker = LineAsker { input: &mut *input, printer: &mut *printer };
+                            flows::run(agent, session, &slash, &mut asker, request_id.as_str()).await
+                        };
+                        if let Err(error) = outcome {
+                            printer.note(&format!("[/{}] {error}", slash.name));
+                        }
                         input.resume();
                     }
                     Typed::Prompt(text, delivery) => {
@@ -178,6 +198,13 @@ mod tests {
             Typed::Prompt("shorter".into(), PromptDelivery::Steer)
         );
         assert_eq!(parse("/quit"), Typed::Quit);
+        assert_eq!(
+            parse("/goal ship it"),
+            Typed::Slash(flows::Slash {
+                name: "goal".into(),
+                rest: "ship it".into()
+            })
+        );
         assert_eq!(parse("/abort"), Typed::Abort);
         assert_eq!(parse("   "), Typed::Nothing);
     }

@@ -115,6 +115,11 @@ impl Input {
         Some((input, Sink::Editor(EditorSink::new(Box::new(printer)))))
     }
 
+    /// Whether lines come from the line editor on a terminal (not a pipe).
+    pub fn is_terminal(&self) -> bool {
+        self.resume.is_some()
+    }
+
     /// Whether the editor is reading a line now (so leaving must wait for it to return).
     pub fn editing(&self) -> bool {
         self.resume.is_some()

@@ -7,8 +7,11 @@
 //! `send` queues one prompt, `watch` tails a Session's frames and `sessions`
 //! lists the inbox. `docs/cli.md` describes each command.
 
+mod asker;
 mod chat;
 mod commands;
+mod flows;
+mod footer;
 mod input;
 mod models;
 mod render;

@@ -1,6 +1,6 @@
 //! Printing a Session's frames as lines a person can follow.
 //!
-//! Text from the model and from tools goes through [`style::inert`] first, so
+//! Text from the model and from tools goes through [`crate::style::inert`] first, so
 //! it cannot drive the terminal; only our own labels carry colour, and the
 //! [`Sink`] drops it where colour is off.
 
@@ -14,7 +14,7 @@ use shiitake_protocol::{
     SessionTerminal, TerminalOutcome,
 };
 
-use crate::style::{BAD, GOOD, LABEL, NOTE, TOOL, WARN, inert, inert_line, paint};
+use crate::style::{BAD, FOOTER, GOOD, LABEL, NOTE, TOOL, WARN, inert, inert_line, paint};
 
 /// Where printed text goes.
 #[derive(Default)]
@@ -87,6 +87,8 @@ pub struct Printer {
     pub queue: QueueState,
     /// Pending prompts after the last frame.
     pub pending: usize,
+    /// The footer last printed, so an unchanged one is not printed again.
+    footer: Vec<String>,
 }
 
 impl Sink {
@@ -124,6 +126,23 @@ impl Printer {
     fn line(&mut self, text: &str) {
         self.close_line();
         self.out(&format!("{text}\n"));
+    }
+
+    /// Prints the extensions' footer (open questions, plan, loop) when it changed.
+    fn footer(&mut self, slots: &shiitake_protocol::SessionExtensionSlots) {
+        let lines = crate::footer::lines(slots);
+        if lines != self.footer {
+            for line in &lines {
+                self.line(&paint(FOOTER, &format!("  {line}")));
+            }
+            self.footer = lines;
+        }
+    }
+
+    /// Whether nothing runs once `update` is applied: a footer change then shows at once
+    /// (a question answered, a plan cleared), not only after the next run.
+    fn idle_after(&self, update: &shiitake_protocol::UpdateFrame) -> bool {
+        matches!(update.activity.queue, QueueState::Idle)
     }
 
     /// Whether the Session has nothing queued or running.
@@ -250,6 +269,7 @@ impl Printer {
         }
         self.pending = snapshot.pending.prompts.len();
         self.activity(&snapshot.activity);
+        self.footer(&snapshot.extensions);
         if let Some(progress) = &snapshot.progress {
             let shown = format!("{} {}", paint(LABEL, "assistant:"), inert(&progress.text));
             self.out(&shown);
@@ -283,6 +303,9 @@ impl Printer {
                 }
                 for terminal in &update.terminals {
                     self.terminal(terminal);
+                }
+                if !update.terminals.is_empty() || self.idle_after(update) {
+                    self.footer(&update.extensions);
                 }
                 self.pending = update.pending.prompts.len();
                 self.activity(&update.activity);

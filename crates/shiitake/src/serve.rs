@@ -98,9 +98,8 @@ fn computers(
     computers
         .into_iter()
         .map(|(name, dir)| {
-            Attachment::local(&name, &dir).map_err(|error| {
-                setup("--computer")(format!("{name}={}: {error}", dir.display()))
-            })
+            Attachment::local(&name, &dir)
+                .map_err(|error| setup("--computer")(format!("{name}={}: {error}", dir.display())))
         })
         .collect()
 }
@@ -113,7 +112,10 @@ async fn skills(roots: &[PathBuf]) -> Option<Arc<SkillLibrary>> {
     let roots: Vec<SkillRoot> = roots.iter().map(SkillRoot::new).collect();
     let library = SkillLibrary::discover(&roots).await;
     for problem in &library.list().problems {
-        eprintln!("shiitake: skills: {}", serde_json::to_string(problem).unwrap_or_default());
+        eprintln!(
+            "shiitake: skills: {}",
+            serde_json::to_string(problem).unwrap_or_default()
+        );
     }
     println!("shiitake: skills: {}", library.list().skills.len());
     Some(Arc::new(library))

@@ -26,6 +26,8 @@ pub const GOOD: Style = AnsiColor::Green.on_default();
 pub const BAD: Style = AnsiColor::Red.on_default();
 /// Runs stopped by a person or a crash.
 pub const WARN: Style = AnsiColor::Magenta.on_default();
+/// The extensions' footer under a run.
+pub const FOOTER: Style = AnsiColor::Cyan.on_default();
 
 /// `text` in `style` (the codes are dropped later when colour is off).
 pub fn paint(style: Style, text: &str) -> String {

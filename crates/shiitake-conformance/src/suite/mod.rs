@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod commands;
+pub mod extensions;
 pub mod lineage;
 pub mod observe;
 pub mod queue;

@@ -36,10 +36,15 @@ pub async fn open(path: &Path, counters: Arc<TestTools>, config: AgentConfig) ->
     open_with(path, tools::catalog(counters).await, config).await
 }
 
-/// An Agent on `path` with its own tools.
+/// An Agent on `path` with its own tools and the conformance suite's tally extension.
 pub async fn open_with(path: &Path, catalog: Arc<Catalog>, config: AgentConfig) -> Agent {
+    use shiitake_conformance::extension::Tally;
     let store = SqliteStore::open(path, Durability::Normal).await.unwrap();
-    Agent::open(Arc::new(store), catalog, config).await.unwrap()
+    Agent::builder(Arc::new(store), catalog, config)
+        .extension(Tally::new().unwrap(), Tally::grants())
+        .open()
+        .await
+        .unwrap()
 }
 
 impl Local {

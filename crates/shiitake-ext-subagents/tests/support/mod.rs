@@ -159,5 +159,8 @@ pub fn footer(slots: &SessionExtensionSlots) -> Option<FooterView> {
 
 /// A turn that keeps the model busy (cancellable) far longer than any test.
 pub fn busy() -> Turn {
-    Turn::new(vec![shiitake_model::Step::DelayMs(600_000), shiitake_model::Step::Text("late".into())])
+    Turn::new(vec![
+        shiitake_model::Step::DelayMs(600_000),
+        shiitake_model::Step::Text("late".into()),
+    ])
 }

@@ -208,7 +208,10 @@ pub async fn only_session(agent: &impl AgentApi) -> SessionId {
         if let Some(SessionSummaryRow::Available { session_id, .. }) = page.sessions.first() {
             return session_id.clone();
         }
-        assert!(tokio::time::Instant::now() < deadline, "no Session appeared");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no Session appeared"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -1,0 +1,170 @@
+//! The footer `chat` and `watch` print after each run: what the extensions show of
+//! the Session (open questions, the plan's current step and progress, the loop).
+//!
+//! Each line is decoded through the extension's contract; an extension that is not
+//! there, stopped, or publishes nothing adds no line. Extension text is printed
+//! inert (control characters escaped), like model text.
+
+use shiitake_ext_loop::contract::{LoopContract, LoopProjection, LoopStatus};
+use shiitake_ext_plan::contract::{PlanContract, PlanProjection};
+use shiitake_ext_question::contract::{QuestionContract, QuestionProjection};
+use shiitake_protocol::SessionExtensionSlots;
+use shiitake_protocol::extension::{ExtensionContract, ExtensionViewV0, view};
+
+use crate::style::inert_line;
+
+/// The decoded projection of contract `C`, when its extension runs and publishes one.
+fn running<C: ExtensionContract>(slots: &SessionExtensionSlots) -> Option<C::Projection> {
+    match view::<C>(slots) {
+        Ok(ExtensionViewV0::Running { value }) => value,
+        _ => None,
+    }
+}
+
+fn stopped(slots: &SessionExtensionSlots) -> Vec<String> {
+    slots
+        .iter()
+        .filter_map(|(id, slot)| match slot {
+            shiitake_protocol::ExtensionSlotV0::Stopped { reason } => Some(format!(
+                "[{}] stopped: {}",
+                inert_line(id.as_str()),
+                inert_line(reason)
+            )),
+            shiitake_protocol::ExtensionSlotV0::Running { .. } => None,
+        })
+        .collect()
+}
+
+fn questions(projection: &QuestionProjection) -> Vec<String> {
+    projection
+        .asks
+        .iter()
+        .map(|ask| {
+            let first = ask
+                .questions
+                .first()
+                .map(|q| format!("[{}] {}", q.header, q.question))
+                .unwrap_or_default();
+            let more = match ask.questions.len() {
+                0 | 1 => String::new(),
+                n => format!(" (+{} more)", n - 1),
+            };
+            let who = if ask.needs_person() {
+                "/answer".to_owned()
+            } else {
+                ask.status_line()
+            };
+            format!("? {}{} — {}", inert_line(&first), more, inert_line(&who))
+        })
+        .collect()
+}
+
+fn plan(projection: &PlanProjection) -> Option<String> {
+    let footer = projection.footer.as_ref()?;
+    let current = footer
+        .current
+        .as_deref()
+        .map(|step| format!(": {}", inert_line(step)))
+        .unwrap_or_default();
+    Some(format!(
+        "plan {}/{}{current}",
+        footer.completed, footer.total
+    ))
+}
+
+fn looping(projection: &LoopProjection) -> Option<String> {
+    let record = projection.current.as_ref()?;
+    let status = match record.status {
+        LoopStatus::Active => "active",
+        LoopStatus::Paused => "paused (/loop resume)",
+        LoopStatus::Ended => return None,
+    };
+    Some(format!(
+        "loop {status}, {} run(s): {}",
+        record.occurrences,
+        inert_line(&record.prompt)
+    ))
+}
+
+/// The footer lines for these slots, in a stable order.
+pub fn lines(slots: &SessionExtensionSlots) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(projection) = running::<PlanContract>(slots)
+        && let Some(line) = plan(&projection)
+    {
+        lines.push(line);
+    }
+    if let Some(projection) = running::<LoopContract>(slots)
+        && let Some(line) = looping(&projection)
+    {
+        lines.push(line);
+    }
+    if let Some(projection) = running::<QuestionContract>(slots) {
+        lines.extend(questions(&projection));
+    }
+    lines.extend(stopped(slots));
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use shiitake_protocol::{ExtensionId, ExtensionSlotV0};
+
+    fn slots(entries: &[(&str, ExtensionSlotV0)]) -> SessionExtensionSlots {
+        let mut slots = SessionExtensionSlots::new();
+        for (id, slot) in entries {
+            slots.insert(ExtensionId::new(*id).unwrap(), slot.clone());
+        }
+        slots
+    }
+
+    #[test]
+    fn questions_plans_and_stopped_extensions_each_get_a_line() {
+        let question = ExtensionSlotV0::Running {
+            value: json!({"asks": [{
+                "askId": "ask_1", "createdAt": 1,
+                "questions": [{"header": "DB", "question": "Which\u{1b}[2J one?", "options": [{"label": "A"}]}]
+            }, {
+                "askId": "ask_2", "createdAt": 2,
+                "questions": [{"header": "X", "question": "Go?", "options": [{"label": "Y"}]}],
+                "waitingOn": {"agent": "Planner", "sessionId": "s", "escalated": false}
+            }]}),
+        };
+        let lines = lines(&slots(&[
+            ("botanical-session-question", question),
+            (
+                "botanical-session-plan",
+                ExtensionSlotV0::Running {
+                    value: json!({"footer": {"revision": 3, "current": "Write tests", "completed": 1,
+                                             "total": 4, "expanded": false, "actions": []}}),
+                },
+            ),
+            (
+                "other-extension",
+                ExtensionSlotV0::Stopped {
+                    reason: "bad row".into(),
+                },
+            ),
+        ]));
+        assert_eq!(
+            lines,
+            [
+                "plan 1/4: Write tests",
+                "? [DB] Which\\u{1b}[2J one? — /answer",
+                "? [X] Go? — waiting on Planner",
+                "[other-extension] stopped: bad row",
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_to_show_is_no_line() {
+        let empty = ExtensionSlotV0::Running {
+            value: json!({"asks": []}),
+        };
+        assert!(lines(&slots(&[("botanical-session-question", empty)])).is_empty());
+        assert!(lines(&SessionExtensionSlots::new()).is_empty());
+    }
+}
