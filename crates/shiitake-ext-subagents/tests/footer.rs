@@ -33,14 +33,22 @@ fn ask_turn(mode: &str) -> Turn {
     )
 }
 
+/// The open Asks once there are some: in the watch's baseline, or in an update after
+/// it (an Ask raised after the watch began shows only there).
 async fn open_asks(session: &impl SessionApi) -> Vec<AskView> {
-    wait_for(
-        session,
-        |snapshot| match view::<QuestionContract>(&snapshot.extensions) {
+    fn asks(slots: &SessionExtensionSlots) -> Option<Vec<AskView>> {
+        match view::<QuestionContract>(slots) {
             Ok(ExtensionViewV0::Running { value: Some(p) }) if !p.asks.is_empty() => Some(p.asks),
             _ => None,
+        }
+    }
+    wait_for(
+        session,
+        |snapshot| asks(&snapshot.extensions),
+        |frame| match frame {
+            SessionFrame::Update(update) => asks(&update.extensions),
+            _ => None,
         },
-        |_| None,
     )
     .await
 }

@@ -101,13 +101,22 @@ async fn the_hub_sends_every_ask_to_a_person() {
         )
         .await
         .unwrap();
-    terminal_of(&session, &accepted.command_id).await;
-    let snapshot = session.read(ReadOptions::default()).await.unwrap();
-    let ExtensionViewV0::Running { value: Some(asks) } =
-        view::<QuestionContract>(&snapshot.extensions).unwrap()
-    else {
-        panic!("the question extension runs")
-    };
+    // The Ask waits in-turn for a person (wait mode): the command stays running, so
+    // read until the Ask shows.
+    let _ = accepted;
+    let mut asks = None;
+    for _ in 0..150 {
+        let snapshot = session.read(ReadOptions::default()).await.unwrap();
+        if let Ok(ExtensionViewV0::Running { value: Some(found) }) =
+            view::<QuestionContract>(&snapshot.extensions)
+            && !found.asks.is_empty()
+        {
+            asks = Some(found);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let asks = asks.expect("the Ask shows within 15 s");
     assert_eq!(asks.asks.len(), 1);
     assert!(
         asks.asks[0].waiting_on.is_none(),

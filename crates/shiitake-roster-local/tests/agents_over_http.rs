@@ -19,7 +19,9 @@ use std::time::Duration;
 use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_core::clock::{ManualClock, SystemClock};
-use shiitake_ext_question::contract::{AnswerAsk, Delivery, QuestionAnswer, QuestionContract};
+use shiitake_ext_question::contract::{
+    AnswerAsk, AskView, Delivery, QuestionAnswer, QuestionContract,
+};
 use shiitake_ext_subagents::contract::ChildStatus;
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
@@ -231,15 +233,7 @@ async fn an_ask_raised_after_the_senders_turn_goes_to_a_person_after_fifteen_min
     let b = served.remote("B");
     let child = only_session(&b).await;
     let b_session = b.session(child.clone());
-    let asks = wait_for(
-        &b_session,
-        |snapshot| {
-            let asks = question_asks(snapshot);
-            (!asks.is_empty()).then_some(asks)
-        },
-        |_| None,
-    )
-    .await;
+    let asks = asks_until(&b_session, |asks| (!asks.is_empty()).then_some(asks)).await;
     assert!(!asks[0].needs_person(), "it waits on A first");
     assert_eq!(asks[0].status_line(), "waiting on A");
 
@@ -251,16 +245,9 @@ async fn an_ask_raised_after_the_senders_turn_goes_to_a_person_after_fifteen_min
         "not before fifteen minutes"
     );
     clock.advance(Duration::from_millis(1));
-    let escalated = wait_for(
-        &b_session,
-        |snapshot| {
-            question_asks(snapshot)
-                .first()
-                .filter(|ask| ask.needs_person())
-                .cloned()
-        },
-        |_| None,
-    )
+    let escalated = asks_until(&b_session, |asks| {
+        asks.into_iter().next().filter(|ask| ask.needs_person())
+    })
     .await;
     assert_eq!(escalated.ask_id, asks[0].ask_id);
     assert_eq!(inbox_state(&b, &child).await, SessionInboxState::NeedsYou);
@@ -283,16 +270,9 @@ async fn a_turn_that_ends_while_an_ask_waits_on_it_passes_the_ask_on_at_once() {
     let b = served.remote("B");
     let child = only_session(&b).await;
     let b_session = b.session(child.clone());
-    let asked = wait_for(
-        &b_session,
-        |snapshot| {
-            question_asks(snapshot)
-                .first()
-                .filter(|ask| ask.needs_person())
-                .cloned()
-        },
-        |_| None,
-    )
+    let asked = asks_until(&b_session, |asks| {
+        asks.into_iter().next().filter(|ask| ask.needs_person())
+    })
     .await;
     assert!(asked.waiting_on.unwrap().escalated);
     assert_eq!(inbox_state(&b, &child).await, SessionInboxState::NeedsYou);
@@ -362,12 +342,30 @@ async fn the_directory_lists_its_agents_and_every_extension_each_runs() {
     served.stop().await;
 }
 
-/// The open Asks in a snapshot's question slot.
-fn question_asks(snapshot: &SessionSnapshot) -> Vec<shiitake_ext_question::contract::AskView> {
-    match shiitake_protocol::extension::view::<QuestionContract>(&snapshot.extensions) {
+/// The open Asks in a question slot (of a snapshot or an update frame).
+fn question_asks(slots: &SessionExtensionSlots) -> Vec<AskView> {
+    match shiitake_protocol::extension::view::<QuestionContract>(slots) {
         Ok(ExtensionViewV0::Running { value }) => value.unwrap_or_default().asks,
         _ => Vec::new(),
     }
+}
+
+/// Watches until the Session's open Asks satisfy `pick`: in the watch's baseline, or in
+/// any update after it (an Ask raised after the watch began shows only there).
+async fn asks_until<T>(
+    session: &impl SessionApi,
+    pick: impl Fn(Vec<AskView>) -> Option<T> + Clone,
+) -> T {
+    let again = pick.clone();
+    wait_for(
+        session,
+        move |snapshot| pick(question_asks(&snapshot.extensions)),
+        move |frame| match frame {
+            SessionFrame::Update(update) => again(question_asks(&update.extensions)),
+            _ => None,
+        },
+    )
+    .await
 }
 
 /// The tool results of a transcript as JSON values.
