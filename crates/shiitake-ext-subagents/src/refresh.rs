@@ -120,17 +120,23 @@ impl Refresher {
                 None
             }
         };
-        let live = {
+        let (live, shows_something) = {
             let mut footers = self.shared.footers();
             let footer = footers.entry(session_id.clone()).or_default();
+            let showed = !footer.rows.is_empty() || footer.more > 0;
             if let Some((rows, more)) = read {
                 footer.rows = rows;
                 footer.more = more;
             }
             let live = footer.rows.iter().any(|row| row.status.is_live());
             footer.tracking.refreshed(now, live, false);
-            live
+            (live, showed || !footer.rows.is_empty() || footer.more > 0)
         };
+        // A Session that reached nobody shows no footer before and after: its watchers
+        // get no frame (an empty republish would still reach every one of them).
+        if !shows_something {
+            return;
+        }
         // Shown with the time they were read; reaching a watcher counts as a read.
         if self.show(agent, &session_id).await
             && let Some(footer) = self.shared.footers().get_mut(&session_id)

@@ -9,6 +9,7 @@ mod support;
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use shiitake_conformance::support::*;
 use shiitake_ext_subagents::contract::{POLL_EVERY_MS, QUIET_AFTER_MS, REFRESH_AFTER_MS};
 use shiitake_protocol::*;
@@ -125,5 +126,43 @@ async fn a_watcher_receiving_the_rows_keeps_a_working_child_polled() {
         eventually(|| parent.source.reads() == 1 + polls).await;
     }
     drop(watch);
+    parent.refresher.abort();
+}
+
+#[tokio::test]
+async fn a_session_that_reached_nobody_gets_no_frame_until_it_has_a_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = parent(&dir).await;
+    let idle = child(&dir, "idle", vec![]).await;
+    let child_session = new_session(&idle).await;
+    parent
+        .source
+        .agents
+        .lock()
+        .unwrap()
+        .insert("idle".into(), idle.clone());
+    let session = new_session(&parent.agent).await;
+    let watch = session.watch(WatchOptions::default()).await.unwrap();
+    let mut changes = watch.changes;
+    eventually(|| parent.source.reads() == 1).await;
+    settle(&parent).await;
+    assert!(
+        tokio::time::timeout(ms(300), changes.next()).await.is_err(),
+        "nothing to show: the watcher gets no frame"
+    );
+    parent
+        .source
+        .add_child(session.session_id(), "idle", child_session.session_id());
+    parent.clock.advance(ms(REFRESH_AFTER_MS));
+    read(&session).await;
+    let frame = tokio::time::timeout(ms(5_000), changes.next())
+        .await
+        .expect("the rows are shown")
+        .unwrap()
+        .unwrap();
+    let SessionFrame::Update(update) = frame else {
+        panic!("an update, got {frame:?}")
+    };
+    assert_eq!(footer(&update.extensions).unwrap().rows.len(), 1);
     parent.refresher.abort();
 }
