@@ -15,6 +15,7 @@ use shiitake_protocol::{
 };
 
 use crate::contract::{AgentName, MAX_REPLY_CHARS, SendResult, SendStatus};
+use crate::runtime::GoalNews;
 
 /// Which work of the child counts as the reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -219,13 +220,19 @@ pub(crate) struct Follower {
 impl Follower {
     /// Runs until the child is done: each new Ask that waits on the sender becomes one
     /// message to the sender's Session, and so does the reply. Request ids make a message sent twice count once.
-    pub(crate) async fn run(mut self) {
+    ///
+    /// The sender's goal learns that the command was replied to, or settled when the
+    /// child can no longer be followed.
+    pub(crate) async fn run(mut self, shared: &crate::runtime::Shared) {
         let parent_id = self.parent.session_id().as_str().to_owned();
         loop {
             let found = match next(&self.child, &self.awaited, &parent_id, Some(&self.told)).await {
                 Ok(found) => found,
                 Err(error) => {
                     tracing::warn!(child = %self.child.session_id(), %error, "stopped following a child");
+                    shared
+                        .tell_goal(&self.parent, &self.command_id, GoalNews::Settled)
+                        .await;
                     return;
                 }
             };
@@ -265,6 +272,10 @@ impl Follower {
             };
             self.tell(&result, &request).await;
             if last {
+                // After the reply is delivered, so a goal continuation comes after it.
+                shared
+                    .tell_goal(&self.parent, &self.command_id, GoalNews::Replied)
+                    .await;
                 return;
             }
         }
@@ -311,7 +322,7 @@ pub(crate) fn spawn(shared: &std::sync::Arc<crate::runtime::Shared>, follower: F
     }
     let shared = shared.clone();
     tokio::spawn(async move {
-        follower.run().await;
+        follower.run(&shared).await;
         shared.unfollow(&key);
     });
 }

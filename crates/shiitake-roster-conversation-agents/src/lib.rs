@@ -1,7 +1,7 @@
 //! The shared Local/Hub conversation-Agent composition.
 //!
-//! - [`add_shared_set`]: the shared extension set (questions, loops, plans, Almanac,
-//!   skills; goals once they land), each with exactly its grants. Whether an Ask
+//! - [`add_shared_set`]: the shared extension set (questions, goals, loops, plans,
+//!   Almanac, skills), each with exactly its grants. Whether an Ask
 //!   waits on the Agent that sent the work first is the host's choice
 //!   ([`SharedSet::waits_on_sender`]: Local yes, Hub no).
 //! - [`ConversationAgents`]: one Agent's `agents.*` tools over the host's

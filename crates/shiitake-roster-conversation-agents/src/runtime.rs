@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use shiitake_core::Agent;
+use shiitake_core::{Agent, LocalSession};
 use shiitake_ext_subagents::SubagentsHandle;
-use shiitake_protocol::{BoundError, ExtensionId, SessionId, ShiitakeError};
+use shiitake_protocol::{BoundError, CommandId, ExtensionId, SessionId, ShiitakeError};
 use tokio::sync::{mpsc, watch};
 
 use crate::contract::AgentName;
@@ -25,6 +25,8 @@ pub(crate) struct Shared {
     pub(crate) subagents: OnceLock<SubagentsHandle>,
     pub(crate) turn_ends: mpsc::UnboundedSender<TurnEnded>,
     pub(crate) question_id: ExtensionId,
+    /// The goal extension: a Session's goal learns of the work it sent (`goal::roster`).
+    pub(crate) goal_id: ExtensionId,
     /// (sender, child) Sessions a follower watches now.
     followers: Mutex<std::collections::HashSet<(SessionId, SessionId)>>,
 }
@@ -75,12 +77,41 @@ impl Shared {
         })
     }
 
+    /// Tells the sending Session's goal how a command it sent stands
+    /// (`shiitake_ext_goal::roster`): sent, settled, or replied. The goal then waits on
+    /// live work instead of counting a stall. A failure is logged: the goal's recheck
+    /// timer still looks again.
+    pub(crate) async fn tell_goal(&self, parent: &LocalSession, command: &CommandId, news: GoalNews) {
+        let command_id = command.as_str().to_owned();
+        let outcome = parent
+            .host_transaction(&self.goal_id, move |tx| match &news {
+                GoalNews::Sent(to) => shiitake_ext_goal::roster::command_sent(tx, &command_id, to.as_str()),
+                GoalNews::Settled => shiitake_ext_goal::roster::command_settled(tx, &command_id),
+                GoalNews::Replied => shiitake_ext_goal::roster::command_replied(tx, &command_id),
+            })
+            .await;
+        if let Err(error) = outcome {
+            tracing::warn!(parent = %parent.session_id(), command = %command, %error, "the goal did not learn of a sent command");
+        }
+    }
+
     /// Tells the footer that `session_id`'s children changed.
     pub(crate) fn children_changed(&self, session_id: &SessionId) {
         if let Some(subagents) = self.subagents.get() {
             subagents.children_changed(session_id);
         }
     }
+}
+
+/// What the sending Session's goal is told about a command it sent.
+#[derive(Clone, Debug)]
+pub(crate) enum GoalNews {
+    /// Accepted by the child's Session, sent to this Agent.
+    Sent(AgentName),
+    /// The child's work on it settled without a reply to deliver.
+    Settled,
+    /// The child settled and replied.
+    Replied,
 }
 
 /// One Agent's conversation-agents roster: build it, hand [`Self::source`] to the
@@ -111,6 +142,7 @@ impl ConversationAgents {
                 subagents: OnceLock::new(),
                 turn_ends: sender,
                 question_id: shiitake_ext_question::extension_id()?,
+                goal_id: shiitake_ext_goal::extension_id()?,
                 followers: Mutex::new(std::collections::HashSet::new()),
             }),
             turn_ends: Mutex::new(Some(receiver)),

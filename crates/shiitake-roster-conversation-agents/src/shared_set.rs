@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use shiitake_core::AgentBuilder;
 use shiitake_ext_almanac::{AlmanacExtension, almanac_grants};
+use shiitake_ext_goal::{GoalExtension, goal_grants};
 use shiitake_ext_loop::{LoopExtension, loop_grants};
 use shiitake_ext_plan::{PlanExtension, plan_grants};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
@@ -38,9 +39,6 @@ fn failed(extension: &'static str) -> impl Fn(String) -> SharedSetError {
 }
 
 /// Adds the shared set to `builder`, each extension with exactly its grants.
-///
-/// TODO(issue-15): Goal joins the set (with `goal_grants()`) once `shiitake-ext-goal`
-/// lands on main.
 pub fn add_shared_set(
     builder: AgentBuilder,
     set: &SharedSet,
@@ -49,11 +47,13 @@ pub fn add_shared_set(
         waits_on_sender: set.waits_on_sender,
     })
     .map_err(|error| failed("question")(error.to_string()))?;
+    let goal = GoalExtension::new().map_err(|error| failed("goal")(error.to_string()))?;
     let plan = PlanExtension::new().map_err(|error| failed("plan")(error.to_string()))?;
     let looping = LoopExtension::new().map_err(|error| failed("loop")(error.to_string()))?;
     let almanac = AlmanacExtension::new().map_err(|error| failed("almanac")(error.to_string()))?;
     let mut builder = builder
         .extension(question, question_grants())
+        .extension(goal, goal_grants())
         .extension(plan, plan_grants())
         .extension(looping, loop_grants())
         .extension(almanac, almanac_grants());

@@ -32,7 +32,7 @@ use crate::contract::{
 };
 use crate::follow::{self, Awaited, Follower, Found, session_of};
 use crate::record;
-use crate::runtime::Shared;
+use crate::runtime::{GoalNews, Shared};
 
 /// What every handler of one run shares.
 #[derive(Clone)]
@@ -273,11 +273,12 @@ async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, T
         Some(&accepted.command_id),
     )
     .await?;
-    // TODO(issue-15): when shiitake-ext-goal lands on main, record the command on the
-    // sender's goal (`goal::roster::command_sent`) and its settlement and reply in the
-    // follower (`command_settled`, `command_replied`).
+    let parent = run.parent(&me);
+    run.shared
+        .tell_goal(&parent, &accepted.command_id, GoalNews::Sent(input.agent.clone()))
+        .await;
     let follower = Follower {
-        parent: run.parent(&me),
+        parent,
         child: child.clone(),
         agent: input.agent.clone(),
         command_id: accepted.command_id.clone(),
@@ -308,6 +309,9 @@ async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, T
     };
     match waited {
         Some(Found::Replied) => {
+            run.shared
+                .tell_goal(&follower.parent, &accepted.command_id, GoalNews::Replied)
+                .await;
             let words = follow::last_words(&child).await.map_err(for_model)?;
             Ok(json!(result(SendStatus::Replied, Some(words), Vec::new())))
         }

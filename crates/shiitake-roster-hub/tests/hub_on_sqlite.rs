@@ -81,6 +81,7 @@ async fn the_hub_sends_every_ask_to_a_person() {
             "botanical-agent-almanac",
             "botanical-agent-home",
             "botanical-session-agents",
+            "botanical-session-goal",
             "botanical-session-loop",
             "botanical-session-plan",
             "botanical-session-question",

@@ -5,7 +5,7 @@
 //! and composes each with explicit grants:
 //!
 //! - the shared set ([`add_shared_set`]): questions (an Ask raised during work another
-//!   Agent sent waits on that Agent first), loops, plans, Almanac, skills;
+//!   Agent sent waits on that Agent first), goals, loops, plans, Almanac, skills;
 //! - Home over the host's Computers ([`add_home`]);
 //! - Subagents, reading the conversation-agents record of each Session;
 //! - the conversation-agents extension: `agents.create` (a new Agent in this

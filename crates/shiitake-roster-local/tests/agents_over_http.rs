@@ -321,6 +321,7 @@ async fn the_directory_lists_its_agents_and_every_extension_each_runs() {
             "botanical-agent-almanac",
             "botanical-agent-home",
             "botanical-session-agents",
+            "botanical-session-goal",
             "botanical-session-loop",
             "botanical-session-plan",
             "botanical-session-question",
