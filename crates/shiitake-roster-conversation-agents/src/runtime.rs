@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use shiitake_core::{Agent, LocalSession};
 use shiitake_ext_subagents::SubagentsHandle;
-use shiitake_protocol::{BoundError, CommandId, ExtensionId, SessionId, ShiitakeError};
+use shiitake_protocol::{BoundError, CommandId, ExtensionId, SessionApi, SessionId, ShiitakeError};
 use tokio::sync::{mpsc, watch};
 
 use crate::contract::AgentName;
@@ -81,11 +81,18 @@ impl Shared {
     /// (`shiitake_ext_goal::roster`): sent, settled, or replied. The goal then waits on
     /// live work instead of counting a stall. A failure is logged: the goal's recheck
     /// timer still looks again.
-    pub(crate) async fn tell_goal(&self, parent: &LocalSession, command: &CommandId, news: GoalNews) {
+    pub(crate) async fn tell_goal(
+        &self,
+        parent: &LocalSession,
+        command: &CommandId,
+        news: GoalNews,
+    ) {
         let command_id = command.as_str().to_owned();
         let outcome = parent
             .host_transaction(&self.goal_id, move |tx| match &news {
-                GoalNews::Sent(to) => shiitake_ext_goal::roster::command_sent(tx, &command_id, to.as_str()),
+                GoalNews::Sent(to) => {
+                    shiitake_ext_goal::roster::command_sent(tx, &command_id, to.as_str())
+                }
                 GoalNews::Settled => shiitake_ext_goal::roster::command_settled(tx, &command_id),
                 GoalNews::Replied => shiitake_ext_goal::roster::command_replied(tx, &command_id),
             })

@@ -275,7 +275,11 @@ async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, T
     .await?;
     let parent = run.parent(&me);
     run.shared
-        .tell_goal(&parent, &accepted.command_id, GoalNews::Sent(input.agent.clone()))
+        .tell_goal(
+            &parent,
+            &accepted.command_id,
+            GoalNews::Sent(input.agent.clone()),
+        )
         .await;
     let follower = Follower {
         parent,
