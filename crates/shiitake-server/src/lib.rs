@@ -27,6 +27,7 @@
 
 mod auth;
 mod browser;
+mod directory;
 mod error;
 mod extract;
 mod limits;
@@ -47,6 +48,7 @@ use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
 pub use auth::{Token, TokenError, load_or_create_token, token_path};
+pub use directory::{AgentDirectoryApi, directory_router};
 pub use error::{HttpError, status_of};
 pub use extract::MAX_BODY_BYTES;
 pub use web_auth::{COOKIE_PREFIX, CSRF_HEADER};
@@ -108,12 +110,27 @@ impl ServerConfig {
 /// The routes of `docs/http.md` over `agent`, behind the bearer token of `config`
 /// (or the web page's cookie), plus the public page when `config.web` is set.
 pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Router {
+    let subscribers = limits::Subscribers::new(config.max_subscribers);
+    let mut app = agent_routes(agent.clone(), config.keep_alive, subscribers);
+    if let Some(bridge) = config.browser.clone() {
+        app = app.merge(browser_routes(agent, bridge, config.keep_alive));
+    }
+    guarded(app, config)
+}
+
+/// One Agent's `/v1` routes without authentication, for [`router`] and
+/// [`directory_router`]; `subscribers` bounds the event streams of every Agent served.
+pub(crate) fn agent_routes<A: AgentApi + 'static>(
+    agent: Arc<A>,
+    keep_alive: Duration,
+    subscribers: limits::Subscribers,
+) -> Router {
     let shared = Arc::new(routes::Shared {
-        agent: agent.clone(),
-        keep_alive: config.keep_alive,
-        subscribers: limits::Subscribers::new(config.max_subscribers),
+        agent,
+        keep_alive,
+        subscribers,
     });
-    let mut app: Router = Router::new()
+    Router::new()
         .route(
             "/v1/sessions",
             post(routes::create_session::<A>).get(routes::list_sessions::<A>),
@@ -151,10 +168,13 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
             post(routes::agent_extension::<A>),
         )
         .fallback(error::no_route)
-        .with_state(shared);
-    if let Some(bridge) = config.browser {
-        app = app.merge(browser_routes(agent, bridge, config.keep_alive));
-    }
+        .with_state(shared)
+}
+
+/// What every server shares around its routes, outermost last: the browser, login
+/// and logout routes, the time bound, the gate (token or cookie), the public page, and
+/// the request id with its span.
+pub(crate) fn guarded(mut app: Router, config: ServerConfig) -> Router {
     if let Some(login) = &config.web {
         app = app.merge(
             Router::new()
@@ -197,7 +217,7 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
 }
 
 /// The browser App bridge's routes (see [`browser`]).
-fn browser_routes<A: AgentApi + 'static>(
+pub(crate) fn browser_routes<A: AgentApi + 'static>(
     agent: Arc<A>,
     bridge: UiBridge,
     keep_alive: Duration,

@@ -41,6 +41,10 @@ pub struct Cli {
     /// Bearer token for client commands; default: read `<data-dir>/token`.
     #[arg(long, global = true, env = "SHIITAKE_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// The Agent client commands address (`shiitake agents` lists them); default: the
+    /// server's default Agent.
+    #[arg(long, global = true, env = "SHIITAKE_AGENT")]
+    agent: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -58,6 +62,8 @@ pub enum Command {
     Watch(commands::WatchArgs),
     /// List the inbox.
     Sessions(commands::SessionsArgs),
+    /// List the Agents the server serves.
+    Agents,
 }
 
 /// A failure that ends the command with a message.
@@ -114,13 +120,14 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let context = setup::Context::new(cli.data_dir, cli.url, cli.token);
+        let context = setup::Context::new(cli.data_dir, cli.url, cli.token, cli.agent);
         match cli.command {
             Command::Serve(args) => serve::run(&context, args).await,
             Command::Chat(args) => chat::run(&context, args).await,
             Command::Send(args) => commands::send(&context, args).await,
             Command::Watch(args) => commands::watch(&context, args).await,
             Command::Sessions(args) => commands::sessions(&context, args).await,
+            Command::Agents => commands::agents(&context).await,
         }
     });
     // Open streams and stdin readers must not keep the process alive.

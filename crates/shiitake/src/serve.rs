@@ -7,10 +7,10 @@ use knapsack::Knapsack;
 use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
 use knapsack::ui::UiBridge;
 use shiitake_capabilities::{Catalog, SourceId};
-use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
-use shiitake_ext_ui::UiExtension;
-use shiitake_protocol::AgentApi;
-use shiitake_server::{ServerConfig, WebLogin, load_or_create_token, router};
+use shiitake_ext_home::{Attachment, ComputerList};
+use shiitake_ext_skills::{SkillLibrary, SkillRoot};
+use shiitake_roster_local::{LocalDirectory, LocalOptions};
+use shiitake_server::{ServerConfig, WebLogin, directory_router, load_or_create_token};
 
 use crate::datadir;
 use crate::models::{AllowedModels, ModelChoice, ServeModels, start_local};
@@ -27,10 +27,18 @@ pub struct ServeArgs {
     /// `local` (the default: the bundled local model, started here) or `none`.
     #[arg(long, env = "SHIITAKE_MODEL")]
     model: Option<String>,
-    /// Directory the agent's file tools may read and edit; default: the current directory,
-    /// unless that is `$HOME` or `/` (then the flag is required).
+    /// Directory attached as the Computer `workspace` when no --computer is given
+    /// (Home's file tools read and edit it); default: the current directory, unless that
+    /// is `$HOME` or `/` (then the flag is required).
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// A Computer for Home, `name=DIR` (repeatable): a local directory its file tools
+    /// work in; `/home <name>` chooses among several.
+    #[arg(long = "computer", value_name = "NAME=DIR", value_parser = computer_spec)]
+    computers: Vec<(String, PathBuf)>,
+    /// A skills root (repeatable): each folder in it with a SKILL.md is a skill.
+    #[arg(long = "skills", value_name = "DIR")]
+    skills: Vec<PathBuf>,
     /// Another model spec Sessions may choose (repeatable); besides it, Sessions may choose
     /// `--model`, and `openai:`/`anthropic:` models when their API key is set.
     #[arg(long = "allow-model", value_name = "SPEC")]
@@ -54,6 +62,16 @@ impl std::fmt::Debug for McpSpec {
 
 fn mcp_spec(text: &str) -> Result<McpSpec, std::convert::Infallible> {
     Ok(McpSpec(text.to_owned()))
+}
+
+/// `name=DIR` of `--computer`.
+fn computer_spec(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, dir)) if !name.is_empty() && !dir.is_empty() => {
+            Ok((name.to_owned(), PathBuf::from(dir)))
+        }
+        _ => Err(format!("expected NAME=DIR, got {text:?}")),
+    }
 }
 
 fn setup(what: &str) -> impl Fn(String) -> CliError + '_ {
@@ -80,25 +98,59 @@ fn workspace_root(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
     Ok(current)
 }
 
-/// The tools of the Local host: the Knapsack files module over the workspace directory
-/// (with the data directory hidden from it), and the `--mcp` servers.
-async fn catalog(root: &Path, data_dir: &Path, mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
-    let files = knapsack::LocalFiles::new(root)
-        .and_then(|files| files.hiding(data_dir))
-        .map_err(|error| setup("workspace")(format!("{}: {error}", root.display())))?;
-    let source = knapsack::Knapsack::files(Arc::new(files))
-        .and_then(|connection| connection.source(SourceId::new("files")))
-        .map_err(|error| setup("files tools")(error.to_string()))?;
-    let catalog = Catalog::new();
-    catalog
-        .add_source(Arc::new(source))
-        .await
-        .map_err(|error| setup("files tools")(error.to_string()))?;
-    let catalog = Arc::new(catalog);
+/// The tools of the Local host besides the extensions': the `--mcp` servers. (The file
+/// tools are Home's, over the attached Computers.)
+async fn catalog(mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
+    let catalog = Arc::new(Catalog::new());
     if !mcp.is_empty() {
         add_mcp_servers(&catalog, mcp).await?;
     }
     Ok(catalog)
+}
+
+/// The Computers Home works in: each `--computer name=DIR`, or else `workspace` at
+/// [`workspace_root`].
+fn computer_dirs(
+    workspace: Option<PathBuf>,
+    computers: Vec<(String, PathBuf)>,
+) -> Result<Vec<(String, PathBuf)>, CliError> {
+    if computers.is_empty() {
+        Ok(vec![("workspace".to_owned(), workspace_root(workspace)?)])
+    } else {
+        Ok(computers)
+    }
+}
+
+/// Each Computer as a local attachment with the data directory hidden from its file
+/// tools (the database and the token are not the model's to read).
+fn attach(dirs: &[(String, PathBuf)], data_dir: &Path) -> Result<Vec<Attachment>, CliError> {
+    dirs.iter()
+        .map(|(name, dir)| {
+            let failed =
+                |error: String| setup("--computer")(format!("{name}={}: {error}", dir.display()));
+            let port = knapsack::LocalFiles::new(dir)
+                .and_then(|files| files.hiding(data_dir))
+                .map_err(|error| failed(error.to_string()))?;
+            Attachment::from_local(name, port).map_err(|error| failed(error.to_string()))
+        })
+        .collect()
+}
+
+/// The skills of the `--skills` roots; what a root could not give is printed.
+async fn skills(roots: &[PathBuf]) -> Option<Arc<SkillLibrary>> {
+    if roots.is_empty() {
+        return None;
+    }
+    let roots: Vec<SkillRoot> = roots.iter().map(SkillRoot::new).collect();
+    let library = SkillLibrary::discover(&roots).await;
+    for problem in &library.list().problems {
+        eprintln!(
+            "shiitake: skills: {}",
+            serde_json::to_string(problem).unwrap_or_default()
+        );
+    }
+    println!("shiitake: skills: {}", library.list().skills.len());
+    Some(Arc::new(library))
 }
 
 /// Connects the `--mcp` servers (those that fail are reported and left out) and keeps
@@ -148,15 +200,12 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         .await
         .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
     let address = listener.local_addr()?;
-    let workspace = workspace_root(args.workspace)?;
     let (token, token_path) =
         load_or_create_token(&data_dir).map_err(|error| setup("token")(error.to_string()))?;
-    let database = data_dir.join("shiitake.db");
-    let store = SqliteStore::open(&database, Durability::Full)
-        .await
-        .map_err(|error| setup("store")(format!("{}: {error}", database.display())))?;
-    datadir::tighten(&data_dir)?;
-    let tools = catalog(&workspace, &data_dir, &args.mcp).await?;
+    let tools = catalog(&args.mcp).await?;
+    let dirs = computer_dirs(args.workspace, args.computers)?;
+    let attachments = attach(&dirs, &data_dir)?;
+    let skills = skills(&args.skills).await;
     let choice = ModelChoice::parse(args.model.as_deref())?;
     let (default_spec, started_local) = match &choice {
         ModelChoice::Spec(spec) => (Some(spec.clone()), None),
@@ -168,21 +217,31 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     };
     let env = shiitake_model::ModelEnv::from_env();
     let allowed = AllowedModels::new(default_spec.iter().chain(&args.allow_model), &env);
-    let models = ServeModels::new(default_spec.clone(), allowed);
-    // The browser App bridge: runs borrow `ui`; the server mounts its `/browser/` routes.
+    let models = Arc::new(ServeModels::new(default_spec.clone(), allowed));
+    // The browser App bridge: the default Agent's runs borrow `ui`; the server mounts
+    // its `/browser/` routes.
     let bridge = UiBridge::default();
-    let ui = UiExtension::new(bridge.clone()).map_err(|error| setup("ui")(error.to_string()))?;
-    let agent = Agent::builder(Arc::new(store), tools, AgentConfig::new(Arc::new(models)))
-        .extension(ui, UiExtension::grants())
-        .open()
-        .await?;
-    let agent = Arc::new(agent);
+    let mut options = LocalOptions::new(&data_dir, models);
+    options.tools = tools;
+    options.skills = skills;
+    options.computers = Arc::new(ComputerList::new(attachments));
+    options.ui = Some(bridge.clone());
+    let directory = Arc::new(
+        LocalDirectory::open(options)
+            .await
+            .map_err(|error| setup("store")(error.to_string()))?,
+    );
+    datadir::tighten(&data_dir)?;
     println!("shiitake: data directory {}", data_dir.display());
     println!("shiitake: token in {}", token_path.display());
-    println!(
-        "shiitake: workspace {} (the file tools may read and edit it)",
-        workspace.display()
-    );
+    for (name, dir) in &dirs {
+        println!(
+            "shiitake: computer {name} at {} (the file tools may read and edit it)",
+            dir.display()
+        );
+    }
+    let names: Vec<String> = directory.names().into_iter().map(String::from).collect();
+    println!("shiitake: agents {}", names.join(", "));
     match &default_spec {
         Some(model) => println!("shiitake: model {model}"),
         None => println!(
@@ -197,8 +256,8 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         .login_url(&format!("http://{address}"))
         .map_err(|error| setup("login link")(error.to_string()))?;
     println!("shiitake: web page: open {login} (the link works once)");
-    let app = router(
-        agent.clone(),
+    let app = directory_router(
+        directory.clone(),
         ServerConfig::new(token)
             .with_browser(bridge.clone())
             .with_web(web),
@@ -210,16 +269,13 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         }),
     };
     bridge.close();
-    let closed = agent.close().await;
-    if closed.is_ok() {
-        println!("shiitake: the Agent closed");
-    }
+    directory.close().await;
+    println!("shiitake: the Agents closed");
     // The model server outlives this process unless it is stopped here.
     if let Some(local) = started_local {
         local.stop().await;
     }
     served?;
-    closed?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 mod commands;
 mod extensions;
 mod observe;
+mod observed;
 mod open;
 pub(crate) mod registry;
 mod runs;
@@ -82,6 +83,8 @@ pub(crate) enum Request {
         origin: crate::extension::Origin,
         reply: Reply<shiitake_protocol::Accepted>,
     },
+    /// Publish the extension slots again without a change; answers whether anyone watched.
+    Republish(Reply<bool>),
     /// Fire a due timer of this Session in the transaction that claims it.
     FireTimer(crate::store::TimerRow, Reply<()>),
     /// Stop now (the Session is being deleted, or the Agent closes): runs are
@@ -365,15 +368,23 @@ impl Owner {
                 let result = self.command(command, sender).await;
                 send(reply, result);
             }
-            Request::Read(options, reply) => send(reply, self.snapshot(&options).await),
+            Request::Read(options, reply) => {
+                self.observed();
+                send(reply, self.snapshot(&options).await);
+            }
             Request::Watch(options, reply) => {
+                self.observed();
                 let result = self
                     .snapshot(&options)
                     .await
                     .map(|snapshot| (snapshot, self.receiver()));
                 send(reply, result);
             }
-            Request::Subscribe(options, reply) => send(reply, self.subscribe(&options).await),
+            Request::Subscribe(options, reply) => {
+                self.observed();
+                send(reply, self.subscribe(&options).await);
+            }
+            Request::Republish(reply) => send(reply, Ok(self.republish())),
             Request::Preference(reply) => send(reply, Ok(self.header.model_preference.clone())),
             Request::SetPreference(preference, reply) => {
                 let result = match self.core.config.models.permits(&preference) {
@@ -547,6 +558,7 @@ fn refuse_all(
             Request::ExtensionCall(_, _, _, reply) => send(reply, Err(failure)),
             Request::ExtensionTx { reply, .. } => send(reply, Err(failure)),
             Request::FireTimer(_, reply) => send(reply, Err(failure)),
+            Request::Republish(reply) => send(reply, Err(failure)),
             Request::Admit { reply, .. } => send(reply, Err(failure)),
             Request::Stop(done) => {
                 if done.send(()).is_err() {
