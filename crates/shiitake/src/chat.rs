@@ -20,6 +20,7 @@ use crate::asker::{LineAsker, TerminalAsker};
 use crate::commands;
 use crate::flows;
 use crate::input::{Event, Input};
+use crate::outstanding::Outstanding;
 use crate::render::Printer;
 use crate::setup::Context;
 
@@ -110,8 +111,9 @@ async fn converse(
 ) -> Result<bool, CliError> {
     let mut input_open = true;
     let mut sent_any = false;
+    let mut outstanding = Outstanding::default();
     loop {
-        if !input_open && printer.idle() {
+        if !input_open && printer.idle() && outstanding.is_empty() {
             break;
         }
         tokio::select! {
@@ -150,9 +152,9 @@ async fn converse(
                         match PromptText::new(text) {
                             Ok(text) => {
                                 let options = SendOptions { delivery: Some(delivery), request_id: None };
-                                session.send(text, options).await?;
-                                // Until the acceptance shows up in a frame the Session is not idle.
-                                printer.pending += 1;
+                                let accepted = session.send(text, options).await?;
+                                // Until a frame names it, a stale idle frame must not end the chat.
+                                outstanding.sent(accepted.command_id);
                                 sent_any = true;
                             }
                             Err(error) => eprintln!("[not sent] {error}"),
@@ -162,7 +164,11 @@ async fn converse(
                 },
             },
             frame = changes.next() => match frame {
-                Some(frame) => printer.frame(&frame?),
+                Some(frame) => {
+                    let frame = frame?;
+                    outstanding.observe(&frame);
+                    printer.frame(&frame);
+                }
                 None => break,
             },
             stop = tokio::signal::ctrl_c() => {

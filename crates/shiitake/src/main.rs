@@ -15,6 +15,7 @@ mod flows;
 mod footer;
 mod input;
 mod models;
+mod outstanding;
 mod render;
 mod serve;
 mod setup;

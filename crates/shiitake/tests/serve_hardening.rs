@@ -148,7 +148,10 @@ fn serve_without_a_workspace_refuses_home_and_the_root() {
     let _ = child.wait();
     let project = std::fs::canonicalize(&project).unwrap();
     assert!(
-        printed.contains(&format!("shiitake: computer workspace at {}", project.display())),
+        printed.contains(&format!(
+            "shiitake: computer workspace at {}",
+            project.display()
+        )),
         "{printed}"
     );
 }
