@@ -21,10 +21,16 @@ use serde_json::json;
 use shiitake_chromium::{Chromium, Page, eval, screenshot, wait_for};
 use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_ext_subagents::contract::{
+    ANSWER_ACTION_LABEL, AnswerAction, ChildRow, ChildStatus, EXTENSION_ID, FooterSummary,
+    FooterView, NeedsYouQuestion, QUESTION_ANSWER_CALL, QUESTION_ANSWER_FLOW,
+    QUESTION_EXTENSION_ID, Tone,
+};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
+use shiitake_protocol::AgentName;
 use shiitake_protocol::message::{Message, UserContent};
 use shiitake_protocol::{AgentApi, PromptText, RequestId, SendOptions, SessionApi};
-use shiitake_server::{ServerConfig, Token, WebLogin, router};
+use shiitake_server::{AgentDirectoryApi, ServerConfig, Token, WebLogin, directory_router, router};
 use support::{Server, TOKEN};
 
 /// How long the page may take to show something.
@@ -532,21 +538,23 @@ async fn the_page_modules_agree_with_the_rust_side() {
 
 /// A stand-in for the subagents view: publishes the `rows` a command sets, so the
 /// footer's subagent rows (Open, Answer) can be driven without the roster.
+/// A stand-in for the subagents extension: publishes the footer view a test sets,
+/// in the subagents contract's shape and under its id, so the page renders it as it
+/// would the real rows (the real extension needs a roster of Agents behind it).
 mod rows {
     use serde_json::{Value, json};
     use shiitake_core::extension::{
         Extension, ExtensionDefinition, Grant, Grants, HookError, StateScope, StateView, Tx,
     };
+    use shiitake_ext_subagents::contract::{EXTENSION_ID, FooterView};
     use shiitake_protocol::ExtensionId;
-
-    pub const ID: &str = "web-test-subagents";
 
     pub struct Rows(ExtensionDefinition);
 
     impl Rows {
         pub fn new() -> Self {
             Self(ExtensionDefinition {
-                id: ExtensionId::new(ID).unwrap(),
+                id: ExtensionId::new(EXTENSION_ID).unwrap(),
                 namespace: "rows".into(),
                 scopes: vec![StateScope::Session],
                 schema_version: 1,
@@ -576,7 +584,9 @@ mod rows {
         ) -> Result<Value, HookError> {
             match command {
                 "set" => {
-                    tx.put(StateScope::Session, "rows", "rows", &input["rows"])?;
+                    let view: FooterView = serde_json::from_value(input["view"].clone())
+                        .map_err(|error| HookError::Invalid(error.to_string()))?;
+                    tx.put(StateScope::Session, "rows", "view", &view)?;
                     Ok(json!(true))
                 }
                 other => Err(HookError::UnknownCommand(other.to_owned())),
@@ -584,11 +594,27 @@ mod rows {
         }
 
         fn projection(&self, state: &StateView<'_>) -> Option<Value> {
-            let rows: Value = state
-                .get(StateScope::Session, "rows", "rows")
-                .unwrap_or(json!([]));
-            Some(json!({"rows": rows}))
+            state.get(StateScope::Session, "rows", "view")
         }
+    }
+}
+
+/// A directory of the one Agent `main`, as `shiitake serve` serves its Agents.
+struct OneAgent(Arc<Agent>);
+
+impl AgentDirectoryApi for OneAgent {
+    type Agent = Agent;
+
+    fn agent(&self, name: &AgentName) -> Option<Arc<Agent>> {
+        (name.as_str() == "main").then(|| self.0.clone())
+    }
+
+    fn names(&self) -> Vec<AgentName> {
+        vec![AgentName::default()]
+    }
+
+    fn default_name(&self) -> AgentName {
+        AgentName::default()
     }
 }
 
@@ -621,8 +647,9 @@ fn open_asks(snapshot: &serde_json::Value) -> Vec<serde_json::Value> {
         .unwrap_or_default()
 }
 
-/// A subagent row that needs a person: Answer runs `/answer` against the row's
-/// Session (the child), and Open shows that conversation.
+/// A subagent row that needs a person (the subagents contract's shape): its Answer
+/// action runs the question's answer flow on the child's Session through the Agent
+/// segment of the directory routes, and Open shows that conversation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
     let Some(chromium) = Chromium::launch_or_skip("web_page subagents")
@@ -660,7 +687,7 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
     let login = WebLogin::default();
     let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
     let server = Server::start(
-        router(agent.clone(), config),
+        directory_router(Arc::new(OneAgent(agent.clone())), config),
         "127.0.0.1:0".parse().unwrap(),
     )
     .await;
@@ -683,13 +710,43 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
         .create_session(RequestId::new("web-parent").unwrap())
         .await
         .unwrap();
+    let view = FooterView {
+        collapsed: false,
+        rows: vec![ChildRow {
+            agent: "main".into(),
+            session_id: child.as_str().into(),
+            title: "Researcher".into(),
+            status: ChildStatus::NeedsYou {
+                question: Some(NeedsYouQuestion {
+                    ask_id: ask_id.clone(),
+                    text: "Which database?".into(),
+                    answer: AnswerAction {
+                        label: ANSWER_ACTION_LABEL.into(),
+                        agent: "main".into(),
+                        session_id: child.as_str().into(),
+                        extension_id: QUESTION_EXTENSION_ID.into(),
+                        flow: QUESTION_ANSWER_FLOW.into(),
+                        call: QUESTION_ANSWER_CALL.into(),
+                        ask_id: ask_id.clone(),
+                    },
+                }),
+            },
+        }],
+        summary: FooterSummary {
+            total: 1,
+            needs_you: 1,
+            tone: Tone::Amber,
+            ..FooterSummary::default()
+        },
+        more: 0,
+        refreshed_at: None,
+    };
     agent
         .session(parent.clone())
         .call_extension(
-            &shiitake_protocol::ExtensionId::new(rows::ID).unwrap(),
+            &shiitake_protocol::ExtensionId::new(EXTENSION_ID).unwrap(),
             "set",
-            json!({"rows": [{"name": "Researcher", "status": "needs_you", "summary": "asks which database",
-                             "sessionId": child.as_str(), "askId": ask_id}]}),
+            json!({ "view": view }),
         )
         .await
         .unwrap();
@@ -712,7 +769,10 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
     .await
     .unwrap();
     assert!(
-        row.contains("Researcher") && row.contains("needs you"),
+        row.contains("main")
+            && row.contains("Researcher")
+            && row.contains("needs you")
+            && row.contains("Which database?"),
         "{row}"
     );
     run(
@@ -735,14 +795,20 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
     run(&page, "document.getElementById('flow-confirm').click()").await;
     shown(
         &page,
-        "document.getElementById('flow-message')?.textContent.includes('/answer: done')",
+        "document.getElementById('flow-message')?.textContent.includes('Answer @main: done')",
     )
     .await;
     until(&agent, &child, |s| open_asks(s).is_empty()).await;
 
+    // Open shows once the page learned that `main` is its own (default) Agent.
+    shown(
+        &page,
+        "document.querySelector('#footer .row.subagent a.open:not([hidden])')",
+    )
+    .await;
     run(
         &page,
-        "document.querySelector('#footer .row.subagent a').click()",
+        "document.querySelector('#footer .row.subagent a.open').click()",
     )
     .await;
     shown(

@@ -101,6 +101,23 @@ pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Runs a typed slash command: `/answer @agent` answers a sub-agent's question from
+/// the footer, everything else is a catalog flow.
+async fn slash_command(
+    agent: &shiitake_client::RemoteAgent,
+    session: &RemoteSession,
+    slash: &flows::Slash,
+    asker: &mut dyn flows::Asker,
+    request_id: &str,
+) -> Result<(), CliError> {
+    match slash.rest.strip_prefix('@') {
+        Some(child) if slash.name == "answer" => {
+            flows::answer_child(agent, session, child.trim(), asker, request_id).await
+        }
+        _ => flows::run(agent, session, slash, asker, request_id).await,
+    }
+}
+
 /// The conversation loop; true when anything was sent.
 async fn converse(
     agent: &shiitake_client::RemoteAgent,
@@ -138,10 +155,10 @@ async fn converse(
                         let request_id = new_request()?;
                         let outcome = if input.is_terminal() {
                             let mut asker = TerminalAsker { printer: &mut *printer };
-                            flows::run(agent, session, &slash, &mut asker, request_id.as_str()).await
+                            slash_command(agent, session, &slash, &mut asker, request_id.as_str()).await
                         } else {
                             let mut asker = LineAsker { input: &mut *input, printer: &mut *printer };
-                            flows::run(agent, session, &slash, &mut asker, request_id.as_str()).await
+                            slash_command(agent, session, &slash, &mut asker, request_id.as_str()).await
                         };
                         if let Err(error) = outcome {
                             printer.note(&format!("[/{}] {error}", slash.name));

@@ -1,5 +1,6 @@
 //! The footer `chat` and `watch` print after each run: what the extensions show of
-//! the Session (the goal, open questions, the plan's current step and progress, the loop).
+//! the Session (the goal, the plan's current step and progress, the loop, the Agents
+//! this Session sent work to, open questions).
 //!
 //! Each line is decoded through the extension's contract; an extension that is not
 //! there, stopped, or publishes nothing adds no line. Extension text is printed
@@ -9,6 +10,7 @@ use shiitake_ext_goal::contract::{GoalContract, GoalProjection};
 use shiitake_ext_loop::contract::{LoopContract, LoopProjection, LoopStatus};
 use shiitake_ext_plan::contract::{PlanContract, PlanProjection};
 use shiitake_ext_question::contract::{QuestionContract, QuestionProjection};
+use shiitake_ext_subagents::contract::{ChildRow, ChildStatus, FooterView, SubagentsContract};
 use shiitake_protocol::SessionExtensionSlots;
 use shiitake_protocol::extension::{ExtensionContract, ExtensionViewV0, view};
 
@@ -99,6 +101,56 @@ fn looping(projection: &LoopProjection) -> Option<String> {
     ))
 }
 
+/// One line per sub-agent row, or the collapsed summary (`/agents` toggles). A row
+/// whose child needs a person names the question and how to answer it from here.
+fn subagents(view: &FooterView) -> Vec<String> {
+    if view.collapsed {
+        let summary = &view.summary;
+        let mut parts = Vec::new();
+        for (count, label) in [
+            (summary.needs_you, "need you"),
+            (summary.working, "working"),
+            (summary.waiting, "waiting on an Agent"),
+            (summary.failed, "failed"),
+            (summary.unavailable, "unavailable"),
+            (summary.idle, "idle"),
+        ] {
+            if count > 0 {
+                parts.push(format!("{count} {label}"));
+            }
+        }
+        let mark = if summary.needs_you > 0 { "! " } else { "" };
+        return vec![format!(
+            "{mark}agents: {} ({}) — /agents expands",
+            summary.total,
+            parts.join(", ")
+        )];
+    }
+    let mut lines: Vec<String> = view.rows.iter().map(child_row).collect();
+    if view.more > 0 {
+        lines.push(format!("agents: {} more", view.more));
+    }
+    lines
+}
+
+fn child_row(row: &ChildRow) -> String {
+    let agent = inert_line(&row.agent);
+    let title = if row.title.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", inert_line(&row.title))
+    };
+    match &row.status {
+        ChildStatus::NeedsYou {
+            question: Some(question),
+        } => format!(
+            "! agent {agent}{title}: needs you: {} — /answer @{agent}",
+            inert_line(&question.text)
+        ),
+        status => format!("agent {agent}{title}: {}", inert_line(&status.label())),
+    }
+}
+
 /// The footer lines for these slots, in a stable order, with clock times in this
 /// machine's zone.
 pub fn lines(slots: &SessionExtensionSlots) -> Vec<String> {
@@ -122,6 +174,9 @@ fn lines_at(slots: &SessionExtensionSlots, offset_minutes: i32) -> Vec<String> {
         && let Some(line) = looping(&projection)
     {
         lines.push(line);
+    }
+    if let Some(projection) = running::<SubagentsContract>(slots) {
+        lines.extend(subagents(&projection));
     }
     if let Some(projection) = running::<QuestionContract>(slots) {
         lines.extend(questions(&projection));
@@ -210,6 +265,59 @@ mod tests {
             value: json!({"goal": null, "footer": null, "turns": [], "waitingOn": []}),
         };
         assert!(lines_at(&slots(&[(id, finished)]), 0).is_empty());
+    }
+
+    #[test]
+    fn each_child_status_has_its_row_and_a_collapsed_view_one_summary() {
+        let rows = ExtensionSlotV0::Running {
+            value: json!({"collapsed": false, "more": 2, "summary": {"total": 6, "working": 1,
+            "waiting": 1, "needsYou": 1, "idle": 1, "failed": 1, "unavailable": 1, "tone": "amber"},
+            "rows": [
+                {"agent": "builder", "sessionId": "s1", "title": "Build", "status": {"kind": "working"}},
+                {"agent": "tester", "sessionId": "s2", "status": {"kind": "waiting_on", "agent": "main"}},
+                {"agent": "writer", "sessionId": "s3", "status": {"kind": "needs_you", "question": {
+                    "askId": "ask_1", "text": "Which\u{1b}[2J tone?", "answer": {
+                        "label": "Answer", "agent": "writer", "sessionId": "s3",
+                        "extensionId": "botanical-session-question", "flow": "answer_flow",
+                        "call": "answer", "askId": "ask_1"}}}},
+                {"agent": "approver", "sessionId": "s4", "status": {"kind": "needs_you"}},
+                {"agent": "idler", "sessionId": "s5", "status": {"kind": "idle"}},
+                {"agent": "crasher", "sessionId": "s6", "status": {"kind": "failed"}},
+                {"agent": "gone", "sessionId": "s7", "status": {"kind": "unavailable", "reason": "closed"}}
+            ]}),
+        };
+        let id = "botanical-session-subagents";
+        assert_eq!(
+            lines(&slots(&[(id, rows)])),
+            [
+                "agent builder (Build): working",
+                "agent tester: waiting on main",
+                "! agent writer: needs you: Which\\x1b[2J tone? — /answer @writer",
+                "agent approver: needs you",
+                "agent idler: idle",
+                "agent crasher: failed",
+                "agent gone: unavailable",
+                "agents: 2 more",
+            ]
+        );
+        let collapsed = ExtensionSlotV0::Running {
+            value: json!({"collapsed": true, "rows": [], "more": 0, "summary": {"total": 3,
+                "working": 1, "waiting": 2, "needsYou": 0, "idle": 0, "failed": 0,
+                "unavailable": 0, "tone": "calm"}}),
+        };
+        assert_eq!(
+            lines(&slots(&[(id, collapsed)])),
+            ["agents: 3 (1 working, 2 waiting on an Agent) — /agents expands"]
+        );
+        let amber = ExtensionSlotV0::Running {
+            value: json!({"collapsed": true, "rows": [], "more": 0, "summary": {"total": 2,
+                "working": 0, "waiting": 1, "needsYou": 1, "idle": 0, "failed": 0,
+                "unavailable": 0, "tone": "amber"}}),
+        };
+        assert_eq!(
+            lines(&slots(&[(id, amber)])),
+            ["! agents: 2 (1 need you, 1 waiting on an Agent) — /agents expands"]
+        );
     }
 
     #[test]

@@ -72,7 +72,30 @@ export const sessions = {
   abort: (id) => api("POST", `/v1/sessions/${enc(id)}/commands`, { type: "abort" }),
   callExtension: (id, extension, command, input) =>
     api("POST", `/v1/sessions/${enc(id)}/extensions/${enc(extension)}/${enc(command)}`, input),
+  /** The same call on a Session of another Agent of the directory (a sub-agent's). */
+  callExtensionIn: (agentName, id, extension, command, input) =>
+    api(
+      "POST",
+      `/v1/agents/${enc(agentName)}/sessions/${enc(id)}/extensions/${enc(extension)}/${enc(command)}`,
+      input,
+    ),
 };
+
+/** The Agent the routes without an Agent segment serve: asked once; null when the
+ * server serves a single Agent (no `GET /v1/agents`). */
+let defaultAgentName;
+export async function defaultAgent() {
+  if (defaultAgentName === undefined) {
+    try {
+      const list = await api("GET", "/v1/agents");
+      const found = list.agents.find((entry) => entry.default);
+      defaultAgentName = found ? found.name : null;
+    } catch {
+      defaultAgentName = null;
+    }
+  }
+  return defaultAgentName;
+}
 
 /** Agent-scope routes. */
 export const agent = {

@@ -166,6 +166,24 @@ export async function runCommand({ sessionId, name, preset = {}, container }) {
   }
 }
 
+/**
+ * Runs the Answer action of a sub-agent row: the question extension's own flow on the
+ * child's Session, in the child's Agent, with its Ask preset.
+ */
+export async function runAction({ action, container }) {
+  const label = `${action.label} @${action.agent}`;
+  try {
+    const call = (operation, input) =>
+      sessions.callExtensionIn(action.agent, action.sessionId, action.extensionId, operation, input);
+    const input = await walkFlow(container, call, action.flow, { askId: action.askId });
+    if (input === null) return;
+    await call(action.call, { ...input, requestId: requestId() });
+    say(container, `${label}: done.`, "ok");
+  } catch (error) {
+    say(container, `${label} failed: ${error.message}`, "error-text");
+  }
+}
+
 async function walkFlow(container, call, flow, preset) {
   const collected = { ...preset };
   for (let taken = 0; taken < MAX_FLOW_STEPS; taken += 1) {

@@ -2,14 +2,15 @@
 // rows, open questions, stopped extensions) and the commands they offer. Answers
 // go through the catalog flow (flow.js), never around it.
 
-import { agent, requestId, sessions } from "./api.js";
+import { agent, defaultAgent, requestId, sessions } from "./api.js";
 import { h, replace } from "./dom.js";
-import { runCommand } from "./flow.js";
+import { runAction, runCommand } from "./flow.js";
 
 /** The extension ids the footer knows how to show; others appear only when stopped. */
 export const GOAL = "botanical-session-goal";
 export const PLAN = "botanical-session-plan";
 export const QUESTION = "botanical-session-question";
+export const SUBAGENTS = "botanical-session-subagents";
 
 function running(extensions, id) {
   const slot = extensions[id];
@@ -55,37 +56,89 @@ function planRows(plan, context) {
   return rows;
 }
 
+/** A child's status in words: `working`, `waiting on main`, `needs you`, ... */
+function statusWords(status) {
+  switch (status.kind) {
+    case "waiting_on":
+      return `waiting on ${status.agent}`;
+    case "needs_you":
+      return "needs you";
+    default:
+      return String(status.kind || "unavailable");
+  }
+}
+
 /**
- * Subagent rows: any running extension whose value holds `rows` of
- * `{name | agent, status, summary?, sessionId?, needsYou?, askId?}`. A row with a
- * `sessionId` opens that conversation; one that needs a person gets Answer, which
- * runs `/answer` against the row's Session (its `askId` picked up front).
+ * Subagent rows (the subagents extension's footer view): one per Agent this Session
+ * sent work to, or one summary row when `/agents` collapsed them (amber when a child
+ * needs a person). A child whose question needs a person gets its Answer action, which
+ * runs the question's own flow on the child's Session.
  */
-function subagentRows(extensions, context) {
-  const rows = [];
-  for (const [id, slot] of Object.entries(extensions)) {
-    if (slot.status !== "running" || !slot.value || !Array.isArray(slot.value.rows)) continue;
-    for (const row of slot.value.rows) {
-      const status = String(row.status || "");
-      const needsYou = row.needsYou === true || status === "needs_you";
-      const target = typeof row.sessionId === "string" ? row.sessionId : context.sessionId;
-      const preset = typeof row.askId === "string" ? { askId: row.askId } : {};
-      rows.push(
-        h(
-          "div",
-          { class: `row subagent state-${status}`, dataset: { extension: id } },
-          h("span", { class: "label" }, String(row.name || row.agent || "agent")),
-          h("span", { class: `badge state-${status}` }, status.replace(/_/g, " ")),
-          row.summary ? String(row.summary) : "",
-          typeof row.sessionId === "string"
-            ? h("a", { class: "link", href: `#/s/${encodeURIComponent(row.sessionId)}` }, "Open")
-            : null,
-          needsYou
-            ? h("button", { class: "answer", onclick: () => context.runFor(target, "answer", preset) }, "Answer")
-            : null,
-        ),
-      );
+function subagentRows(view, context) {
+  if (!view) return [];
+  const toggle = async () => {
+    try {
+      await sessions.callExtension(context.sessionId, SUBAGENTS, "toggle", { requestId: requestId() });
+    } catch (error) {
+      context.problem(`Agents: ${error.message}`);
     }
+  };
+  if (view.collapsed) {
+    const s = view.summary || {};
+    const parts = [
+      [s.needsYou, "need you"],
+      [s.working, "working"],
+      [s.waiting, "waiting on an Agent"],
+      [s.failed, "failed"],
+      [s.unavailable, "unavailable"],
+      [s.idle, "idle"],
+    ]
+      .filter(([count]) => count > 0)
+      .map(([count, words]) => `${count} ${words}`);
+    return [
+      h(
+        "div",
+        { class: `row subagents-summary tone-${s.tone || "calm"}`, id: "footer-agents" },
+        h("span", { class: "label" }, "Agents"),
+        `${s.total || 0} (${parts.join(", ")})`,
+        h("button", { class: "link", onclick: toggle }, "Expand"),
+      ),
+    ];
+  }
+  const rows = (view.rows || []).map((row) => {
+    const status = row.status || { kind: "unavailable" };
+    const question = status.kind === "needs_you" ? status.question : null;
+    // The page shows the default Agent's Sessions: a child there opens here.
+    const open = h("a", { class: "link open", href: `#/s/${encodeURIComponent(row.sessionId)}`, hidden: true }, "Open");
+    defaultAgent().then((name) => {
+      if (name === row.agent) open.hidden = false;
+    });
+    return h(
+      "div",
+      {
+        class: `row subagent state-${status.kind}`,
+        dataset: { agent: row.agent },
+        title: status.kind === "unavailable" ? status.reason || "" : "",
+      },
+      h("span", { class: "label" }, row.agent),
+      row.title ? h("span", { class: "muted" }, ` ${row.title} `) : null,
+      h("span", { class: `badge state-${status.kind}` }, statusWords(status)),
+      question ? ` ${question.text}` : "",
+      question
+        ? h("button", { class: "answer primary", onclick: () => context.answer(question.answer) }, question.answer.label)
+        : null,
+      open,
+    );
+  });
+  if (rows.length) {
+    rows.push(
+      h(
+        "div",
+        { class: "row subagents-more" },
+        view.more > 0 ? `+${view.more} more ` : "",
+        h("button", { class: "link", onclick: toggle }, "Collapse"),
+      ),
+    );
   }
   return rows;
 }
@@ -145,7 +198,7 @@ export function renderFooter(footer, extensions, { sessionId }) {
   footer.context = {
     sessionId,
     run: (name, preset) => runCommand({ sessionId, name, preset, container: flow }),
-    runFor: (target, name, preset) => runCommand({ sessionId: target, name, preset, container: flow }),
+    answer: (action) => runAction({ action, container: flow }),
     problem: (text) => replace(footer.problemArea, text),
   };
   const key = JSON.stringify(extensions);
@@ -155,7 +208,7 @@ export function renderFooter(footer, extensions, { sessionId }) {
     rows,
     goalRow(running(extensions, GOAL)),
     planRows(running(extensions, PLAN), footer.context),
-    subagentRows(extensions, footer.context),
+    subagentRows(running(extensions, SUBAGENTS), footer.context),
     questionRows(running(extensions, QUESTION), footer.context),
     stoppedRows(extensions),
   );
