@@ -16,7 +16,7 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  bench        run every benchmark (core acceptance and observation, SSE latency)
+  bench        run every benchmark (core acceptance and observation, SSE latency, the Hub)
   pack         package every publishable crate and check each package's file list
   stranger     build a consumer outside the workspace against the packaged crates only
   local-model  build (or reuse) and start the local OpenAI-compatible model server; eval measures it

@@ -24,7 +24,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     eprintln!("test: {MODEL_URL_VAR}={url}");
     let (database, started) = match std::env::var(postgres::URL_VAR) {
         Ok(database) if !database.trim().is_empty() => (database, false),
-        _ => (postgres::start(postgres::DEFAULT_PORT)?, true),
+        _ => {
+            // A server that already answers was started by someone else: leave it running.
+            let reused = postgres::answers(postgres::DEFAULT_PORT);
+            (postgres::start(postgres::DEFAULT_PORT)?, !reused)
+        }
     };
     eprintln!("test: {}={database}", postgres::URL_VAR);
     let tested = run_checked(

@@ -73,10 +73,17 @@ impl StepModel {
 
     /// Whether the run's prompt asks for no answer at all.
     fn held(context: &ModelContext) -> bool {
-        context.messages.iter().rev().find_map(|message| match message {
-            Message::User(user) => Some(matches!(&user.content, UserContent::Text(text) if text.starts_with("hold"))),
-            _ => None,
-        }) == Some(true)
+        context
+            .messages
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                Message::User(user) => Some(
+                    matches!(&user.content, UserContent::Text(text) if text.starts_with("hold")),
+                ),
+                _ => None,
+            })
+            == Some(true)
     }
 }
 

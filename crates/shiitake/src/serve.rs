@@ -1,4 +1,5 @@
-//! `shiitake serve`: the Local host.
+//! `shiitake serve`: the Local host (on SQLite), or one process of several sharing
+//! a PostgreSQL database (`--database postgres://…`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -6,10 +7,11 @@ use std::sync::Arc;
 use knapsack::Knapsack;
 use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
 use shiitake_capabilities::{Catalog, SourceId};
-use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
+use shiitake_core::{Agent, AgentConfig};
 use shiitake_protocol::AgentApi;
-use shiitake_server::{ServerConfig, load_or_create_token, router};
+use shiitake_server::{ServerConfig, Token, load_or_create_token, router};
 
+use crate::database::Database;
 use crate::models::{ModelChoice, ServeModels, start_local};
 use crate::setup::Context;
 use crate::{CliError, DEFAULT_PORT};
@@ -31,6 +33,23 @@ pub struct ServeArgs {
     /// become `env.mcp.<name>`. `${VAR}` in a header value reads the environment.
     #[arg(long = "mcp", value_name = "NAME=URL[,header=Name:Value]", value_parser = mcp_spec)]
     mcp: Vec<McpSpec>,
+    /// Where Sessions are stored: `sqlite:PATH` (default: `shiitake.db` in the data
+    /// directory) or `postgres://USER@HOST:PORT/NAME`, which several `serve`
+    /// processes may share (each owns some Sessions; see docs/hub.md).
+    #[arg(
+        long,
+        env = "SHIITAKE_DATABASE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    database: Option<String>,
+    /// The Agent (tenant) this process serves on a shared PostgreSQL database.
+    #[arg(long, env = "SHIITAKE_AGENT", default_value = "default")]
+    agent: String,
+    /// A file holding the bearer token clients must send (default: `--token` /
+    /// `SHIITAKE_TOKEN` if given, else `<data-dir>/token`, created when absent).
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
 }
 
 /// A `--mcp` value as typed; parsed after clap so no error message repeats it, and
@@ -112,15 +131,40 @@ async fn add_mcp_servers(catalog: &Arc<Catalog>, specs: &[McpSpec]) -> Result<()
     Ok(())
 }
 
-/// Runs the Local host until Ctrl-C.
+/// The token clients must send, and where it came from: `--token`/`SHIITAKE_TOKEN`,
+/// else `--token-file`, else the data directory's token file (created when absent).
+fn server_token(
+    context: &Context,
+    token_file: Option<&std::path::Path>,
+    data_dir: &std::path::Path,
+) -> Result<(Token, String), CliError> {
+    let invalid = |from: &str| {
+        let from = from.to_owned();
+        move |error: shiitake_server::TokenError| setup("token")(format!("{from}: {error}"))
+    };
+    if let Some(token) = context.token() {
+        let token = Token::new(token.trim()).map_err(invalid("--token"))?;
+        return Ok((token, "from --token / SHIITAKE_TOKEN".to_owned()));
+    }
+    if let Some(path) = token_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| setup("token")(format!("{}: {error}", path.display())))?;
+        let from = path.display().to_string();
+        let token = Token::new(text.trim()).map_err(invalid(&from))?;
+        return Ok((token, format!("from {from}")));
+    }
+    let (token, path) =
+        load_or_create_token(data_dir).map_err(|error| setup("token")(error.to_string()))?;
+    Ok((token, format!("in {}", path.display())))
+}
+
+/// Runs the host until Ctrl-C.
 pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     let data_dir = context.data_dir()?;
-    let (token, token_path) =
-        load_or_create_token(&data_dir).map_err(|error| setup("token")(error.to_string()))?;
-    let database = data_dir.join("shiitake.db");
-    let store = SqliteStore::open(&database, Durability::Full)
-        .await
-        .map_err(|error| setup("store")(format!("{}: {error}", database.display())))?;
+    let database = Database::parse(args.database.as_deref(), &data_dir)
+        .map_err(|error| CliError::Setup(error.to_string()))?;
+    let (token, token_from) = server_token(context, args.token_file.as_deref(), &data_dir)?;
+    let store = database.open(&args.agent).await?;
     let tools = catalog(args.workspace, &args.mcp).await?;
     let choice = ModelChoice::parse(args.model.as_deref())?;
     let (default_spec, started_local) = match &choice {
@@ -132,14 +176,21 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         ModelChoice::None => (None, None),
     };
     let models = ServeModels::new(default_spec.clone());
-    let agent =
-        Arc::new(Agent::open(Arc::new(store), tools, AgentConfig::new(Arc::new(models))).await?);
+    let agent = Arc::new(Agent::open(store, tools, AgentConfig::new(Arc::new(models))).await?);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
     let address = listener.local_addr()?;
     println!("shiitake: data directory {}", data_dir.display());
-    println!("shiitake: token in {}", token_path.display());
+    println!("shiitake: database {}", database.describe());
+    if let Database::Postgres(_) = database {
+        // The Hub roster (its extensions and grants) is not built yet.
+        println!(
+            "shiitake: Agent {} on PostgreSQL: the plain Agent (no Hub roster yet); other processes on this database share its Sessions",
+            args.agent
+        );
+    }
+    println!("shiitake: token {token_from}");
     match &default_spec {
         Some(model) => println!("shiitake: model {model}"),
         None => println!(

@@ -5,8 +5,10 @@
 //! that was not committed. The owner also starts runs, answers its runner at
 //! model-call boundaries, and settles runs with their terminals.
 
+mod adopt;
 mod commands;
 mod extensions;
+mod follower;
 mod observe;
 mod open;
 pub(crate) mod registry;
@@ -586,7 +588,9 @@ pub(crate) async fn run_owner(
                     )
                     .await
                     {
-                        remote::StandIn::Owner { token, pending } => Ok((token, pending)),
+                        remote::StandIn::Owner { token, pending } => {
+                            Ok((token, pending.map(|request| *request)))
+                        }
                         remote::StandIn::Gone => {
                             core.owners.retire(&session_id, generation);
                             return;
