@@ -13,6 +13,8 @@
 //! - no timer occurrence fired twice, and timers kept firing after the kill;
 //! - the subscriber on process 2 saw every committed message and terminal once.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -5,6 +5,8 @@
 //! The PostgreSQL test reads `SHIITAKE_TEST_POSTGRES_URL` (`cargo xtask test`
 //! sets it) and is skipped with a note without it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::io::{BufRead, BufReader};
