@@ -54,7 +54,10 @@ pub enum HookError {
     Failed(String),
 }
 
-/// A run of the Session settled; what settled hooks see.
+/// An accepted prompt of the Session settled; what settled hooks see.
+///
+/// That is a run that ended (with the steers it absorbed), or a prompt cancelled
+/// before it ran (outcome `cancelled`, no tool calls).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settled {
     /// The work item.
@@ -65,6 +68,10 @@ pub struct Settled {
     pub origin: Option<Origin>,
     /// The Agent that sent it, when the host admitted it for another Agent.
     pub sender: Option<Sender>,
+    /// How many tool calls the run's model asked for, those made before a restart
+    /// included, so an extension can tell a turn that did work from one that only
+    /// talked. Work settled without running again (interrupted on open) counts 0.
+    pub tool_calls: u32,
 }
 
 /// A call of one of this extension's tools got its committed result; what
@@ -175,7 +182,8 @@ pub trait Extension: Send + Sync + 'static {
         Err(HookError::UnknownCommand(command.to_owned()))
     }
 
-    /// Runs in the transaction that commits a run's terminal.
+    /// Runs in the transaction that commits a run's terminal, or the terminal of a
+    /// prompt cancelled before it ran.
     fn on_settled(&self, _tx: &mut Tx<'_>, _settled: &Settled) -> Result<(), HookError> {
         Ok(())
     }

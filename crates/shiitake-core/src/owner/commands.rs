@@ -7,9 +7,10 @@ use shiitake_protocol::{
     TerminalOutcome, TooLate,
 };
 
+use super::extensions::Staged;
 use super::{Owner, Published, QueuedPrompt, WaitingLine, take};
 use crate::clock::now_ms;
-use crate::extension::{Origin, Provenance, Sender};
+use crate::extension::{Origin, Provenance, Sender, Settled};
 use crate::ids;
 use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, StoredEntry};
 
@@ -24,6 +25,22 @@ pub(crate) fn operator_message(author: OperatorAuthor, text: &PromptText) -> Mes
         OperatorAuthor::Party => "party",
     };
     message.extra.insert("author".to_owned(), author.into());
+    Message::User(message)
+}
+
+/// A chat line an extension added ([`crate::extension::Tx::append_line`]): a user
+/// message marked with its author `extension` and the extension's id.
+pub(crate) fn extension_line(
+    extension_id: &shiitake_protocol::ExtensionId,
+    text: &PromptText,
+) -> Message {
+    let mut message = UserMessage::text(text.as_str(), now_ms());
+    message
+        .extra
+        .insert("author".to_owned(), "extension".into());
+    message
+        .extra
+        .insert("extensionId".to_owned(), extension_id.as_str().into());
     Message::User(message)
 }
 
@@ -225,13 +242,14 @@ impl Owner {
             .iter()
             .position(|queued| &queued.command_id == command_id)
         {
+            let core = self.core.clone();
+            let _serialised = core.host.agent_transactions.lock().await;
             let mut header = self.next_header();
             let terminal =
                 self.terminal_row(&mut header, command_id, TerminalOutcome::Cancelled, None);
             let removed = self.queue.remove(index);
-            header.inbox_state = self.inbox_state();
             let session_id = self.header.id.clone();
-            let ops = vec![
+            let mut ops = vec![
                 Op::SetCommandState {
                     session_id: session_id.clone(),
                     command_id: command_id.clone(),
@@ -243,6 +261,25 @@ impl Owner {
                     terminal: terminal.clone(),
                 },
             ];
+            // A prompt cancelled before it ran settles too: settled hooks see it
+            // (cancelled, no tool calls) in the commit of its terminal.
+            let provenance = removed
+                .as_ref()
+                .map(|queued| queued.provenance.clone())
+                .unwrap_or_default();
+            let settled = Settled {
+                command_id: command_id.clone(),
+                outcome: TerminalOutcome::Cancelled,
+                origin: provenance.origin,
+                sender: provenance.sender,
+                tool_calls: 0,
+            };
+            let mut staged = Staged::default();
+            {
+                let agent_rows = core.host.agent_read();
+                self.settled_hooks(&settled, &agent_rows, &mut header, &mut ops, &mut staged);
+            }
+            header.inbox_state = self.inbox_state_with(&staged);
             if let Err(error) = self.commit(ops, header).await {
                 // Not committed: the prompt is still waiting where it was.
                 if let Some(removed) = removed {
@@ -250,8 +287,10 @@ impl Owner {
                 }
                 return Err(error);
             }
+            self.origins.remove(command_id);
             self.refresh_activity();
             self.publish_changes(Vec::new(), vec![terminal]);
+            self.adopt(staged).await;
             return Ok(CancelResult::Accepted(Accepted {
                 command_id: command_id.clone(),
             }));

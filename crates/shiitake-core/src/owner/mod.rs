@@ -135,10 +135,11 @@ pub(crate) enum RunEvent {
     },
     /// A sandbox refused a tool call.
     SandboxFailure { capability: String, message: String },
-    /// The run settled.
+    /// The run settled; `tool_calls` counts the tool calls its model asked for.
     Finished {
         outcome: TerminalOutcome,
         diagnostic: Option<String>,
+        tool_calls: u32,
     },
 }
 
@@ -285,7 +286,11 @@ impl Owner {
                 });
             }
             (CommandState::Pending, SessionCommand::Operator { author, text, .. }) => {
-                let message = commands::operator_message(author, &text);
+                let message = match &provenance.origin {
+                    // A line an extension added: stored as an operator command with its origin.
+                    Some(origin) => commands::extension_line(&origin.extension_id, &text),
+                    None => commands::operator_message(author, &text),
+                };
                 self.waiting_lines.push_back(WaitingLine {
                     command_id: command.id,
                     message,
@@ -331,11 +336,6 @@ impl Owner {
             self.activity.retry = None;
             self.activity.active_tool = None;
         }
-    }
-
-    /// The inbox state the header should carry now.
-    fn inbox_state(&self) -> SessionInboxState {
-        self.inbox_state_given(self.waits_on_person(), false)
     }
 
     /// The inbox state, given whether attention waits on a person and whether work is about to queue.

@@ -174,8 +174,8 @@ impl Owner {
                 self.settle(
                     &command.id,
                     &joined,
-                    TerminalOutcome::Interrupted,
-                    Some(diagnostic),
+                    (TerminalOutcome::Interrupted, Some(diagnostic)),
+                    0,
                 )
                 .await;
                 continue;
@@ -251,10 +251,16 @@ impl Owner {
             RunEvent::Finished {
                 outcome,
                 diagnostic,
+                tool_calls,
             } => {
                 let Some(run) = self.run.take() else { return };
-                self.settle(&run.command_id, &run.absorbed, outcome, diagnostic)
-                    .await;
+                self.settle(
+                    &run.command_id,
+                    &run.absorbed,
+                    (outcome, diagnostic),
+                    tool_calls,
+                )
+                .await;
                 self.append_waiting_lines().await;
                 self.start_next_run().await;
             }
@@ -364,13 +370,14 @@ impl Owner {
     }
 
     /// Commits the terminals of a run and of the steers it absorbed, with every
-    /// extension's settled hook in the same transaction.
+    /// extension's settled hook in the same transaction. `tool_calls` is what the
+    /// run's model asked for (0 for work settled without a runner).
     async fn settle(
         &mut self,
         command_id: &CommandId,
         absorbed: &[CommandId],
-        outcome: TerminalOutcome,
-        diagnostic: Option<String>,
+        (outcome, diagnostic): (TerminalOutcome, Option<String>),
+        tool_calls: u32,
     ) {
         let core = self.core.clone();
         let _serialised = core.host.agent_transactions.lock().await;
@@ -398,6 +405,7 @@ impl Owner {
             outcome,
             origin: provenance.origin,
             sender: provenance.sender,
+            tool_calls,
         };
         let mut staged = Staged::default();
         {
