@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use shiitake_core::store::Store;
-use shiitake_core::{Durability, SqliteStore};
 
 use crate::CliError;
 
@@ -71,25 +70,11 @@ impl Database {
             Self::Postgres(url) => format!("PostgreSQL {}", without_password(url)),
         }
     }
-
-    /// Opens the store; `agent` names the tenant on a shared PostgreSQL database.
-    pub async fn open(&self, agent: &str) -> Result<Arc<dyn Store>, CliError> {
-        match self {
-            Self::Sqlite(path) => {
-                let store = SqliteStore::open(path, Durability::Full)
-                    .await
-                    .map_err(|error| {
-                        CliError::Setup(format!("store: {}: {error}", path.display()))
-                    })?;
-                Ok(Arc::new(store))
-            }
-            Self::Postgres(url) => open_postgres(url, agent).await,
-        }
-    }
 }
 
+/// Opens the tenant `agent` of the shared PostgreSQL database at `url`.
 #[cfg(feature = "postgres")]
-async fn open_postgres(url: &str, agent: &str) -> Result<Arc<dyn Store>, CliError> {
+pub async fn open_postgres(url: &str, agent: &str) -> Result<Arc<dyn Store>, CliError> {
     use shiitake_store_postgres::{AgentKey, PostgresOptions, PostgresStore};
     let store_error = |error: shiitake_store_postgres::OpenError| {
         CliError::Setup(format!("store: {}: {error}", without_password(url)))
@@ -101,8 +86,9 @@ async fn open_postgres(url: &str, agent: &str) -> Result<Arc<dyn Store>, CliErro
     Ok(Arc::new(store))
 }
 
+/// Without the `postgres` feature there is no PostgreSQL store to open.
 #[cfg(not(feature = "postgres"))]
-async fn open_postgres(_url: &str, _agent: &str) -> Result<Arc<dyn Store>, CliError> {
+pub async fn open_postgres(_url: &str, _agent: &str) -> Result<Arc<dyn Store>, CliError> {
     Err(CliError::Setup(
         "this shiitake was built without PostgreSQL (cargo feature `postgres`)".to_owned(),
     ))

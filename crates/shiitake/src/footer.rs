@@ -1,10 +1,11 @@
 //! The footer `chat` and `watch` print after each run: what the extensions show of
-//! the Session (open questions, the plan's current step and progress, the loop).
+//! the Session (the goal, open questions, the plan's current step and progress, the loop).
 //!
 //! Each line is decoded through the extension's contract; an extension that is not
 //! there, stopped, or publishes nothing adds no line. Extension text is printed
 //! inert (control characters escaped), like model text.
 
+use shiitake_ext_goal::contract::{GoalContract, GoalProjection};
 use shiitake_ext_loop::contract::{LoopContract, LoopProjection, LoopStatus};
 use shiitake_ext_plan::contract::{PlanContract, PlanProjection};
 use shiitake_ext_question::contract::{QuestionContract, QuestionProjection};
@@ -59,6 +60,18 @@ fn questions(projection: &QuestionProjection) -> Vec<String> {
         .collect()
 }
 
+/// Minutes east of UTC of this machine's zone now: the goal's clock time is the person's.
+fn local_offset_minutes() -> i32 {
+    chrono::Local::now().offset().local_minus_utc() / 60
+}
+
+fn goal(projection: &GoalProjection, offset_minutes: i32) -> Option<String> {
+    projection
+        .footer
+        .as_ref()
+        .map(|footer| footer.text(offset_minutes))
+}
+
 fn plan(projection: &PlanProjection) -> Option<String> {
     let footer = projection.footer.as_ref()?;
     let current = footer
@@ -86,9 +99,20 @@ fn looping(projection: &LoopProjection) -> Option<String> {
     ))
 }
 
-/// The footer lines for these slots, in a stable order.
+/// The footer lines for these slots, in a stable order, with clock times in this
+/// machine's zone.
 pub fn lines(slots: &SessionExtensionSlots) -> Vec<String> {
+    lines_at(slots, local_offset_minutes())
+}
+
+/// The footer lines with clock times `offset_minutes` east of UTC.
+fn lines_at(slots: &SessionExtensionSlots, offset_minutes: i32) -> Vec<String> {
     let mut lines = Vec::new();
+    if let Some(projection) = running::<GoalContract>(slots)
+        && let Some(line) = goal(&projection, offset_minutes)
+    {
+        lines.push(line);
+    }
     if let Some(projection) = running::<PlanContract>(slots)
         && let Some(line) = plan(&projection)
     {
@@ -152,11 +176,40 @@ mod tests {
             lines,
             [
                 "plan 1/4: Write tests",
-                "? [DB] Which\\u{1b}[2J one? — /answer",
+                "? [DB] Which\\x1b[2J one? — /answer",
                 "? [X] Go? — waiting on Planner",
                 "[other-extension] stopped: bad row",
             ]
         );
+    }
+
+    #[test]
+    fn a_live_goal_shows_its_clock_time_in_the_given_zone_and_a_paused_one_how_to_resume() {
+        let live = ExtensionSlotV0::Running {
+            // 14:02 UTC on 2026-11-30.
+            value: json!({"goal": null, "footer": {"state": "pursuing", "since": 1_796_047_320_000u64},
+                          "turns": [], "waitingOn": []}),
+        };
+        let id = "botanical-session-goal";
+        assert_eq!(
+            lines_at(&slots(&[(id, live.clone())]), 0),
+            ["Pursuing goal since 14:02"]
+        );
+        assert_eq!(
+            lines_at(&slots(&[(id, live)]), -300),
+            ["Pursuing goal since 09:02"]
+        );
+        let paused = ExtensionSlotV0::Running {
+            value: json!({"goal": null, "footer": {"state": "paused"}, "turns": [], "waitingOn": []}),
+        };
+        assert_eq!(
+            lines_at(&slots(&[(id, paused)]), 0),
+            ["Goal paused (/goal resume)"]
+        );
+        let finished = ExtensionSlotV0::Running {
+            value: json!({"goal": null, "footer": null, "turns": [], "waitingOn": []}),
+        };
+        assert!(lines_at(&slots(&[(id, finished)]), 0).is_empty());
     }
 
     #[test]

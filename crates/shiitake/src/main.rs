@@ -12,8 +12,10 @@ mod asker;
 mod chat;
 mod commands;
 mod database;
+mod datadir;
 mod flows;
 mod footer;
+mod host;
 mod input;
 mod models;
 mod render;
@@ -42,6 +44,10 @@ pub struct Cli {
     /// Bearer token for client commands; default: read `<data-dir>/token`.
     #[arg(long, global = true, env = "SHIITAKE_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// The Agent client commands address (`shiitake agents` lists them); default: the
+    /// server's default Agent.
+    #[arg(long, global = true, env = "SHIITAKE_AGENT")]
+    agent: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -60,6 +66,8 @@ pub enum Command {
     Watch(commands::WatchArgs),
     /// List the inbox.
     Sessions(commands::SessionsArgs),
+    /// List the Agents the server serves.
+    Agents,
 }
 
 /// A failure that ends the command with a message.
@@ -76,10 +84,34 @@ pub enum CliError {
     Io(#[from] std::io::Error),
 }
 
+/// The log filter: `SHIITAKE_LOG` when set (a filter that does not parse is an
+/// error, not a silent default), else `warn`.
+fn log_filter() -> Result<tracing_subscriber::EnvFilter, String> {
+    match std::env::var("SHIITAKE_LOG") {
+        Err(std::env::VarError::NotPresent) => Ok(tracing_subscriber::EnvFilter::new("warn")),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err("SHIITAKE_LOG is not UTF-8 text; set a filter such as `info`".to_owned())
+        }
+        Ok(text) => tracing_subscriber::EnvFilter::builder()
+            .parse(&text)
+            .map_err(|error| {
+                format!(
+                    "SHIITAKE_LOG={text:?} does not parse ({error}); set a filter such as \
+                     `info` or `shiitake_core=debug,warn`"
+                )
+            }),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SHIITAKE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = match log_filter() {
+        Ok(filter) => filter,
+        Err(message) => {
+            eprintln!("shiitake: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -92,13 +124,14 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let context = setup::Context::new(cli.data_dir, cli.url, cli.token);
+        let context = setup::Context::new(cli.data_dir, cli.url, cli.token, cli.agent);
         match cli.command {
             Command::Serve(args) => serve::run(&context, args).await,
             Command::Chat(args) => chat::run(&context, args).await,
             Command::Send(args) => commands::send(&context, args).await,
             Command::Watch(args) => commands::watch(&context, args).await,
             Command::Sessions(args) => commands::sessions(&context, args).await,
+            Command::Agents => commands::agents(&context).await,
         }
     });
     // Open streams and stdin readers must not keep the process alive.

@@ -210,6 +210,16 @@ pub trait Extension: Send + Sync + 'static {
         None
     }
 
+    /// A client is reading this Session: a snapshot was read, or a watch or a
+    /// subscription began. Called with the `projection` grant, on the Session's owner
+    /// outside any transaction, so it must return at once and do no I/O.
+    ///
+    /// It is for an extension whose projection shows something read from elsewhere (other
+    /// Sessions, other Agents): it learns that someone looks, refreshes on its own task,
+    /// and shows the result with
+    /// [`LocalSession::republish_extensions`](crate::LocalSession::republish_extensions).
+    fn on_observed(&self, _session_id: &SessionId) {}
+
     /// What this extension adds to a run that is starting.
     fn contribute(&self, _run: &RunContext<'_>, _tools: host::ToolTx) -> Contribution {
         Contribution::default()

@@ -173,6 +173,17 @@ impl Owner {
         payload: String,
         provenance: Provenance,
     ) -> Result<Accepted, ShiitakeError> {
+        let bound = self.core.config.max_queued_prompts;
+        if self.queue.len() >= bound {
+            // A retry of an accepted prompt is its original answer, full queue or not.
+            if let Some(command_id) = self.replayed(&request_id, &payload).await? {
+                return Ok(Accepted { command_id });
+            }
+            return Err(ShiitakeError::too_large(format!(
+                "this Session already has {bound} queued prompts, its bound; wait for some to \
+                 run or cancel some, then send again"
+            )));
+        }
         let mut header = self.next_header();
         if header.title.is_empty() {
             header.title = title_from(&text);

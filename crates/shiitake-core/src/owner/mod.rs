@@ -10,6 +10,7 @@ mod commands;
 mod extensions;
 mod follower;
 mod observe;
+mod observed;
 mod open;
 pub(crate) mod registry;
 pub(crate) mod remote;
@@ -89,6 +90,8 @@ pub(crate) enum Request {
         origin: crate::extension::Origin,
         reply: Reply<shiitake_protocol::Accepted>,
     },
+    /// Publish the extension slots again without a change; answers whether anyone watched.
+    Republish(Reply<bool>),
     /// Fire a due timer of this Session in the transaction that claims it.
     FireTimer(crate::store::TimerRow, Reply<()>),
     /// Stop now (the Session is being deleted, or the Agent closes): runs are
@@ -441,8 +444,12 @@ impl Owner {
                 self.stop_run_without_terminal();
                 return Flow::Exit;
             }
-            Request::Read(options, reply) => self.answer(reply, self.snapshot(&options).await),
+            Request::Read(options, reply) => {
+                self.observed();
+                self.answer(reply, self.snapshot(&options).await);
+            }
             Request::Watch(options, reply) => {
+                self.observed();
                 let result = self
                     .snapshot(&options)
                     .await
@@ -450,16 +457,23 @@ impl Owner {
                 self.answer(reply, result);
             }
             Request::Subscribe(options, reply) => {
+                self.observed();
                 let result = self.subscribe(&options).await;
                 self.answer(reply, result);
             }
             Request::Preference(reply) => {
                 self.answer(reply, Ok(self.header.model_preference.clone()))
             }
+            Request::Republish(reply) => self.answer(reply, Ok(self.republish())),
             Request::SetPreference(preference, reply) => {
-                let mut header = self.header.clone();
-                header.model_preference = Some(preference);
-                let result = self.commit(Vec::new(), header).await;
+                let result = match self.core.config.models.permits(&preference) {
+                    Err(reason) => Err(ShiitakeError::not_granted(reason)),
+                    Ok(()) => {
+                        let mut header = self.header.clone();
+                        header.model_preference = Some(preference);
+                        self.commit(Vec::new(), header).await
+                    }
+                };
                 self.answer(reply, result);
             }
             Request::ExtensionCall(id, command, input, reply) => {
@@ -698,6 +712,7 @@ fn refuse_all(
             Request::ExtensionCall(_, _, _, reply) => send(reply, Err(failure)),
             Request::ExtensionTx { reply, .. } => send(reply, Err(failure)),
             Request::FireTimer(_, reply) => send(reply, Err(failure)),
+            Request::Republish(reply) => send(reply, Err(failure)),
             Request::Admit { reply, .. } => send(reply, Err(failure)),
             Request::Replay(_, reply) => send(reply, Err(failure)),
             Request::Stop(done) => {

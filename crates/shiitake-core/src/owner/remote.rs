@@ -101,6 +101,7 @@ impl Forwarded {
             },
             Request::ExtensionTx { .. }
             | Request::FireTimer(..)
+            | Request::Republish(_)
             | Request::Stop(_)
             | Request::Run(_)
             | Request::Drain
@@ -328,6 +329,9 @@ pub(super) async fn stand_in(
                     Ok(Claim::Elsewhere | Claim::Missing) => {}
                     Err(error) => tracing::warn!(%error, session = %session_id, "could not claim"),
                 },
+                // The owner's process publishes to the watchers it serves; the watchers
+                // here follow its frames, so nothing here is republished.
+                Request::Republish(reply) => send(reply, Ok(false)),
                 // Only an owner can run these: take the lease if it is free now,
                 // else they run in the process that owns the Session.
                 request @ (Request::ExtensionTx { .. } | Request::FireTimer(..)) => {
@@ -391,6 +395,7 @@ pub(super) fn refuse(request: Request, error: ShiitakeError) {
         Request::ExtensionTx { reply, .. } => send(reply, Err(error)),
         Request::FireTimer(_, reply) => send(reply, Err(error)),
         Request::Admit { reply, .. } => send(reply, Err(error)),
+        Request::Republish(reply) => send(reply, Err(error)),
         Request::Stop(done) => {
             if done.send(()).is_err() {
                 tracing::trace!("stop requester left");

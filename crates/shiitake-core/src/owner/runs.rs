@@ -8,6 +8,7 @@ use shiitake_protocol::{
     TerminalOutcome,
 };
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::commands::prompt_message;
 use super::extensions::Staged;
@@ -131,7 +132,9 @@ impl Owner {
             prompt_sections,
             modules,
         };
-        let task = tokio::spawn(runner::run(start));
+        // A child of the owner's span: a run's lines carry its Session and command.
+        let span = tracing::info_span!("run", command = %command_id, recovering);
+        let task = tokio::spawn(runner::run(start).instrument(span));
         self.activity.last_model_choice_sequence = None;
         self.run = Some(ActiveRun {
             command_id,
