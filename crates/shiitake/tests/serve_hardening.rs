@@ -148,7 +148,7 @@ fn serve_without_a_workspace_refuses_home_and_the_root() {
     let _ = child.wait();
     let project = std::fs::canonicalize(&project).unwrap();
     assert!(
-        printed.contains(&format!("shiitake: workspace {}", project.display())),
+        printed.contains(&format!("shiitake: computer workspace at {}", project.display())),
         "{printed}"
     );
 }
@@ -231,7 +231,7 @@ fn sigterm_closes_the_agent_like_ctrl_c() {
         printed.contains("shiitake: terminated: stopping"),
         "{printed}"
     );
-    assert!(printed.contains("shiitake: the Agent closed"), "{printed}");
+    assert!(printed.contains("shiitake: the Agents closed"), "{printed}");
 }
 
 #[test]
