@@ -8,6 +8,7 @@ mod eval;
 mod fuzz;
 mod local_model;
 mod pack;
+mod postgres;
 mod soak;
 mod stranger;
 mod test;
@@ -18,13 +19,13 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  bench        run every benchmark (core acceptance and observation, SSE latency)
-  chromium     find (or install with apt-get) the headless Chromium of the browser tests
+mod soak;
   pack         package every publishable crate and check each package's file list
   soak         rounds of load, SIGKILL and restart against the release binary (--rounds N)
   fuzz         run each fuzz target for a bounded time (--seconds N, default 60)
   stranger     build a consumer outside the workspace against the packaged crates only
   local-model  build (or reuse) and start the local OpenAI-compatible model server; eval measures it
+  postgres     start or stop a throwaway PostgreSQL on a loopback port (for the tests)
   test         start what the tests need, then run every test of the workspace";
 
 fn main() -> ExitCode {
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         Some("pack") => pack::run(&rest).map(|_| ()),
         Some("stranger") => stranger::run(&rest),
         Some("local-model") => local_model::run(&rest),
+        Some("postgres") => postgres::run(&rest),
         Some("test") => test::run(&rest),
         Some("soak") => soak::run(&rest),
         Some("fuzz") => fuzz::run(&rest),

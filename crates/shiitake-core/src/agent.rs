@@ -31,6 +31,9 @@ pub(crate) struct AgentCore {
     pub(crate) host: Host,
     /// Cancelled by `close`: the timer scheduler stops.
     pub(crate) closing: CancellationToken,
+    /// Leases and forwarding when several processes share the store; `None` when
+    /// this process is the store's only user.
+    pub(crate) ownership: Option<Arc<dyn crate::store::Ownership>>,
 }
 
 /// A durable harness: Sessions, their queues and runs, on one store.
@@ -108,7 +111,9 @@ impl AgentBuilder {
                 }
             })
             .collect();
+        let ownership = self.store.ownership();
         let core = Arc::new(AgentCore {
+            ownership: ownership.clone(),
             store: self.store,
             tools: self.tools,
             config: self.config,
@@ -116,8 +121,15 @@ impl AgentBuilder {
             host: Host::new(registered),
             closing: CancellationToken::new(),
         });
+        if let Some(ownership) = &ownership {
+            core.host
+                .share_agent_state(core.store.clone(), ownership.clone());
+        }
         lifecycle::open_extensions(&core).await?;
         tokio::spawn(crate::timers::run(core.clone()));
+        if let Some(ownership) = ownership {
+            tokio::spawn(crate::owner::remote::watch(core.clone(), ownership));
+        }
         let agent = Agent { core };
         for session_id in agent.core.store.sessions_with_open_work().await? {
             agent.core.owners.mailbox(&agent.core, &session_id);

@@ -8,11 +8,14 @@ impl From<StoreError> for ShiitakeError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Closed => ShiitakeError::unavailable("the Agent is closing"),
-            StoreError::Database(_) | StoreError::Write { .. } | StoreError::Migration(_) => {
+            StoreError::Database { .. } | StoreError::Migration(_) => {
                 ShiitakeError::unavailable(format!("storage failed: {error}"))
             }
             StoreError::Corrupt(_) => ShiitakeError::internal(error.to_string()),
             StoreError::Conflict(_) => ShiitakeError::conflict(error.to_string()),
+            StoreError::Fenced(_) => ShiitakeError::unavailable(format!(
+                "the Session moved to another process; try again ({error})"
+            )),
         }
     }
 }

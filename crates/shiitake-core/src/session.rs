@@ -144,6 +144,15 @@ impl LocalSession {
         .await
     }
 
+    /// The frames committed after `options.after`, for a follower catching up.
+    pub(crate) async fn replay(
+        &self,
+        options: SubscribeOptions,
+    ) -> Result<Vec<SessionFrame>, ShiitakeError> {
+        self.ask(|reply| Request::Replay(options.clone(), reply))
+            .await
+    }
+
     async fn watch_parts(
         &self,
         options: ReadOptions,

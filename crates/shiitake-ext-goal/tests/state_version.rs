@@ -62,7 +62,7 @@ async fn rows(store: &SqliteStore) -> Vec<(String, String)> {
         .await
         .unwrap()
         .into_iter()
-        .map(|(_, row)| (row.collection, row.key))
+        .map(|stored| (stored.row.collection, stored.row.key))
         .collect()
 }
 

@@ -6,6 +6,14 @@
 //! conversation-agents tools over the host's [`AgentDirectory`]. It takes any core
 //! [`Store`], so the PostgreSQL store plugs in; until it exists the tests run on
 //! SQLite. It contains no extension rules.
+//!
+//! A host that serves one Agent per process (`shiitake serve --database postgres://…`)
+//! gives it a [`SoleAgentDirectory`]: the Agent reaches only itself, and creating
+//! Agents is refused with the host's reason.
+
+mod sole;
+
+pub use sole::SoleAgentDirectory;
 
 use std::sync::Arc;
 

@@ -3,41 +3,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_core::extension::Sender;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{AgentConfig, Durability, FixedModel, SqliteStore};
 use shiitake_ext_question::contract::QuestionContract;
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::view;
 use shiitake_protocol::*;
-use shiitake_roster_hub::{AgentDirectory, DirectoryError, HubAgent, HubOptions};
-
-#[derive(Default)]
-struct OneAgent(RwLock<Option<Agent>>);
-
-#[async_trait]
-impl AgentDirectory for OneAgent {
-    fn agent(&self, name: &AgentName) -> Option<Agent> {
-        (name.as_str() == "hub")
-            .then(|| self.0.read().unwrap().clone())
-            .flatten()
-    }
-
-    fn names(&self) -> Vec<AgentName> {
-        vec![AgentName::new("hub").unwrap()]
-    }
-
-    async fn create(&self, name: &AgentName) -> Result<Agent, DirectoryError> {
-        Err(DirectoryError::Refused {
-            name: name.clone(),
-            reason: "the Hub admits Agents elsewhere".into(),
-        })
-    }
-}
+use shiitake_roster_hub::{
+    AgentDirectory, DirectoryError, HubAgent, HubOptions, SoleAgentDirectory,
+};
 
 #[tokio::test]
 async fn the_hub_sends_every_ask_to_a_person() {
@@ -53,9 +31,14 @@ async fn the_hub_sends_every_ask_to_a_person() {
         ),
         Turn::text("Asked."),
     ])));
-    let directory = Arc::new(OneAgent::default());
+    let name = AgentName::new("hub").unwrap();
+    let directory = SoleAgentDirectory::new(name.clone(), "the Hub admits Agents elsewhere");
+    assert!(
+        directory.agent(&name).is_none(),
+        "nothing is reachable before it opens"
+    );
     let hub = HubAgent::open(HubOptions {
-        name: AgentName::new("hub").unwrap(),
+        name: name.clone(),
         store: Arc::new(store),
         tools: Arc::new(shiitake_capabilities::Catalog::new()),
         config: AgentConfig::new(Arc::new(FixedModel(model))),
@@ -65,7 +48,15 @@ async fn the_hub_sends_every_ask_to_a_person() {
     })
     .await
     .unwrap();
-    *directory.0.write().unwrap() = Some(hub.agent().clone());
+    directory.set(hub.agent().clone());
+    assert!(directory.agent(&name).is_some());
+    assert!(directory.agent(&AgentName::new("other").unwrap()).is_none());
+    assert_eq!(directory.names(), std::slice::from_ref(&name));
+    let refused = directory.create(&AgentName::new("more").unwrap()).await;
+    assert!(
+        matches!(&refused, Err(DirectoryError::Refused { reason, .. }) if reason == "the Hub admits Agents elsewhere"),
+        "{refused:?}"
+    );
     let mut running: Vec<String> = hub
         .agent()
         .list_extensions()

@@ -27,6 +27,9 @@ pub type ConfigFor = Arc<dyn Fn(&AgentName) -> AgentConfig + Send + Sync>;
 pub struct LocalOptions {
     /// The data directory: `shiitake.db` (the default Agent) and `agents/<name>.db`.
     pub data_dir: PathBuf,
+    /// The default Agent's database, when not `<data_dir>/shiitake.db`
+    /// (`shiitake serve --database sqlite:PATH`).
+    pub default_database: Option<PathBuf>,
     /// SQLite durability (full: every commit survives a power cut).
     pub durability: Durability,
     /// The tools every Agent's runs get besides the extensions' (MCP servers, ...).
@@ -66,6 +69,7 @@ impl LocalOptions {
     pub fn new(data_dir: impl Into<PathBuf>, models: Arc<dyn ModelResolver>) -> Self {
         Self {
             data_dir: data_dir.into(),
+            default_database: None,
             durability: Durability::Full,
             tools: Arc::new(Catalog::new()),
             config: Arc::new(move |_| AgentConfig::new(models.clone())),
@@ -85,7 +89,9 @@ impl LocalOptions {
     /// The database of the Agent `name`.
     pub fn database(&self, name: &AgentName) -> PathBuf {
         if name == &self.default_agent {
-            self.data_dir.join("shiitake.db")
+            self.default_database
+                .clone()
+                .unwrap_or_else(|| self.data_dir.join("shiitake.db"))
         } else {
             self.agents_dir().join(format!("{name}.db"))
         }

@@ -2,7 +2,8 @@
 //!
 //! `shiitake serve` runs the Local host: the core Agent on the embedded SQLite
 //! store in a data directory, with the HTTP server on 127.0.0.1 behind a bearer
-//! token written to `<data-dir>/token`. The other commands are clients of that
+//! token written to `<data-dir>/token` (or, with `--database postgres://…`, one of
+//! several processes sharing a PostgreSQL database). The other commands are clients of that
 //! server (`shiitake-client`): `chat` streams a conversation as it is typed,
 //! `send` queues one prompt, `watch` tails a Session's frames and `sessions`
 //! lists the inbox. `docs/cli.md` describes each command.
@@ -10,9 +11,11 @@
 mod asker;
 mod chat;
 mod commands;
+mod database;
 mod datadir;
 mod flows;
 mod footer;
+mod host;
 mod input;
 mod models;
 mod outstanding;
@@ -53,7 +56,8 @@ pub struct Cli {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the Local host: the Agent on SQLite and the HTTP server on 127.0.0.1.
+    /// Run the host: the Agent (on SQLite, or on a PostgreSQL database shared with
+    /// other `serve` processes) and the HTTP server on 127.0.0.1.
     Serve(serve::ServeArgs),
     /// Open or create a Session and converse, streaming the answer as it is typed.
     Chat(chat::ChatArgs),

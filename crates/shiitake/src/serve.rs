@@ -1,4 +1,5 @@
-//! `shiitake serve`: the Local host.
+//! `shiitake serve`: the Local host (on SQLite), or one process of several sharing
+//! a PostgreSQL database (`--database postgres://…`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,10 +10,11 @@ use knapsack::ui::UiBridge;
 use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_ext_home::{Attachment, ComputerList};
 use shiitake_ext_skills::{SkillLibrary, SkillRoot};
-use shiitake_roster_local::{LocalDirectory, LocalOptions};
-use shiitake_server::{ServerConfig, WebLogin, directory_router, load_or_create_token};
+use shiitake_server::{ServerConfig, Token, WebLogin, load_or_create_token};
 
+use crate::database::Database;
 use crate::datadir;
+use crate::host::{Host, HostParts};
 use crate::models::{AllowedModels, ModelChoice, ServeModels, start_local};
 use crate::setup::Context;
 use crate::{CliError, DEFAULT_PORT};
@@ -47,6 +49,23 @@ pub struct ServeArgs {
     /// become `env.mcp.<name>`. `${VAR}` in a header value reads the environment.
     #[arg(long = "mcp", value_name = "NAME=URL[,header=Name:Value]", value_parser = mcp_spec)]
     mcp: Vec<McpSpec>,
+    /// Where Sessions are stored: `sqlite:PATH` (default: `shiitake.db` in the data
+    /// directory) or `postgres://USER@HOST:PORT/NAME`, which several `serve`
+    /// processes may share (each owns some Sessions; see docs/hub.md).
+    #[arg(
+        long,
+        env = "SHIITAKE_DATABASE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    database: Option<String>,
+    /// The Agent (tenant) this process serves on a shared PostgreSQL database.
+    #[arg(long, env = "SHIITAKE_AGENT", default_value = "default")]
+    agent: String,
+    /// A file holding the bearer token clients must send (default: `--token` /
+    /// `SHIITAKE_TOKEN` if given, else `<data-dir>/token`, created when absent).
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
 }
 
 /// A `--mcp` value as typed; parsed after clap so no error message repeats it, and
@@ -189,19 +208,51 @@ async fn add_mcp_servers(catalog: &Arc<Catalog>, specs: &[McpSpec]) -> Result<()
     Ok(())
 }
 
-/// Runs the Local host until Ctrl-C, SIGTERM or a server error; each closes the Agent.
+/// The token clients must send, and where it came from: `--token`/`SHIITAKE_TOKEN`,
+/// else `--token-file`, else the data directory's token file (created when absent).
+fn server_token(
+    context: &Context,
+    token_file: Option<&std::path::Path>,
+    data_dir: &std::path::Path,
+) -> Result<(Token, String), CliError> {
+    let invalid = |from: &str| {
+        let from = from.to_owned();
+        move |error: shiitake_server::TokenError| setup("token")(format!("{from}: {error}"))
+    };
+    if let Some(token) = context.token() {
+        let token = Token::new(token.trim()).map_err(invalid("--token"))?;
+        return Ok((token, "from --token / SHIITAKE_TOKEN".to_owned()));
+    }
+    if let Some(path) = token_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| setup("token")(format!("{}: {error}", path.display())))?;
+        let from = path.display().to_string();
+        let token = Token::new(text.trim()).map_err(invalid(&from))?;
+        return Ok((token, format!("from {from}")));
+    }
+    let (token, path) =
+        load_or_create_token(data_dir).map_err(|error| setup("token")(error.to_string()))?;
+    Ok((token, format!("in {}", path.display())))
+}
+
+/// Runs the host until Ctrl-C, SIGTERM or a server error; each closes the Agents.
 pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     let data_dir = context.data_dir()?;
     datadir::prepare(&data_dir)?;
-    // One process per data directory, and the port before the Agent: a second
-    // `serve` must fail before it opens the database and resumes anyone's work.
-    let _lock = datadir::lock(&data_dir)?;
+    let database = Database::parse(args.database.as_deref(), &data_dir)
+        .map_err(|error| CliError::Setup(error.to_string()))?;
+    // On SQLite, one process per data directory, and the port before the Agent: a
+    // second `serve` must fail before it opens the database and resumes anyone's
+    // work. On PostgreSQL, leases keep the processes' Sessions apart instead.
+    let _lock = match database {
+        Database::Sqlite(_) => Some(datadir::lock(&data_dir)?),
+        Database::Postgres(_) => None,
+    };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
     let address = listener.local_addr()?;
-    let (token, token_path) =
-        load_or_create_token(&data_dir).map_err(|error| setup("token")(error.to_string()))?;
+    let (token, token_from) = server_token(context, args.token_file.as_deref(), &data_dir)?;
     let tools = catalog(&args.mcp).await?;
     let dirs = computer_dirs(args.workspace, args.computers)?;
     let attachments = attach(&dirs, &data_dir)?;
@@ -218,30 +269,30 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     let env = shiitake_model::ModelEnv::from_env();
     let allowed = AllowedModels::new(default_spec.iter().chain(&args.allow_model), &env);
     let models = Arc::new(ServeModels::new(default_spec.clone(), allowed));
-    // The browser App bridge: the default Agent's runs borrow `ui`; the server mounts
-    // its `/browser/` routes.
-    let bridge = UiBridge::default();
-    let mut options = LocalOptions::new(&data_dir, models);
-    options.tools = tools;
-    options.skills = skills;
-    options.computers = Arc::new(ComputerList::new(attachments));
-    options.ui = Some(bridge.clone());
-    let directory = Arc::new(
-        LocalDirectory::open(options)
-            .await
-            .map_err(|error| setup("store")(error.to_string()))?,
-    );
+    // The browser App bridge: the Local default Agent's runs borrow `ui`; the server
+    // mounts its `/browser/` routes.
+    let parts = HostParts {
+        models,
+        tools,
+        skills,
+        computers: Arc::new(ComputerList::new(attachments)),
+        bridge: UiBridge::default(),
+    };
+    let host = Host::open(&database, &data_dir, &args.agent, parts).await?;
     datadir::tighten(&data_dir)?;
     println!("shiitake: data directory {}", data_dir.display());
-    println!("shiitake: token in {}", token_path.display());
+    println!("shiitake: database {}", database.describe());
+    println!("shiitake: token {token_from}");
     for (name, dir) in &dirs {
         println!(
             "shiitake: computer {name} at {} (the file tools may read and edit it)",
             dir.display()
         );
     }
-    let names: Vec<String> = directory.names().into_iter().map(String::from).collect();
-    println!("shiitake: agents {}", names.join(", "));
+    println!("shiitake: agents {}", host.names().join(", "));
+    if let Database::Postgres(_) = database {
+        println!("shiitake: the Hub roster; other processes on this database share its Sessions");
+    }
     match &default_spec {
         Some(model) => println!("shiitake: model {model}"),
         None => println!(
@@ -256,20 +307,14 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         .login_url(&format!("http://{address}"))
         .map_err(|error| setup("login link")(error.to_string()))?;
     println!("shiitake: web page: open {login} (the link works once)");
-    let app = directory_router(
-        directory.clone(),
-        ServerConfig::new(token)
-            .with_browser(bridge.clone())
-            .with_web(web),
-    );
+    let app = host.router(ServerConfig::new(token).with_web(web));
     let served = tokio::select! {
         served = axum::serve(listener, app) => served.map_err(CliError::from),
         stop = signals.wait() => stop.map(|signal| {
             println!("shiitake: {signal}: stopping; accepted work resumes on the next start");
         }),
     };
-    bridge.close();
-    directory.close().await;
+    host.close().await;
     println!("shiitake: the Agents closed");
     // The model server outlives this process unless it is stopped here.
     if let Some(local) = started_local {

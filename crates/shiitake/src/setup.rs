@@ -31,6 +31,11 @@ impl Context {
         }
     }
 
+    /// `--token` / `SHIITAKE_TOKEN`, when given.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     /// `--data-dir`, else `<platform data dir>/shiitake`.
     pub fn data_dir(&self) -> Result<PathBuf, CliError> {
         if let Some(dir) = &self.data_dir {

@@ -18,11 +18,9 @@ pub enum StateScope {
 }
 
 impl StateScope {
+    /// Its stored word (`crate::store::StoredWord` holds the pair).
     pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            StateScope::Session => "session",
-            StateScope::Agent => "agent",
-        }
+        crate::store::StoredWord::word(self)
     }
 }
 

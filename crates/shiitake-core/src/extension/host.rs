@@ -14,7 +14,7 @@ use super::definition::ExtensionDefinition;
 use super::tx::{Effect, Rows, StateView, Tx};
 use super::{Extension, Grant, Grants, HookError, StateScope};
 use crate::owner::Request;
-use crate::store::{ExtensionStatusRow, Op, TimerKind, TimerRow};
+use crate::store::{ExtensionStatusRow, Op, RowScope, TimerKind, TimerRow};
 
 /// Longest prompt section an extension may contribute to a run, in UTF-8 bytes.
 ///
@@ -103,10 +103,10 @@ pub(crate) struct Host {
     /// Stopped because this build cannot read the stored state: resuming cannot help.
     unreadable: Mutex<std::collections::HashSet<ExtensionId>>,
     /// Committed Agent-scope rows of every extension; readers never wait on a commit.
-    agent_rows: std::sync::RwLock<HashMap<ExtensionId, Rows>>,
+    agent_rows: Arc<std::sync::RwLock<HashMap<ExtensionId, Rows>>>,
     /// Held for the whole of a transaction that may write Agent-scope rows, so they
     /// serialise while readers keep reading the committed rows.
-    pub(crate) agent_transactions: tokio::sync::Mutex<()>,
+    pub(crate) agent_transactions: AgentTransactions,
     /// Woken when a timer is set or cleared, so the scheduler recomputes its sleep.
     pub(crate) timers_changed: tokio::sync::Notify,
 }
@@ -116,6 +116,30 @@ impl Host {
         Self {
             extensions,
             ..Self::default()
+        }
+    }
+
+    /// On a store several processes share, Agent-scope transactions also serialise
+    /// across processes and read the Agent's rows from the store, not from this
+    /// process's copy (only when some extension keeps Agent-scope state).
+    pub(crate) fn share_agent_state(
+        &self,
+        store: Arc<dyn crate::store::Store>,
+        ownership: Arc<dyn crate::store::Ownership>,
+    ) {
+        let agent_scoped = self
+            .extensions
+            .iter()
+            .any(|registered| registered.definition.scopes.contains(&StateScope::Agent));
+        if agent_scoped {
+            let shared = SharedAgentState {
+                store,
+                ownership,
+                rows: self.agent_rows.clone(),
+            };
+            if self.agent_transactions.shared.set(shared).is_err() {
+                tracing::warn!("Agent state was already shared");
+            }
         }
     }
 
@@ -228,6 +252,70 @@ fn panic_reason(panic: &Box<dyn std::any::Any + Send>) -> String {
     format!("hook panicked: {message}")
 }
 
+/// Serialises transactions that may write Agent-scope rows: in this process, and
+/// across processes when the store is shared.
+#[derive(Default)]
+pub(crate) struct AgentTransactions {
+    local: tokio::sync::Mutex<()>,
+    shared: std::sync::OnceLock<SharedAgentState>,
+}
+
+/// What cross-process Agent transactions need.
+struct SharedAgentState {
+    store: Arc<dyn crate::store::Store>,
+    ownership: Arc<dyn crate::store::Ownership>,
+    rows: Arc<std::sync::RwLock<HashMap<ExtensionId, Rows>>>,
+}
+
+/// A held [`AgentTransactions`]: released when dropped.
+pub(crate) struct AgentGuard<'a> {
+    _local: tokio::sync::MutexGuard<'a, ()>,
+    _shared: Option<crate::store::ownership::AgentStateLock>,
+}
+
+impl AgentTransactions {
+    /// Waits for the turn of this transaction. On a shared store it also takes the
+    /// cross-process lock and reloads the Agent's rows, so the transaction reads
+    /// what every process committed.
+    pub(crate) async fn lock(&self) -> AgentGuard<'_> {
+        let local = self.local.lock().await;
+        let Some(shared) = self.shared.get() else {
+            return AgentGuard {
+                _local: local,
+                _shared: None,
+            };
+        };
+        let lock = match shared.ownership.lock_agent_state().await {
+            Ok(lock) => Some(lock),
+            Err(error) => {
+                tracing::warn!(%error, "could not take the Agent state lock; going on without it");
+                None
+            }
+        };
+        let scope = crate::store::RowScope::Agent;
+        match shared.store.extension_rows(None, Some(&scope)).await {
+            Ok(stored) => {
+                let mut fresh: HashMap<ExtensionId, Rows> = HashMap::new();
+                for stored in stored {
+                    let row = stored.row;
+                    fresh
+                        .entry(stored.extension_id)
+                        .or_default()
+                        .insert((row.collection, row.key), row.value);
+                }
+                *shared.rows.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not reload Agent state; using this process's copy");
+            }
+        }
+        AgentGuard {
+            _local: local,
+            _shared: lock,
+        }
+    }
+}
+
 /// Where a transaction runs.
 pub(crate) struct Place<'a> {
     pub(crate) session_id: Option<&'a SessionId>,
@@ -282,26 +370,24 @@ fn finish<T>(
         agent_writes: Vec::new(),
         timers_changed: false,
     };
-    let scope_id = |scope: StateScope| match scope {
-        StateScope::Session => session_id
-            .map(|s| s.as_str().to_owned())
-            .unwrap_or_default(),
-        StateScope::Agent => String::new(),
-    };
     for ((scope, collection, key), value) in tx.writes {
+        let row_scope = match (scope, session_id) {
+            (StateScope::Session, Some(session_id)) => RowScope::Session(session_id.clone()),
+            (StateScope::Agent, _) => RowScope::Agent,
+            // The transaction refuses Session-scope writes outside a Session.
+            (StateScope::Session, None) => continue,
+        };
         let op = match &value {
             Some(value) => Op::PutExtensionRow {
                 extension_id: definition.id.clone(),
-                scope: scope.as_str(),
-                scope_id: scope_id(scope),
+                scope: row_scope,
                 collection: collection.clone(),
                 key: key.clone(),
                 value: value.clone(),
             },
             None => Op::DeleteExtensionRow {
                 extension_id: definition.id.clone(),
-                scope: scope.as_str(),
-                scope_id: scope_id(scope),
+                scope: row_scope,
                 collection: collection.clone(),
                 key: key.clone(),
             },

@@ -10,17 +10,9 @@ use shiitake_protocol::{ExtensionId, ExtensionRunState, ExtensionStatusV0, Shiit
 
 use super::definition::MigrationTx;
 use super::host::{Failure, Host, Place, Registered, run_hook};
-use super::{Grant, HookError, StateScope};
+use super::{Grant, HookError};
 use crate::agent::AgentCore;
-use crate::store::{ExtensionRow, ExtensionStatusRow, Op};
-
-fn scope_of(name: &str) -> Option<StateScope> {
-    match name {
-        "session" => Some(StateScope::Session),
-        "agent" => Some(StateScope::Agent),
-        _ => None,
-    }
-}
+use crate::store::{ExtensionRow, ExtensionStatusRow, Op, RowScope};
 
 /// Brings every extension's stored state to its schema version, records revisions,
 /// restores stopped reasons and loads Agent-scope rows.
@@ -71,11 +63,11 @@ pub(crate) async fn open_extensions(core: &AgentCore) -> Result<(), ShiitakeErro
     if !ops.is_empty() {
         store.commit(ops).await?;
     }
-    for (id, row) in store.extension_rows(None, Some("")).await? {
-        if row.scope == "agent" {
-            let write = ((row.collection, row.key), Some(row.value));
-            core.host.apply_agent_writes(&id, vec![write]);
-        }
+    for stored in store.extension_rows(None, Some(&RowScope::Agent)).await? {
+        let row = stored.row;
+        let write = ((row.collection, row.key), Some(row.value));
+        core.host
+            .apply_agent_writes(&stored.extension_id, vec![write]);
     }
     Ok(())
 }
@@ -88,15 +80,19 @@ async fn migrate(
 ) -> Result<Result<Vec<ExtensionRow>, String>, ShiitakeError> {
     let definition = &registered.definition;
     let mut tx = MigrationTx::default();
-    for (_, row) in core
+    for stored in core
         .store
         .extension_rows(Some(&definition.id), None)
         .await?
     {
-        if let Some(scope) = scope_of(&row.scope) {
-            tx.rows
-                .insert((scope, row.scope_id, row.collection, row.key), row.value);
-        }
+        let row = stored.row;
+        let key = (
+            row.scope.kind(),
+            row.scope.scope_id().to_owned(),
+            row.collection,
+            row.key,
+        );
+        tx.rows.insert(key, row.value);
     }
     let mut steps: Vec<_> = definition
         .migrations
@@ -112,17 +108,21 @@ async fn migrate(
             Err(_) => return Ok(Err(format!("migration `{}` panicked", step.name))),
         }
     }
-    let rows = tx
-        .rows
-        .into_iter()
-        .map(|((scope, scope_id, collection, key), value)| ExtensionRow {
-            scope: scope.as_str().to_owned(),
-            scope_id,
+    let mut rows = Vec::with_capacity(tx.rows.len());
+    for ((scope, scope_id, collection, key), value) in tx.rows {
+        // A migration rewrites values, never keys: a scope that does not read back
+        // was stored corrupt, and the extension stops rather than lose the row.
+        let scope = match RowScope::from_stored(scope, &scope_id) {
+            Ok(scope) => scope,
+            Err(error) => return Ok(Err(format!("migration kept an unreadable row: {error}"))),
+        };
+        rows.push(ExtensionRow {
+            scope,
             collection,
             key,
             value,
-        })
-        .collect();
+        });
+    }
     Ok(Ok(rows))
 }
 
@@ -192,8 +192,12 @@ pub(crate) async fn call_agent_command(
         .and_then(Value::as_str)
         .map(str::to_owned);
     if let Some(request_id) = &request_id {
-        match core.store.extension_request(id, "", request_id).await? {
-            Some((stored, response)) if stored == payload => return Ok(response),
+        match core
+            .store
+            .extension_request(id, &RowScope::Agent, request_id)
+            .await?
+        {
+            Some(receipt) if receipt.payload == payload => return Ok(receipt.response),
             Some(_) => {
                 return Err(ShiitakeError::conflict(format!(
                     "request id {request_id} was already used for a different command"
@@ -220,7 +224,7 @@ pub(crate) async fn call_agent_command(
             if let Some(request_id) = request_id {
                 ops.push(Op::PutExtensionRequest {
                     extension_id: id.clone(),
-                    scope_id: String::new(),
+                    scope: RowScope::Agent,
                     request_id,
                     payload,
                     response: finished.value.clone(),

@@ -17,7 +17,9 @@ use crate::extension::host::{
 use crate::extension::{
     FiredTimer, Grant, HookError, Origin, Provenance, RunContext, Settled, StateView, ToolOutcome,
 };
-use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, TimerRow};
+use crate::store::{
+    CommandKind, CommandState, Op, RowScope, SessionHeader, StoredCommand, TimerRow,
+};
 
 /// Rows of one extension in one scope.
 pub(crate) type Rows = BTreeMap<(String, String), Value>;
@@ -290,7 +292,7 @@ impl Owner {
         if let Some((request_id, payload)) = request {
             ops.push(Op::PutExtensionRequest {
                 extension_id: id.clone(),
-                scope_id: self.header.id.as_str().to_owned(),
+                scope: RowScope::Session(self.header.id.clone()),
                 request_id,
                 payload,
                 response: value.clone(),
@@ -323,11 +325,11 @@ impl Owner {
                 let stored = self
                     .core
                     .store
-                    .extension_request(id, self.header.id.as_str(), request_id)
+                    .extension_request(id, &RowScope::Session(self.header.id.clone()), request_id)
                     .await?;
                 match stored {
-                    Some((stored_payload, response)) if stored_payload == payload => {
-                        return Ok(response);
+                    Some(receipt) if receipt.payload == payload => {
+                        return Ok(receipt.response);
                     }
                     Some(_) => {
                         return Err(ShiitakeError::conflict(format!(
@@ -472,7 +474,7 @@ impl Owner {
         let core = self.core.clone();
         let Some(registered) = core.host.find(&timer.extension_id) else {
             // The extension is gone: drop the timer so it does not fire forever.
-            return Ok(self.core.store.commit(vec![claim]).await?);
+            return Ok(self.commit_ops(vec![claim]).await?);
         };
         if core.host.stopped(&timer.extension_id).is_some() || !registered.grants.has(Grant::Timers)
         {

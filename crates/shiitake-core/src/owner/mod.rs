@@ -5,12 +5,15 @@
 //! that was not committed. The owner also starts runs, answers its runner at
 //! model-call boundaries, and settles runs with their terminals.
 
+mod adopt;
 mod commands;
 mod extensions;
+mod follower;
 mod observe;
 mod observed;
 mod open;
 pub(crate) mod registry;
+pub(crate) mod remote;
 mod runs;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -31,7 +34,11 @@ use self::open::OpenChange;
 use crate::agent::AgentCore;
 use crate::clock::now_ms;
 use crate::inbox::{InboxFacts, WorkPhase, inbox_state};
-use crate::store::{CommandState, LoadedSession, Op, SessionHeader, StoreError, StoredCommand};
+use crate::store::ownership::{Claim, ForwardId};
+use crate::store::{
+    CommandState, FencingToken, LoadedSession, Op, RowScope, SessionHeader, StoreError,
+    StoredCommand,
+};
 
 /// The answer channel of one request.
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, ShiitakeError>>;
@@ -92,6 +99,15 @@ pub(crate) enum Request {
     Stop(oneshot::Sender<()>),
     /// A message from this owner's runner.
     Run(RunEvent),
+    /// The frames committed after a cursor, without a live receiver (a follower in
+    /// this or another process catching up).
+    Replay(SubscribeOptions, Reply<Vec<SessionFrame>>),
+    /// Requests were forwarded to this Session from another process (shared stores
+    /// only); a stand-in takes it as the moment to try for the lease.
+    Drain,
+    /// Another process took this Session's lease (taken with this token) over:
+    /// stop without committing.
+    LeaseLost(FencingToken),
 }
 
 /// What the runner tells its owner.
@@ -202,10 +218,22 @@ pub(crate) struct Owner {
     /// Created with the first subscriber, so an owner nobody watches costs no buffer.
     publisher: Option<broadcast::Sender<Published>>,
     mailbox: mpsc::Sender<Request>,
+    /// The lease this owner holds on a shared store; every commit carries its token.
+    lease: Option<FencingToken>,
+    /// A commit was refused because the lease moved on: this owner must stop
+    /// without answering or committing anything more.
+    fenced: bool,
+    /// The last forwarded request served.
+    forwarded_after: ForwardId,
 }
 
 impl Owner {
-    fn new(core: Arc<AgentCore>, loaded: LoadedSession, mailbox: mpsc::Sender<Request>) -> Self {
+    fn new(
+        core: Arc<AgentCore>,
+        loaded: LoadedSession,
+        mailbox: mpsc::Sender<Request>,
+        lease: Option<FencingToken>,
+    ) -> Self {
         let last_outcome = match loaded.header.inbox_state {
             SessionInboxState::Errored => Some(TerminalOutcome::Failed),
             _ => None,
@@ -229,6 +257,9 @@ impl Owner {
             open: BTreeSet::new(),
             publisher: None,
             mailbox,
+            lease,
+            fenced: false,
+            forwarded_after: ForwardId(0),
         };
         for command in loaded.open_commands {
             // Even a command that does not decode stays open: the watermark must not pass it.
@@ -275,14 +306,13 @@ impl Owner {
 
     /// Loads this Session's extension rows and attention.
     async fn load_extension_state(&mut self) -> Result<(), crate::store::StoreError> {
-        let session = self.header.id.as_str().to_owned();
-        for (id, row) in self.core.store.extension_rows(None, Some(&session)).await? {
-            if row.scope == "session" {
-                self.extension_rows
-                    .entry(id)
-                    .or_default()
-                    .insert((row.collection, row.key), row.value);
-            }
+        let scope = RowScope::Session(self.header.id.clone());
+        for stored in self.core.store.extension_rows(None, Some(&scope)).await? {
+            let row = stored.row;
+            self.extension_rows
+                .entry(stored.extension_id)
+                .or_default()
+                .insert((row.collection, row.key), row.value);
         }
         for attention in self.core.store.attention(&self.header.id).await? {
             self.attention.insert(
@@ -349,10 +379,42 @@ impl Owner {
         let change = OpenChange::of(&ops);
         header.open_from = change.first_open(&self.open);
         ops.push(Op::PutHeader(header.clone()));
-        self.core.store.commit(ops).await?;
+        self.commit_ops(ops).await?;
         self.header = header;
         change.apply(&mut self.open);
         Ok(())
+    }
+
+    /// Commits `ops` as they are, under this owner's lease when it holds one: a
+    /// commit the lease no longer covers fails whole and marks the owner fenced.
+    async fn commit_ops(&mut self, mut ops: Vec<Op>) -> Result<(), StoreError> {
+        if let Some(token) = self.lease {
+            ops.insert(
+                0,
+                Op::Fence {
+                    session_id: self.header.id.clone(),
+                    token,
+                },
+            );
+        }
+        let result = self.core.store.commit(ops).await;
+        if let Err(StoreError::Fenced(reason)) = &result {
+            tracing::warn!(session = %self.header.id, %reason, "fencing token rejected: another process owns this Session now; this owner stops");
+            self.fenced = true;
+        }
+        result
+    }
+
+    /// Gives the lease back, so another process may take the Session at once (a
+    /// lease that moved on to another tenure is left alone by the store).
+    async fn release_lease(&mut self) {
+        let (Some(token), Some(ownership)) = (self.lease.take(), self.core.ownership.clone())
+        else {
+            return;
+        };
+        if let Err(error) = ownership.release(&self.header.id, token).await {
+            tracing::warn!(%error, session = %self.header.id, "could not give a lease back; it lapses");
+        }
     }
 
     fn idle(&self) -> bool {
@@ -366,11 +428,25 @@ impl Owner {
         match request {
             Request::Command(command, sender, reply) => {
                 let result = self.command(command, sender).await;
-                send(reply, result);
+                self.answer(reply, result);
+            }
+            Request::Replay(options, reply) => {
+                let result = self.subscribe(&options).await.map(|(frames, _)| frames);
+                self.answer(reply, result);
+            }
+            // `run_owner` serves forwarded requests itself (they come back through here).
+            Request::Drain => {}
+            // A later tenure of this process is not the one that was lost.
+            Request::LeaseLost(token) if self.lease != Some(token) => {}
+            Request::LeaseLost(_) => {
+                tracing::warn!(session = %self.header.id, "lease taken over by another process; this owner stops");
+                self.fenced = true;
+                self.stop_run_without_terminal();
+                return Flow::Exit;
             }
             Request::Read(options, reply) => {
                 self.observed();
-                send(reply, self.snapshot(&options).await);
+                self.answer(reply, self.snapshot(&options).await);
             }
             Request::Watch(options, reply) => {
                 self.observed();
@@ -378,14 +454,17 @@ impl Owner {
                     .snapshot(&options)
                     .await
                     .map(|snapshot| (snapshot, self.receiver()));
-                send(reply, result);
+                self.answer(reply, result);
             }
             Request::Subscribe(options, reply) => {
                 self.observed();
-                send(reply, self.subscribe(&options).await);
+                let result = self.subscribe(&options).await;
+                self.answer(reply, result);
             }
-            Request::Republish(reply) => send(reply, Ok(self.republish())),
-            Request::Preference(reply) => send(reply, Ok(self.header.model_preference.clone())),
+            Request::Preference(reply) => {
+                self.answer(reply, Ok(self.header.model_preference.clone()))
+            }
+            Request::Republish(reply) => self.answer(reply, Ok(self.republish())),
             Request::SetPreference(preference, reply) => {
                 let result = match self.core.config.models.permits(&preference) {
                     Err(reason) => Err(ShiitakeError::not_granted(reason)),
@@ -395,11 +474,11 @@ impl Owner {
                         self.commit(Vec::new(), header).await
                     }
                 };
-                send(reply, result);
+                self.answer(reply, result);
             }
             Request::ExtensionCall(id, command, input, reply) => {
                 let result = self.extension_call(&id, &command, input).await;
-                send(reply, result);
+                self.answer(reply, result);
             }
             Request::ExtensionTx {
                 extension_id,
@@ -407,11 +486,11 @@ impl Owner {
                 reply,
             } => {
                 let result = self.extension_tx(&extension_id, transaction).await;
-                send(reply, result);
+                self.answer(reply, result);
             }
             Request::FireTimer(timer, reply) => {
                 let result = self.fire_timer(timer).await;
-                send(reply, result);
+                self.answer(reply, result);
             }
             Request::Admit {
                 request_id,
@@ -421,10 +500,11 @@ impl Owner {
                 reply,
             } => {
                 let result = self.admit(request_id, text, delivery, origin).await;
-                send(reply, result);
+                self.answer(reply, result);
             }
             Request::Stop(done) => {
                 self.stop_run_without_terminal();
+                self.release_lease().await;
                 if done.send(()).is_err() {
                     tracing::trace!("stop requester left");
                 }
@@ -432,7 +512,19 @@ impl Owner {
             }
             Request::Run(event) => self.run_event(event).await,
         }
+        if self.fenced {
+            self.stop_run_without_terminal();
+            return Flow::Exit;
+        }
         Flow::Continue
+    }
+
+    /// Answers a caller, unless a commit was fenced: then the reply is dropped, so
+    /// the caller asks again and reaches the Session's new owner.
+    fn answer<T>(&self, reply: Reply<T>, result: Result<T, ShiitakeError>) {
+        if !self.fenced {
+            send(reply, result);
+        }
     }
 
     /// Whether anyone receives published frames.
@@ -490,12 +582,58 @@ pub(crate) async fn run_owner(
     mailbox: mpsc::Sender<Request>,
     mut requests: mpsc::Receiver<Request>,
 ) {
+    // On a shared store the owner needs the lease first; while another process
+    // holds it, this process stands in and forwards.
+    let (lease, pending) = match core.ownership.clone() {
+        None => (None, None),
+        Some(ownership) => {
+            let claimed = match ownership.claim(&session_id).await {
+                Ok(Claim::Held(token)) => Ok((token, None)),
+                Ok(Claim::Missing) => {
+                    Err(ShiitakeError::not_found(format!("no Session {session_id}")))
+                }
+                Ok(Claim::Elsewhere) => {
+                    match remote::stand_in(
+                        &core,
+                        &ownership,
+                        &session_id,
+                        generation,
+                        &mut requests,
+                    )
+                    .await
+                    {
+                        remote::StandIn::Owner { token, pending } => {
+                            Ok((token, pending.map(|request| *request)))
+                        }
+                        remote::StandIn::Gone => {
+                            core.owners.retire(&session_id, generation);
+                            return;
+                        }
+                    }
+                }
+                Err(error) => Err(ShiitakeError::from(error)),
+            };
+            match claimed {
+                Ok((token, pending)) => (Some(token), pending),
+                Err(error) => {
+                    refuse_all(&core, &session_id, generation, &mut requests, |_| {
+                        error.clone()
+                    });
+                    return;
+                }
+            }
+        }
+    };
     let loaded = match core.store.load_session(&session_id).await {
         Ok(Some(loaded)) => loaded,
         Ok(None) => {
             refuse_all(&core, &session_id, generation, &mut requests, |id| {
                 ShiitakeError::not_found(format!("no Session {id}"))
             });
+            if let Some(pending) = pending {
+                let error = ShiitakeError::not_found(format!("no Session {session_id}"));
+                remote::refuse(pending, error);
+            }
             return;
         }
         Err(error) => {
@@ -503,16 +641,27 @@ pub(crate) async fn run_owner(
             refuse_all(&core, &session_id, generation, &mut requests, |_| {
                 error.clone()
             });
+            if let Some(pending) = pending {
+                remote::refuse(pending, error);
+            }
             return;
         }
     };
-    let mut owner = Owner::new(core.clone(), loaded, mailbox);
+    let mut owner = Owner::new(core.clone(), loaded, mailbox, lease);
     if let Err(error) = owner.load_extension_state().await {
         tracing::error!(%error, session = %session_id, "could not load extension state");
     }
     owner.resume().await;
+    // Requests other processes forwarded while the Session had no owner.
+    owner.serve_forwarded().await;
+    let mut exit = owner.fenced;
+    if let Some(pending) = pending
+        && !exit
+    {
+        exit = matches!(owner.handle(pending).await, Flow::Exit);
+    }
     let idle_for = core.config.owner_idle;
-    loop {
+    while !exit {
         // The quiet period restarts with every request; when it passes, an owner
         // with no work and no subscriber leaves, any other checks again later.
         let request = tokio::select! {
@@ -523,17 +672,22 @@ pub(crate) async fn run_owner(
                     // its senders retry against a fresh owner.
                     requests.close();
                     while requests.try_recv().is_ok() {}
+                    owner.release_lease().await;
                     return;
                 }
                 continue;
             }
         };
         let Some(request) = request else { break };
-        if let Flow::Exit = owner.handle(request).await {
-            break;
+        if let Request::Drain = request {
+            owner.serve_forwarded().await;
+            exit = owner.fenced;
+            continue;
         }
+        exit = matches!(owner.handle(request).await, Flow::Exit);
     }
     core.owners.retire(&session_id, generation);
+    owner.release_lease().await;
 }
 
 /// Answers every queued request with `error`, then retires the owner.
@@ -560,12 +714,13 @@ fn refuse_all(
             Request::FireTimer(_, reply) => send(reply, Err(failure)),
             Request::Republish(reply) => send(reply, Err(failure)),
             Request::Admit { reply, .. } => send(reply, Err(failure)),
+            Request::Replay(_, reply) => send(reply, Err(failure)),
             Request::Stop(done) => {
                 if done.send(()).is_err() {
                     tracing::trace!("stop requester left");
                 }
             }
-            Request::Run(_) => {}
+            Request::Run(_) | Request::Drain | Request::LeaseLost(_) => {}
         }
     }
 }

@@ -80,7 +80,7 @@ impl Owner {
         }
     }
 
-    fn cursor(&self) -> Option<shiitake_protocol::Cursor> {
+    pub(super) fn cursor(&self) -> Option<shiitake_protocol::Cursor> {
         (self.header.head_sequence > 0).then(|| self.position().encode())
     }
 

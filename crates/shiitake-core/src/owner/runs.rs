@@ -187,7 +187,7 @@ impl Owner {
                 session_id: self.header.id.clone(),
                 command_id: command.id.clone(),
             };
-            if let Err(error) = self.core.store.commit(vec![count]).await {
+            if let Err(error) = self.commit_ops(vec![count]).await {
                 tracing::error!(%error, "could not count a recovery; the work waits for the next open");
                 return;
             }

@@ -6,10 +6,15 @@
 //! The trait carries domain rows, never SQL, so a PostgreSQL implementation
 //! fits beside the SQLite one without touching the rest of core.
 
+pub mod columns;
 mod op;
+pub mod ownership;
 pub mod sqlite;
+mod words;
 
 pub use op::Op;
+pub use ownership::{FencingToken, Ownership};
+pub use words::StoredWord;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -19,23 +24,23 @@ use shiitake_protocol::{
     SessionInboxState, TerminalOutcome,
 };
 
-/// Why the store failed.
+use crate::extension::StateScope;
+
+/// Why the store failed. Backend-neutral: each store turns its driver's errors
+/// into these, so core never sees which database it runs on.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database refused or failed the operation.
-    #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
-    /// The database refused or failed a write.
-    #[error("database write: {message}")]
-    Write {
-        /// What SQLite said.
+    /// The database refused or failed an operation (I/O, connection, a constraint).
+    #[error("database: {message}")]
+    Database {
+        /// What the database said.
         message: String,
         /// A unique index refused the write (an idempotency key already used).
         unique: bool,
     },
     /// Migrations could not be applied.
     #[error("migration: {0}")]
-    Migration(#[from] sqlx::migrate::MigrateError),
+    Migration(String),
     /// A stored row could not be decoded; the message names the row.
     #[error("corrupt row: {0}")]
     Corrupt(String),
@@ -45,15 +50,38 @@ pub enum StoreError {
     /// A conditional write found the row changed (a timer already claimed).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The commit carried a fencing token the Session's lease no longer has: another
+    /// process took the Session over, and nothing of this commit landed.
+    #[error("fenced: {0}")]
+    Fenced(String),
 }
 
 impl StoreError {
     /// Whether a unique index refused the write (an idempotency key already used).
     pub fn is_unique_violation(&self) -> bool {
+        matches!(self, StoreError::Database { unique: true, .. })
+    }
+
+    /// A failure of the database with this message, not a unique violation.
+    pub fn database(message: impl std::fmt::Display) -> Self {
+        StoreError::Database {
+            message: message.to_string(),
+            unique: false,
+        }
+    }
+
+    /// The same failure, for another caller of a group that failed as a whole.
+    pub fn duplicate(&self) -> StoreError {
         match self {
-            StoreError::Database(sqlx::Error::Database(error)) => error.is_unique_violation(),
-            StoreError::Write { unique, .. } => *unique,
-            _ => false,
+            StoreError::Database { message, unique } => StoreError::Database {
+                message: message.clone(),
+                unique: *unique,
+            },
+            StoreError::Migration(message) => StoreError::Migration(message.clone()),
+            StoreError::Corrupt(message) => StoreError::Corrupt(message.clone()),
+            StoreError::Closed => StoreError::Closed,
+            StoreError::Conflict(message) => StoreError::Conflict(message.clone()),
+            StoreError::Fenced(message) => StoreError::Fenced(message.clone()),
         }
     }
 }
@@ -96,23 +124,6 @@ pub enum CommandKind {
     Operator,
 }
 
-impl CommandKind {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            CommandKind::Prompt => "prompt",
-            CommandKind::Operator => "operator",
-        }
-    }
-
-    pub(crate) fn parse(value: &str) -> Option<Self> {
-        match value {
-            "prompt" => Some(CommandKind::Prompt),
-            "operator" => Some(CommandKind::Operator),
-            _ => None,
-        }
-    }
-}
-
 /// Where an accepted command is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommandState {
@@ -122,25 +133,6 @@ pub enum CommandState {
     Running,
     /// It has a terminal (or, for an operator line, it was appended).
     Settled,
-}
-
-impl CommandState {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            CommandState::Pending => "pending",
-            CommandState::Running => "running",
-            CommandState::Settled => "settled",
-        }
-    }
-
-    pub(crate) fn parse(value: &str) -> Option<Self> {
-        match value {
-            "pending" => Some(CommandState::Pending),
-            "running" => Some(CommandState::Running),
-            "settled" => Some(CommandState::Settled),
-            _ => None,
-        }
-    }
 }
 
 /// One accepted command as stored.
@@ -228,19 +220,76 @@ pub struct StoredSandboxFailure {
     pub message: String,
 }
 
-/// One stored row of an extension.
+/// Whose an extension row is: one Session's, or the whole Agent's.
+///
+/// The typed form of a scope and its id: a Session-scope row always names its
+/// Session, and an Agent-scope row names none (stores write the Agent's scope id
+/// as they like; both of today's write it empty).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RowScope {
+    /// State of one Session.
+    Session(SessionId),
+    /// State of the whole Agent.
+    Agent,
+}
+
+impl RowScope {
+    /// Which of the two scopes this is.
+    pub fn kind(&self) -> StateScope {
+        match self {
+            RowScope::Session(_) => StateScope::Session,
+            RowScope::Agent => StateScope::Agent,
+        }
+    }
+
+    /// The scope id a store keys the row by: the Session id, or empty for the Agent.
+    pub fn scope_id(&self) -> &str {
+        match self {
+            RowScope::Session(session_id) => session_id.as_str(),
+            RowScope::Agent => "",
+        }
+    }
+
+    /// Reads a stored scope and scope id back; a Session scope must name a Session.
+    pub fn from_stored(scope: StateScope, scope_id: &str) -> Result<Self, StoreError> {
+        match scope {
+            StateScope::Agent => Ok(RowScope::Agent),
+            StateScope::Session => SessionId::new(scope_id)
+                .map(RowScope::Session)
+                .map_err(|error| StoreError::Corrupt(format!("row scope id: {error}"))),
+        }
+    }
+}
+
+/// One stored row of an extension's state.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExtensionRow {
-    /// `session` or `agent`.
-    pub scope: String,
-    /// The Session, or empty for Agent scope.
-    pub scope_id: String,
+    /// The Session it belongs to, or the Agent.
+    pub scope: RowScope,
     /// The collection.
     pub collection: String,
     /// The key.
     pub key: String,
     /// The value.
     pub value: Value,
+}
+
+/// An extension row as read back, with the extension it belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredExtensionRow {
+    /// The extension.
+    pub extension_id: ExtensionId,
+    /// The row.
+    pub row: ExtensionRow,
+}
+
+/// The stored answer to a human command, so an exact retry answers it again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExtensionReceipt {
+    /// The command and input as first received (canonical JSON).
+    pub payload: String,
+    /// The answer it got.
+    pub response: Value,
 }
 
 /// An extension's stored revision and state.
@@ -283,25 +332,6 @@ pub enum TimerKind {
     /// Delivers a prompt an extension admitted into a named Session, then runs its
     /// admission hook with the door's answer.
     Admission,
-}
-
-impl TimerKind {
-    /// The stored text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TimerKind::Hook => "hook",
-            TimerKind::Admission => "admission",
-        }
-    }
-
-    /// Reads the stored text.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "hook" => Some(TimerKind::Hook),
-            "admission" => Some(TimerKind::Admission),
-            _ => None,
-        }
-    }
 }
 
 /// Attention raised on a Session.
@@ -447,23 +477,23 @@ pub trait Store: Send + Sync + 'static {
     /// or `running`), for recovery on open.
     async fn sessions_with_open_work(&self) -> Result<Vec<SessionId>, StoreError>;
 
-    /// Every row of one extension (for migrations), or of every extension in one scope id.
+    /// Every row of one extension (for migrations), or of every extension in one scope.
     async fn extension_rows(
         &self,
         extension_id: Option<&ExtensionId>,
-        scope_id: Option<&str>,
-    ) -> Result<Vec<(ExtensionId, ExtensionRow)>, StoreError>;
+        scope: Option<&RowScope>,
+    ) -> Result<Vec<StoredExtensionRow>, StoreError>;
 
     /// Every extension's stored status.
     async fn extension_statuses(&self) -> Result<Vec<ExtensionStatusRow>, StoreError>;
 
-    /// The stored answer to a human command: (payload, response).
+    /// The stored answer to a human command of one scope.
     async fn extension_request(
         &self,
         extension_id: &ExtensionId,
-        scope_id: &str,
+        scope: &RowScope,
         request_id: &str,
-    ) -> Result<Option<(String, Value)>, StoreError>;
+    ) -> Result<Option<ExtensionReceipt>, StoreError>;
 
     /// Attention raised on a Session.
     async fn attention(&self, session_id: &SessionId) -> Result<Vec<AttentionRow>, StoreError>;
@@ -476,4 +506,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stops the writer after the commits already handed to it.
     async fn close(&self);
+
+    /// Leases and forwarding, for a store several processes share; `None` (the
+    /// default) when this process is the only one, as with SQLite.
+    fn ownership(&self) -> Option<std::sync::Arc<dyn Ownership>> {
+        None
+    }
 }

@@ -4,8 +4,8 @@ use serde_json::Value;
 use shiitake_protocol::{CommandId, ExtensionId, RequestId, SessionId};
 
 use super::{
-    CommandState, ExtensionRow, ExtensionStatusRow, SessionHeader, StoredCommand, StoredCompaction,
-    StoredEntry, StoredSandboxFailure, StoredTerminal, TimerRow,
+    CommandState, ExtensionRow, ExtensionStatusRow, RowScope, SessionHeader, StoredCommand,
+    StoredCompaction, StoredEntry, StoredSandboxFailure, StoredTerminal, TimerRow,
 };
 
 /// One change inside a commit.
@@ -76,10 +76,8 @@ pub enum Op {
     PutExtensionRow {
         /// The extension.
         extension_id: ExtensionId,
-        /// `session` or `agent`.
-        scope: &'static str,
-        /// The Session, or empty for Agent scope.
-        scope_id: String,
+        /// The Session it belongs to, or the Agent.
+        scope: RowScope,
         /// The collection.
         collection: String,
         /// The key.
@@ -91,10 +89,8 @@ pub enum Op {
     DeleteExtensionRow {
         /// The extension.
         extension_id: ExtensionId,
-        /// `session` or `agent`.
-        scope: &'static str,
-        /// The Session, or empty for Agent scope.
-        scope_id: String,
+        /// The Session it belongs to, or the Agent.
+        scope: RowScope,
         /// The collection.
         collection: String,
         /// The key.
@@ -104,7 +100,7 @@ pub enum Op {
     ReplaceExtensionRows {
         /// The extension.
         extension_id: ExtensionId,
-        /// The rows: (scope, scope id, collection, key, value).
+        /// Every row the extension has after the migration.
         rows: Vec<ExtensionRow>,
     },
     /// Records an extension's revision and whether it is stopped.
@@ -113,8 +109,8 @@ pub enum Op {
     PutExtensionRequest {
         /// The extension.
         extension_id: ExtensionId,
-        /// The Session, or empty for Agent scope.
-        scope_id: String,
+        /// The Session the command was for, or the Agent.
+        scope: RowScope,
         /// The caller's request id.
         request_id: String,
         /// The command and input as received.
@@ -162,6 +158,14 @@ pub enum Op {
         due_at: u64,
         /// The next due time of a cadence.
         next: Option<u64>,
+    },
+    /// Fails the whole commit unless the Session's lease still has this token: the
+    /// owner that wrote it still owns the Session. Stores without leases ignore it.
+    Fence {
+        /// The Session.
+        session_id: SessionId,
+        /// The token the owner took the lease with.
+        token: super::FencingToken,
     },
     /// Records a terminal.
     InsertTerminal {

@@ -3,7 +3,6 @@
 //! Reads go through a small sqlx pool; every write goes through one writer
 //! thread that commits in groups (group commit).
 
-mod rows;
 mod statements;
 mod writer;
 
@@ -21,19 +20,32 @@ use sqlx::{ConnectOptions, Connection, SqliteConnection};
 use std::thread::JoinHandle;
 use tokio::sync::{mpsc, oneshot};
 
-use self::rows::{
+use self::writer::WriteRequest;
+use crate::store::columns::{
     AttentionRowRow, CommandRow, CompactionRow, EntryRow, ExtensionRowRow, SandboxFailureRow,
     SessionRow, StatusRow, TerminalRow, TimerRowRow, int, uint,
 };
-use self::writer::WriteRequest;
-use serde_json::Value;
 use shiitake_protocol::ExtensionId;
 
 use super::{
-    AttentionRow, ExtensionRow, ExtensionStatusRow, ListPosition, LoadedSession, Op, Store,
-    StoreError, StoredCommand, StoredCompaction, StoredEntry, StoredSandboxFailure, StoredTerminal,
-    SummaryRow, TimerRow,
+    AttentionRow, ExtensionReceipt, ExtensionStatusRow, ListPosition, LoadedSession, Op, RowScope,
+    Store, StoreError, StoredCommand, StoredCompaction, StoredEntry, StoredExtensionRow,
+    StoredSandboxFailure, StoredTerminal, StoredWord, SummaryRow, TimerRow,
 };
+
+/// sqlx reports a refused write as a database error; core sees only whether a unique
+/// index refused it.
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        let unique = error
+            .as_database_error()
+            .is_some_and(|error| error.is_unique_violation());
+        StoreError::Database {
+            message: error.to_string(),
+            unique,
+        }
+    }
+}
 
 /// How durable a commit is on disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,17 +100,15 @@ impl SqliteStore {
         let mut conn = SqliteConnection::connect_with(&options).await?;
         sqlx::migrate!("./migrations/sqlite")
             .run_direct(&mut conn)
-            .await?;
+            .await
+            .map_err(|error| StoreError::Migration(error.to_string()))?;
         // The writer connects before the migration connection closes, so the WAL and
         // its shared-memory file stay in place for the read-only pool.
         let owned_path = path.to_owned();
         let writer_conn =
             tokio::task::spawn_blocking(move || writer::open(&owned_path, durability))
                 .await
-                .map_err(|error| StoreError::Write {
-                    message: format!("opening the writer: {error}"),
-                    unique: false,
-                })??;
+                .map_err(|error| StoreError::database(format!("opening the writer: {error}")))??;
         conn.close().await?;
         let reads = SqlitePoolOptions::new()
             .max_connections(4)
@@ -108,9 +118,8 @@ impl SqliteStore {
         let task = std::thread::Builder::new()
             .name("shiitake-sqlite-writer".to_owned())
             .spawn(move || writer::run(writer_conn, receiver))
-            .map_err(|error| StoreError::Write {
-                message: format!("starting the writer thread: {error}"),
-                unique: false,
+            .map_err(|error| {
+                StoreError::database(format!("starting the writer thread: {error}"))
             })?;
         Ok(Self {
             reads,
@@ -424,8 +433,8 @@ impl Store for SqliteStore {
     async fn extension_rows(
         &self,
         extension_id: Option<&ExtensionId>,
-        scope_id: Option<&str>,
-    ) -> Result<Vec<(ExtensionId, ExtensionRow)>, StoreError> {
+        scope: Option<&RowScope>,
+    ) -> Result<Vec<StoredExtensionRow>, StoreError> {
         // One query per shape, so each uses its index (the primary key leads with the
         // extension, `extension_rows_by_scope` with the scope id).
         macro_rules! select {
@@ -437,16 +446,19 @@ impl Store for SqliteStore {
                 )
             };
         }
-        let query = match (extension_id, scope_id) {
-            (Some(extension_id), Some(scope_id)) => {
-                sqlx::query_as(select!(" WHERE extension_id = ? AND scope_id = ?"))
-                    .bind(extension_id.as_str())
-                    .bind(scope_id)
-            }
+        let query = match (extension_id, scope) {
+            (Some(extension_id), Some(scope)) => sqlx::query_as(select!(
+                " WHERE extension_id = ? AND scope_id = ? AND scope = ?"
+            ))
+            .bind(extension_id.as_str())
+            .bind(scope.scope_id())
+            .bind(scope.kind().word()),
             (Some(extension_id), None) => {
                 sqlx::query_as(select!(" WHERE extension_id = ?")).bind(extension_id.as_str())
             }
-            (None, Some(scope_id)) => sqlx::query_as(select!(" WHERE scope_id = ?")).bind(scope_id),
+            (None, Some(scope)) => sqlx::query_as(select!(" WHERE scope_id = ? AND scope = ?"))
+                .bind(scope.scope_id())
+                .bind(scope.kind().word()),
             (None, None) => sqlx::query_as(select!("")),
         };
         let rows: Vec<ExtensionRowRow> = query.fetch_all(&self.reads).await?;
@@ -465,21 +477,21 @@ impl Store for SqliteStore {
     async fn extension_request(
         &self,
         extension_id: &ExtensionId,
-        scope_id: &str,
+        scope: &RowScope,
         request_id: &str,
-    ) -> Result<Option<(String, Value)>, StoreError> {
+    ) -> Result<Option<ExtensionReceipt>, StoreError> {
         let row: Option<(String, String)> = sqlx::query_as(
             "SELECT payload, response FROM extension_requests \
              WHERE extension_id = ? AND scope_id = ? AND request_id = ?",
         )
         .bind(extension_id.as_str())
-        .bind(scope_id)
+        .bind(scope.scope_id())
         .bind(request_id)
         .fetch_optional(&self.reads)
         .await?;
         row.map(|(payload, response)| {
             serde_json::from_str(&response)
-                .map(|response| (payload, response))
+                .map(|response| ExtensionReceipt { payload, response })
                 .map_err(|error| StoreError::Corrupt(format!("extension response: {error}")))
         })
         .transpose()

@@ -2,10 +2,9 @@
 
 use rusqlite::ToSql;
 use rusqlite::types::{ToSqlOutput, Value as SqlValue};
-use shiitake_protocol::TerminalOutcome;
 
-use super::rows::{inbox_state_str, int};
-use crate::store::{Op, SessionHeader, StoreError, inbox_rank};
+use crate::store::columns::int;
+use crate::store::{Op, SessionHeader, StoreError, StoredWord, inbox_rank};
 
 /// A value bound to one statement parameter.
 pub(super) enum Bind {
@@ -114,7 +113,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
             .bind(header.leaf.as_ref().map(|l| l.as_str()))
             .bind(int(header.epoch))
             .bind(preference_json(header)?)
-            .bind(inbox_state_str(header.inbox_state))
+            .bind(header.inbox_state.word())
             .bind(i64::from(inbox_rank(header.inbox_state)))
             .bind(header.open_from.as_ref().map(|c| c.as_str()))
             .push(batch);
@@ -132,7 +131,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
             .bind(header.leaf.as_ref().map(|l| l.as_str()))
             .bind(int(header.epoch))
             .bind(preference_json(header)?)
-            .bind(inbox_state_str(header.inbox_state))
+            .bind(header.inbox_state.word())
             .bind(i64::from(inbox_rank(header.inbox_state)))
             .bind(header.open_from.as_ref().map(|c| c.as_str()))
             .bind(header.id.as_str())
@@ -146,7 +145,6 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
         Op::PutExtensionRow {
             extension_id,
             scope,
-            scope_id,
             collection,
             key,
             value,
@@ -157,8 +155,8 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
                  DO UPDATE SET value = excluded.value",
             )
             .bind(extension_id.as_str())
-            .bind(*scope)
-            .bind(scope_id)
+            .bind(scope.kind().word())
+            .bind(scope.scope_id())
             .bind(collection)
             .bind(key)
             .bind(value.to_string())
@@ -167,7 +165,6 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
         Op::DeleteExtensionRow {
             extension_id,
             scope,
-            scope_id,
             collection,
             key,
         } => {
@@ -176,8 +173,8 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
                  AND collection = ? AND key = ?",
             )
             .bind(extension_id.as_str())
-            .bind(*scope)
-            .bind(scope_id)
+            .bind(scope.kind().word())
+            .bind(scope.scope_id())
             .bind(collection)
             .bind(key)
             .push(batch);
@@ -192,8 +189,8 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
                      VALUES (?, ?, ?, ?, ?, ?)",
                 )
                 .bind(extension_id.as_str())
-                .bind(&row.scope)
-                .bind(&row.scope_id)
+                .bind(row.scope.kind().word())
+                .bind(row.scope.scope_id())
                 .bind(&row.collection)
                 .bind(&row.key)
                 .bind(row.value.to_string())
@@ -214,7 +211,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
         }
         Op::PutExtensionRequest {
             extension_id,
-            scope_id,
+            scope,
             request_id,
             payload,
             response,
@@ -224,7 +221,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
                  VALUES (?, ?, ?, ?, ?)",
             )
             .bind(extension_id.as_str())
-            .bind(scope_id)
+            .bind(scope.scope_id())
             .bind(request_id)
             .bind(payload)
             .bind(response.to_string())
@@ -273,7 +270,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
             .bind(int(timer.due_at))
             .bind(timer.cadence.as_deref())
             .bind(timer.payload.to_string())
-            .bind(timer.kind.as_str())
+            .bind(timer.kind.word())
             .push(batch);
         }
         Op::DeleteTimer { extension_id, id } => {
@@ -307,10 +304,10 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
             .bind(session_id.as_str())
             .bind(command.id.as_str())
             .bind(command.request_id.as_ref().map(|r| r.as_str()))
-            .bind(command.kind.as_str())
+            .bind(command.kind.word())
             .bind(&command.payload)
             .bind(int(command.accepted_sequence))
-            .bind(command.state.as_str())
+            .bind(command.state.word())
             .bind(command.run_id.as_ref().map(|r| r.as_str()))
             .bind(i64::from(command.recoveries))
             .bind(command.origin.as_ref().map(|o| o.to_string()))
@@ -326,7 +323,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
                 "UPDATE commands SET state = ?, run_id = COALESCE(?, run_id) \
                  WHERE session_id = ? AND id = ?",
             )
-            .bind(state.as_str())
+            .bind(state.word())
             .bind(run_id.as_ref().map(|r| r.as_str()))
             .bind(session_id.as_str())
             .bind(command_id.as_str())
@@ -391,6 +388,8 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
             .bind(&failure.message)
             .push(batch);
         }
+        // One process owns every Session of a SQLite file: there is no lease to check.
+        Op::Fence { .. } => {}
         Op::InsertTerminal {
             session_id,
             terminal,
@@ -401,7 +400,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
             )
             .bind(session_id.as_str())
             .bind(terminal.command_id.as_str())
-            .bind(outcome_str(terminal.outcome))
+            .bind(terminal.outcome.word())
             .bind(int(terminal.sequence))
             .bind(terminal.diagnostic.as_deref())
             .bind(terminal.anchor.as_ref().map(|a| a.as_str()))
@@ -418,13 +417,4 @@ fn preference_json(header: &SessionHeader) -> Result<Option<String>, StoreError>
         .map(serde_json::to_string)
         .transpose()
         .map_err(|error| StoreError::Corrupt(format!("model preference: {error}")))
-}
-
-fn outcome_str(outcome: TerminalOutcome) -> &'static str {
-    match outcome {
-        TerminalOutcome::Completed => "completed",
-        TerminalOutcome::Cancelled => "cancelled",
-        TerminalOutcome::Failed => "failed",
-        TerminalOutcome::Interrupted => "interrupted",
-    }
 }

@@ -161,27 +161,9 @@ impl From<rusqlite::Error> for StoreError {
                 if failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
                     || failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
         );
-        StoreError::Write {
+        StoreError::Database {
             message: error.to_string(),
             unique,
-        }
-    }
-}
-
-impl StoreError {
-    /// The same failure for another request of a group that failed as a whole.
-    fn duplicate(&self) -> StoreError {
-        match self {
-            StoreError::Write { message, unique } => StoreError::Write {
-                message: message.clone(),
-                unique: *unique,
-            },
-            StoreError::Conflict(message) => StoreError::Conflict(message.clone()),
-            StoreError::Corrupt(message) => StoreError::Corrupt(message.clone()),
-            other => StoreError::Write {
-                message: other.to_string(),
-                unique: false,
-            },
         }
     }
 }

@@ -1,0 +1,44 @@
+//! Errors: opening the store, and PostgreSQL's errors as core's backend-neutral
+//! [`StoreError`].
+
+use shiitake_core::store::StoreError;
+
+/// Why the store could not open.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The URL is not a PostgreSQL connection URL.
+    #[error("not a PostgreSQL URL: {0}")]
+    Url(String),
+    /// The database could not be reached or refused the connection.
+    #[error("connecting to PostgreSQL: {0}")]
+    Connect(String),
+    /// The migrations could not be applied.
+    #[error("migrating the PostgreSQL store: {0}")]
+    Migration(String),
+    /// The tenant key is empty, too long, or has a character outside `A-Z a-z 0-9 _ - . :`.
+    #[error("not an Agent key: {0:?} (1 to 64 characters of A-Z a-z 0-9 _ - . :)")]
+    AgentKey(String),
+}
+
+impl OpenError {
+    pub(crate) fn connect(error: sqlx::Error) -> Self {
+        OpenError::Connect(error.to_string())
+    }
+}
+
+impl From<OpenError> for StoreError {
+    fn from(error: OpenError) -> Self {
+        StoreError::database(error)
+    }
+}
+
+/// A PostgreSQL error as core sees it: only whether a unique index refused it.
+pub(crate) fn db(error: sqlx::Error) -> StoreError {
+    let unique = error
+        .as_database_error()
+        .is_some_and(|error| error.is_unique_violation());
+    StoreError::Database {
+        message: error.to_string(),
+        unique,
+    }
+}

@@ -1,0 +1,175 @@
+//! Announcements between processes: one `LISTEN` connection per process, turned
+//! into core's [`OwnershipEvent`]s.
+//!
+//! Every announcement goes on one channel, [`CHANNEL`], as a short text payload
+//! `<kind> <agent> <argument>...`; a process keeps those of its own Agent. When
+//! the listening connection drops, announcements in between are lost, so the
+//! listener reconnects and sends [`OwnershipEvent::Resync`]: whoever waits on one
+//! looks at the database again.
+
+use std::sync::Weak;
+
+use shiitake_core::store::ownership::{ForwardId, OwnershipEvent};
+use shiitake_protocol::SessionId;
+use sqlx::postgres::{PgListener, PgPool};
+
+use crate::Shared;
+
+/// The notification channel of every Shiitake announcement.
+pub(crate) const CHANNEL: &str = "shiitake";
+
+/// A Session's owner committed: `c <agent> <session> <head sequence>`.
+pub(crate) fn committed_payload(agent: &str, session: &str, head: u64) -> String {
+    format!("c {agent} {session} {head}")
+}
+
+/// A request was forwarded to a Session's owner: `f <agent> <session>`.
+pub(crate) fn forwarded_payload(agent: &str, session: &str) -> String {
+    format!("f {agent} {session}")
+}
+
+/// A forwarded request was answered: `a <agent> <request id>`.
+pub(crate) fn answered_payload(agent: &str, id: ForwardId) -> String {
+    format!("a {agent} {}", id.0)
+}
+
+/// A lease was given back: `r <agent> <session>`.
+pub(crate) fn released_payload(agent: &str, session: &str) -> String {
+    format!("r {agent} {session}")
+}
+
+/// Reads one payload of `agent`; `None` for another Agent's or a malformed one.
+pub(crate) fn parse(agent: &str, payload: &str) -> Option<OwnershipEvent> {
+    let mut parts = payload.split(' ');
+    let (kind, of) = (parts.next()?, parts.next()?);
+    if of != agent {
+        return None;
+    }
+    let session = |text: Option<&str>| SessionId::new(text?).ok();
+    let event = match kind {
+        "c" => {
+            let session_id = session(parts.next())?;
+            let head_sequence = parts.next()?.parse().ok()?;
+            OwnershipEvent::Committed {
+                session_id,
+                head_sequence,
+            }
+        }
+        "f" => OwnershipEvent::Forwarded {
+            session_id: session(parts.next())?,
+        },
+        "a" => OwnershipEvent::Answered {
+            id: ForwardId(parts.next()?.parse().ok()?),
+        },
+        "r" => OwnershipEvent::Released {
+            session_id: session(parts.next())?,
+        },
+        _ => return None,
+    };
+    parts.next().is_none().then_some(event)
+}
+
+/// Connects the listener of this process.
+pub(crate) async fn listen(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(CHANNEL).await?;
+    Ok(listener)
+}
+
+/// Forwards announcements to the store's subscribers until the store closes.
+pub(crate) async fn run(mut listener: PgListener, shared: Weak<Shared>) {
+    loop {
+        let Some((closing, agent)) = shared
+            .upgrade()
+            .map(|shared| (shared.closing.clone(), shared.agent.clone()))
+        else {
+            return;
+        };
+        let received = tokio::select! {
+            () = closing.cancelled() => return,
+            received = listener.try_recv() => received,
+        };
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let event = match received {
+            Ok(Some(notification)) => match parse(agent.as_str(), notification.payload()) {
+                Some(event) => event,
+                None => continue,
+            },
+            // The connection dropped; the next receive reconnects. Whatever was
+            // announced in between is lost, so waiters look again.
+            Ok(None) => OwnershipEvent::Resync,
+            Err(error) => {
+                tracing::warn!(%error, "the PostgreSQL listener failed; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                OwnershipEvent::Resync
+            }
+        };
+        // Nobody listening is fine: events are hints to wake up.
+        let _receivers = shared.events.send(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn session(n: u32) -> String {
+        format!("ses_{n:08}")
+    }
+
+    #[test]
+    fn each_payload_reads_back_as_its_event() {
+        let s = session(7);
+        let id = SessionId::new(s.clone()).unwrap();
+        assert_eq!(
+            parse("a1", &committed_payload("a1", &s, 42)),
+            Some(OwnershipEvent::Committed {
+                session_id: id.clone(),
+                head_sequence: 42
+            })
+        );
+        assert_eq!(
+            parse("a1", &forwarded_payload("a1", &s)),
+            Some(OwnershipEvent::Forwarded {
+                session_id: id.clone()
+            })
+        );
+        assert_eq!(
+            parse("a1", &answered_payload("a1", ForwardId(9))),
+            Some(OwnershipEvent::Answered { id: ForwardId(9) })
+        );
+        assert_eq!(
+            parse("a1", &released_payload("a1", &s)),
+            Some(OwnershipEvent::Released { session_id: id })
+        );
+    }
+
+    #[test]
+    fn another_agents_and_malformed_payloads_are_ignored() {
+        let s = session(1);
+        assert_eq!(parse("a2", &committed_payload("a1", &s, 1)), None);
+        assert_eq!(parse("a1", ""), None);
+        assert_eq!(parse("a1", "c a1"), None);
+        assert_eq!(parse("a1", &format!("c a1 {s} x")), None);
+        assert_eq!(parse("a1", &format!("c a1 {s} 1 extra")), None);
+        assert_eq!(parse("a1", "z a1 whatever"), None);
+        assert_eq!(parse("a1", "a a1 -"), None);
+    }
+
+    proptest! {
+        /// An Agent key never matches another Agent's payload, whatever the keys.
+        #[test]
+        fn payloads_stay_with_their_agent(
+            mine in "[A-Za-z0-9_.:-]{1,12}",
+            theirs in "[A-Za-z0-9_.:-]{1,12}",
+            head in any::<u64>(),
+        ) {
+            let payload = committed_payload(&theirs, &session(3), head);
+            let parsed = parse(&mine, &payload);
+            prop_assert_eq!(parsed.is_some(), mine == theirs);
+        }
+    }
+}

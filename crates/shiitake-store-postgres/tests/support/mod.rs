@@ -1,0 +1,215 @@
+//! What the PostgreSQL tests share: the database from the environment, a fresh
+//! tenant per test, and Agents in process or behind a real HTTP server.
+//!
+//! The tests read `SHIITAKE_TEST_POSTGRES_URL` (`cargo xtask test` starts a
+//! throwaway PostgreSQL and sets it; `cargo xtask postgres start` prints one).
+//! Without it every PostgreSQL test returns at once after printing why. Each test
+//! runs as its own Agent key on the shared database, so tests never see each
+//! other's rows.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::Router;
+use shiitake_client::{ClientOptions, ReconnectPolicy, RemoteAgent};
+use shiitake_conformance::{Fixture, TestTools, tools};
+use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
+use shiitake_model::{Script, ScriptedModel};
+use shiitake_server::{ServerConfig, Token, router};
+use shiitake_store_postgres::{AgentKey, PostgresOptions, PostgresStore};
+use tokio::task::JoinHandle;
+
+/// The variable naming the test database.
+pub const URL_VAR: &str = "SHIITAKE_TEST_POSTGRES_URL";
+
+/// The token every test server uses.
+pub const TOKEN: &str = "test-token-0123456789abcdef";
+
+/// The test database, or `None` (with a note) when the environment has none.
+pub fn url() -> Option<String> {
+    match std::env::var(URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            eprintln!(
+                "skipped: {URL_VAR} is not set (`cargo xtask test` sets it; or \
+                 `export {URL_VAR}=$(cargo xtask postgres start | tail -1)`)"
+            );
+            None
+        }
+    }
+}
+
+/// Whether the PostgreSQL tests can run here.
+pub fn ready() -> bool {
+    url().is_some()
+}
+
+/// A tenant no other test uses.
+pub fn fresh_key() -> AgentKey {
+    AgentKey::new(format!(
+        "t-{}",
+        ulid::Ulid::generate().to_string().to_lowercase()
+    ))
+    .unwrap()
+}
+
+/// Opens a store of `key` on the test database with leases of `ttl`.
+pub async fn store(key: &AgentKey, ttl: Duration) -> PostgresStore {
+    let url = url().expect("the test database");
+    let mut options = PostgresOptions::new(url, key.clone());
+    options.lease_ttl = ttl;
+    options.read_connections = 4;
+    PostgresStore::open(options).await.unwrap()
+}
+
+/// The core tests' configuration: the scripted model and quick retries.
+pub fn config(model: Arc<ScriptedModel>) -> AgentConfig {
+    let mut config = AgentConfig::new(Arc::new(FixedModel(model)));
+    config.retry = RetryPolicy {
+        max_attempts: 3,
+        initial_delay: Duration::from_millis(20),
+        max_delay: Duration::from_millis(100),
+    };
+    config
+}
+
+/// An Agent of `key` with the standard test tools and the conformance suite's
+/// tally extension.
+pub async fn agent(key: &AgentKey, counters: Arc<TestTools>, config: AgentConfig) -> Agent {
+    use shiitake_conformance::extension::Tally;
+    let store = store(key, Duration::from_secs(10)).await;
+    Agent::builder(Arc::new(store), tools::catalog(counters).await, config)
+        .extension(Tally::new().unwrap(), Tally::grants())
+        .open()
+        .await
+        .unwrap()
+}
+
+/// The in-process fixture on PostgreSQL.
+pub struct PgLocal {
+    pub agent: Agent,
+    pub model: Arc<ScriptedModel>,
+    pub tools: Arc<TestTools>,
+    pub key: AgentKey,
+}
+
+#[async_trait]
+impl Fixture for PgLocal {
+    type Agent = Agent;
+
+    async fn start(script: Script) -> Self {
+        let key = fresh_key();
+        let model = Arc::new(ScriptedModel::new(script));
+        let tools = Arc::new(TestTools::default());
+        let agent = agent(&key, tools.clone(), config(model.clone())).await;
+        Self {
+            agent,
+            model,
+            tools,
+            key,
+        }
+    }
+
+    fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    fn model(&self) -> &ScriptedModel {
+        &self.model
+    }
+
+    fn tools(&self) -> &TestTools {
+        &self.tools
+    }
+}
+
+/// A running HTTP server; dropping it stops serving.
+pub struct Server {
+    pub addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Server {
+    /// Serves `agent` with the test token on a free loopback port.
+    pub async fn agent(agent: Arc<Agent>) -> Self {
+        let config = ServerConfig::new(Token::new(TOKEN).unwrap());
+        Self::start(router(agent, config)).await
+    }
+
+    async fn start(app: Router) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Self { addr, task }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A client of `url` with the test token and quick reconnects.
+pub fn client(url: &str) -> RemoteAgent {
+    let options = ClientOptions::new(url)
+        .with_token(TOKEN)
+        .with_reconnect(ReconnectPolicy {
+            initial_delay: Duration::from_millis(20),
+            max_delay: Duration::from_millis(200),
+            max_attempts: 25,
+        });
+    RemoteAgent::new(options).unwrap()
+}
+
+/// The HTTP fixture: a PostgreSQL-backed Agent behind a real server, reached with the client.
+pub struct PgRemote {
+    pub agent: RemoteAgent,
+    pub local: Arc<Agent>,
+    pub model: Arc<ScriptedModel>,
+    pub tools: Arc<TestTools>,
+    pub server: Server,
+}
+
+#[async_trait]
+impl Fixture for PgRemote {
+    type Agent = RemoteAgent;
+
+    async fn start(script: Script) -> Self {
+        let key = fresh_key();
+        let model = Arc::new(ScriptedModel::new(script));
+        let tools = Arc::new(TestTools::default());
+        let local = Arc::new(agent(&key, tools.clone(), config(model.clone())).await);
+        let server = Server::agent(local.clone()).await;
+        let agent = client(&server.url());
+        Self {
+            agent,
+            local,
+            model,
+            tools,
+            server,
+        }
+    }
+
+    fn agent(&self) -> &RemoteAgent {
+        &self.agent
+    }
+
+    fn model(&self) -> &ScriptedModel {
+        &self.model
+    }
+
+    fn tools(&self) -> &TestTools {
+        &self.tools
+    }
+}
