@@ -1,10 +1,13 @@
 //! `cargo xtask fuzz [--seconds N] [TARGET...]`: each fuzz target for a bounded time.
 //!
-//! With cargo-fuzz and a nightly toolchain installed (`.ci/run` installs both), each
-//! target of `crates/shiitake-fuzz` runs under libFuzzer for N seconds (default 60)
-//! from its seed corpus in `crates/shiitake-fuzz/corpus/<target>/`; a crash fails
-//! the command and leaves its input under `crates/shiitake-fuzz/artifacts/`.
-//! Without them, the targets run as the bounded proptest smoke tests on stable
+//! With cargo-fuzz installed (`.ci/run` installs it from crates.io), each target of
+//! `crates/shiitake-fuzz` runs under libFuzzer for N seconds (default 60) from its
+//! seed corpus in `crates/shiitake-fuzz/corpus/<target>/`; a crash fails the command
+//! and leaves its input under `crates/shiitake-fuzz/artifacts/`. It runs on the
+//! machine's one (stable) toolchain: `RUSTC_BOOTSTRAP=1` lets rustc take the `-Z`
+//! flags cargo-fuzz passes, and without a sanitizer (`-s none`; the targets are safe
+//! Rust, so libFuzzer's coverage and panics are what find bugs) no nightly runtime is
+//! needed. Without cargo-fuzz, the targets run as the bounded proptest smoke tests
 //! (`cargo test -p shiitake-fuzz`), and the command says so.
 
 use std::process::Command;
@@ -21,8 +24,8 @@ const TARGETS: [&str; 5] = [
 ];
 
 fn has_cargo_fuzz() -> bool {
-    Command::new("cargo")
-        .args(["+nightly", "fuzz", "--version"])
+    Command::new(cargo())
+        .args(["fuzz", "--version"])
         .output()
         .is_ok_and(|output| output.status.success())
 }
@@ -55,8 +58,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let fuzz_dir = root.join("crates/shiitake-fuzz");
     if !has_cargo_fuzz() {
         eprintln!(
-            "fuzz: cargo-fuzz on nightly is not installed (`rustup toolchain install nightly` and \
-             `cargo install cargo-fuzz`); running the targets as bounded smoke tests on stable"
+            "fuzz: cargo-fuzz is not installed (`cargo install cargo-fuzz --locked`); running \
+             the targets as bounded smoke tests"
         );
         return run_checked(Command::new(cargo()).current_dir(&root).args([
             "test",
@@ -72,9 +75,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         std::fs::create_dir_all(&scratch)
             .map_err(|error| format!("fuzz: {}: {error}", scratch.display()))?;
         run_checked(
-            Command::new("cargo")
+            Command::new(cargo())
                 .current_dir(&root)
-                .args(["+nightly", "fuzz", "run", "--fuzz-dir"])
+                .env("RUSTC_BOOTSTRAP", "1")
+                .args(["fuzz", "run", "--sanitizer", "none", "--fuzz-dir"])
                 .arg(&fuzz_dir)
                 .args(["--features", "libfuzzer", target])
                 .arg(&scratch)

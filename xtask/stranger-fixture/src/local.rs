@@ -24,7 +24,9 @@ use shiitake_server::{ServerConfig, Token, directory_router};
 /// Runs the whole check on its own runtime.
 pub fn local_roster() -> Result<(), String> {
     let runtime = tokio::runtime::Runtime::new().map_err(|error| format!("runtime: {error}"))?;
-    runtime.block_on(tokio::time::timeout(Duration::from_secs(60), check()))
+    // The timer is made inside the runtime: a `Sleep` needs its reactor.
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(60), check()).await })
         .map_err(|_| "timed out after 60 s".to_owned())?
 }
 
