@@ -4,7 +4,7 @@
 //! read from the child's own Session: running is *working*, done is *idle*, errored is
 //! *failed*; attention that waits on a person is *needs you* (a question carries its
 //! text and one Answer action that runs the question's own `/answer` flow); a question
-//! that waits on the Agent that sent the work is *waiting on <name>*, calm until it is
+//! that waits on the Agent that sent the work is *waiting on `<name>`*, calm until it is
 //! escalated and counted apart in the collapsed summary, which is amber only when a
 //! child needs a person; a child whose state cannot be read is *unavailable*, never
 //! idle. `/agents` collapses the rows to one summary row and expands them again, per

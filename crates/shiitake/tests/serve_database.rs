@@ -153,6 +153,28 @@ async fn two_processes_on_postgres_share_sessions() {
 
     let client = |url: &str| RemoteAgent::new(ClientOptions::new(url).with_token(TOKEN)).unwrap();
     let (a, b) = (client(&first.1), client(&second.1));
+    // Each process runs the Hub roster: the shared set, Home, Subagents, agents tools.
+    let mut running: Vec<String> = b
+        .list_extensions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|status| status.extension_id.as_str().to_owned())
+        .collect();
+    running.sort();
+    assert_eq!(
+        running,
+        [
+            "botanical-agent-almanac",
+            "botanical-agent-home",
+            "botanical-session-agents",
+            "botanical-session-goal",
+            "botanical-session-loop",
+            "botanical-session-plan",
+            "botanical-session-question",
+            "botanical-session-subagents",
+        ]
+    );
     let session = a
         .create_session(RequestId::new(format!("create-{agent}")).unwrap())
         .await
