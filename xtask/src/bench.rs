@@ -1,15 +1,25 @@
 //! `cargo xtask bench`: every benchmark of the workspace, each printing its ratios.
 //!
 //! Runs the bench targets (`cargo bench --workspace`: the core's acceptance,
-//! observation and whole-run benches) and the server's SSE latency example in release mode. Each
-//! prints ratios measured within its own run; `docs/benchmarks.md` records them.
+//! observation and whole-run benches), the server's SSE latency example and the Hub
+//! benchmark (`shiitake-store-postgres`'s `hub_bench` example: 1, 2 and 3 processes on
+//! one PostgreSQL database) in release mode. Each prints ratios measured within its own
+//! run; `docs/benchmarks.md` records them. `cargo xtask bench hub [ROUNDS]` runs the
+//! Hub benchmark alone.
 
 use std::process::Command;
 
+use crate::postgres;
 use crate::util::{cargo, run_checked, workspace_root};
 
 /// Runs the benchmarks; extra arguments go to `cargo bench`.
 pub fn run(args: &[String]) -> Result<(), String> {
+    if let Some(("hub", rest)) = args
+        .split_first()
+        .map(|(first, rest)| (first.as_str(), rest))
+    {
+        return hub(rest);
+    }
     let cargo = cargo();
     let root = workspace_root();
     run_checked(
@@ -25,5 +35,50 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "shiitake-server",
         "--example",
         "sse_latency",
-    ]))
+    ]))?;
+    hub(&[])
+}
+
+/// The Hub benchmark on the PostgreSQL of `SHIITAKE_TEST_POSTGRES_URL`, or on a
+/// throwaway one started (and stopped) here.
+fn hub(args: &[String]) -> Result<(), String> {
+    let cargo = cargo();
+    let root = workspace_root();
+    // `hub_bench` starts `hub_node` from its own directory: build both.
+    run_checked(Command::new(&cargo).current_dir(&root).args([
+        "build",
+        "--release",
+        "-p",
+        "shiitake-store-postgres",
+        "--example",
+        "hub_node",
+        "--example",
+        "hub_bench",
+    ]))?;
+    let (database, started) = match std::env::var(postgres::URL_VAR) {
+        Ok(database) if !database.trim().is_empty() => (database, false),
+        _ => {
+            let reused = postgres::answers(postgres::DEFAULT_PORT);
+            (postgres::start(postgres::DEFAULT_PORT)?, !reused)
+        }
+    };
+    let benched = run_checked(
+        Command::new(&cargo)
+            .current_dir(&root)
+            .args([
+                "run",
+                "--release",
+                "-p",
+                "shiitake-store-postgres",
+                "--example",
+                "hub_bench",
+                "--",
+            ])
+            .arg(&database)
+            .args(args),
+    );
+    if started {
+        postgres::stop(postgres::DEFAULT_PORT)?;
+    }
+    benched
 }

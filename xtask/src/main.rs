@@ -3,10 +3,13 @@
 //! Each command is a module with one `run` function; this file only dispatches.
 
 mod bench;
+mod chromium;
 mod eval;
+mod fuzz;
 mod local_model;
 mod pack;
 mod postgres;
+mod soak;
 mod stranger;
 mod test;
 mod util;
@@ -16,8 +19,10 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  bench        run every benchmark (core acceptance and observation, SSE latency)
+mod soak;
   pack         package every publishable crate and check each package's file list
+  soak         rounds of load, SIGKILL and restart against the release binary (--rounds N)
+  fuzz         run each fuzz target for a bounded time (--seconds N, default 60)
   stranger     build a consumer outside the workspace against the packaged crates only
   local-model  build (or reuse) and start the local OpenAI-compatible model server; eval measures it
   postgres     start or stop a throwaway PostgreSQL on a loopback port (for the tests)
@@ -29,11 +34,14 @@ fn main() -> ExitCode {
     let rest: Vec<String> = args.collect();
     let result = match command.as_deref() {
         Some("bench") => bench::run(&rest),
+        Some("chromium") => chromium::run(&rest),
         Some("pack") => pack::run(&rest).map(|_| ()),
         Some("stranger") => stranger::run(&rest),
         Some("local-model") => local_model::run(&rest),
         Some("postgres") => postgres::run(&rest),
         Some("test") => test::run(&rest),
+        Some("soak") => soak::run(&rest),
+        Some("fuzz") => fuzz::run(&rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -70,7 +70,8 @@ fn data_dir(port: u16) -> PathBuf {
     std::env::temp_dir().join(format!("shiitake-postgres-{port}"))
 }
 
-fn answers(port: u16) -> bool {
+/// Whether a server answers on the loopback `port`.
+pub fn answers(port: u16) -> bool {
     let address = SocketAddr::from(([127, 0, 0, 1], port));
     TcpStream::connect_timeout(&address, Duration::from_millis(300)).is_ok()
 }

@@ -1,8 +1,10 @@
 //! `cargo xtask test`: the one test command of the README.
 //!
 //! Starts what the tests need (the bundled local model, reused when it already
-//! runs or when `SHIITAKE_TEST_LOCAL_MODEL_URL` names another server; a throwaway
-//! PostgreSQL unless `SHIITAKE_TEST_POSTGRES_URL` names one), then runs
+//! runs or when `SHIITAKE_TEST_LOCAL_MODEL_URL` names another server; headless
+//! Chromium for the browser tests, found or installed by `cargo xtask chromium`
+//! and named in `SHIITAKE_CHROMIUM`, so those tests run rather than skip; a
+//! throwaway PostgreSQL unless `SHIITAKE_TEST_POSTGRES_URL` names one), then runs
 //! `cargo test --workspace` with the extra arguments given. The model server is
 //! left running for the next run; `cargo xtask local-model stop` ends it. The
 //! PostgreSQL this command started is stopped and deleted afterwards.
@@ -10,7 +12,7 @@
 use std::process::Command;
 
 use crate::util::{cargo, run_checked};
-use crate::{local_model, postgres};
+use crate::{chromium, local_model, postgres};
 
 /// The variable the real-model tests read.
 const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
@@ -22,9 +24,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
         _ => local_model::ensure_running(shiitake_local_model::DEFAULT_PORT)?,
     };
     eprintln!("test: {MODEL_URL_VAR}={url}");
+    let browser = chromium::ensure()?;
+    eprintln!("test: {}={}", chromium::ENV_VAR, browser.display());
     let (database, started) = match std::env::var(postgres::URL_VAR) {
         Ok(database) if !database.trim().is_empty() => (database, false),
-        _ => (postgres::start(postgres::DEFAULT_PORT)?, true),
+        _ => {
+            // A server that already answers was started by someone else: leave it running.
+            let reused = postgres::answers(postgres::DEFAULT_PORT);
+            (postgres::start(postgres::DEFAULT_PORT)?, !reused)
+        }
     };
     eprintln!("test: {}={database}", postgres::URL_VAR);
     let tested = run_checked(
@@ -32,6 +40,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .args(["test", "--workspace"])
             .args(args)
             .env(MODEL_URL_VAR, url)
+            .env(chromium::ENV_VAR, browser)
             .env(postgres::URL_VAR, database),
     );
     if started {

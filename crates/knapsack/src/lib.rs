@@ -24,6 +24,10 @@
 //! - **MCP servers** (feature `mcp`, on by default). [`Knapsack::mcp_servers`]
 //!   connects a host-owned list of remote MCP servers over Streamable HTTP
 //!   (the rmcp client) as `env.mcp.<name>`; see [`mcp`].
+//! - **The browser App bridge** (feature `ui`, on by default). `ui::UiBridge`
+//!   keeps one browser host per Session and lends each run the `ui` module
+//!   (`ui.discover`, `ui.execute`), carried out by the App open in the person's
+//!   browser; see `ui`.
 //!
 //! **What it does not own.** Credentials, the choice of roots, Computer
 //! storage, model loops and tool execution policy all belong to the host.
@@ -59,6 +63,8 @@ mod path;
 mod port;
 pub mod search;
 pub mod types;
+#[cfg(feature = "ui")]
+pub mod ui;
 
 pub use computer::{
     AdvertisedOperation, Computer, ComputerConnection, ComputerError, ComputersOptions,

@@ -8,8 +8,8 @@ use reqwest::{Method, Url};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shiitake_protocol::{
-    AgentApi, Cursor, ExtensionId, ExtensionStatusV0, RequestId, SessionId, SessionSummaryPage,
-    ShiitakeError,
+    AgentApi, AgentList, AgentName, Cursor, ExtensionId, ExtensionStatusV0, RequestId, SessionId,
+    SessionSummaryPage, ShiitakeError,
 };
 
 use crate::http::{Inner, NO_BODY};
@@ -85,6 +85,34 @@ impl RemoteAgent {
                 options,
             }),
         })
+    }
+}
+
+impl RemoteAgent {
+    /// The Agent `name` of the same directory server, sharing this client's
+    /// connection pool, token and transport; this does no I/O.
+    pub fn agent(&self, name: AgentName) -> Self {
+        let mut options = self.inner.options.clone();
+        options.agent = Some(name);
+        Self {
+            inner: Arc::new(Inner {
+                base: self.inner.base.clone(),
+                token: self.inner.token.clone(),
+                transport: self.inner.transport.clone(),
+                options,
+            }),
+        }
+    }
+
+    /// The Agents the server serves (`GET /v1/agents`); a single-Agent server answers
+    /// `not_found`.
+    pub async fn agents(&self) -> Result<AgentList, ShiitakeError> {
+        let url = self.inner.url_in(&["v1", "agents"], &Vec::new(), false)?;
+        let response = self
+            .inner
+            .send(Method::GET, url, None, "application/json")
+            .await?;
+        crate::http::decode(response).await
     }
 }
 

@@ -9,13 +9,19 @@
 //! live-only subscription, or a watch of a Session with no history) it
 //! reconnects through `watch` and, if history appeared meanwhile, delivers one
 //! `reset` frame with the fresh baseline.
+//!
+//! One event may hold at most [`MAX_EVENT_BYTES`] (4 MiB, the model client's
+//! bound): the bytes since the last blank line are counted as they arrive, so a
+//! server that never ends an event cannot fill memory. An event past the bound
+//! ends the stream with `too_large` (reconnecting would meet it again).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use eventsource_stream::{Event, Eventsource};
-use futures::StreamExt;
+use bytes::Bytes;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
 use reqwest::Method;
 use shiitake_protocol::{
     Cursor, FrameStream, ReadOptions, ResetFrame, ResetReason, SessionFrame, SessionId,
@@ -24,7 +30,53 @@ use shiitake_protocol::{
 
 use crate::http::{Inner, QueryPairs};
 
-type Events = BoxStream<'static, Result<Event, String>>;
+/// Most bytes of one SSE event (its field lines, without line ends), as the model client allows.
+pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Why an open stream stopped yielding bytes.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    /// The connection broke or went quiet: worth a reconnect.
+    #[error("{0}")]
+    Dropped(String),
+    /// One event grew past the bound: final.
+    #[error("an SSE event exceeded {0} bytes")]
+    TooLarge(usize),
+}
+
+type Events = BoxStream<'static, Result<Event, EventStreamError<BodyError>>>;
+
+/// Passes `bytes` through, failing once the bytes since the last blank line exceed `limit`.
+fn bounded<S>(bytes: S, limit: usize) -> impl Stream<Item = Result<Bytes, BodyError>>
+where
+    S: Stream<Item = Result<Bytes, BodyError>>,
+{
+    let mut since_boundary = 0usize;
+    let mut previous_newline = false;
+    let mut failed = false;
+    bytes.map(move |chunk| {
+        if failed {
+            return Err(BodyError::TooLarge(limit));
+        }
+        let chunk = chunk?;
+        for &byte in chunk.iter() {
+            match byte {
+                b'\n' if previous_newline => since_boundary = 0,
+                b'\n' => previous_newline = true,
+                b'\r' => {}
+                _ => {
+                    previous_newline = false;
+                    since_boundary += 1;
+                }
+            }
+            if since_boundary > limit {
+                failed = true;
+                return Err(BodyError::TooLarge(limit));
+            }
+        }
+        Ok(chunk)
+    })
+}
 
 /// Why opening a stream failed: worth retrying, or final.
 enum OpenError {
@@ -57,25 +109,33 @@ impl Connection {
             move |state| async move {
                 let mut body = state?;
                 match tokio::time::timeout(idle, body.next()).await {
-                    Ok(Some(Ok(chunk))) => Some((Ok::<_, String>(chunk), Some(body))),
-                    Ok(Some(Err(error))) => Some((Err(error.to_string()), None)),
+                    Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(body))),
+                    Ok(Some(Err(error))) => {
+                        Some((Err(BodyError::Dropped(error.to_string())), None))
+                    }
                     Ok(None) => None,
-                    Err(_) => Some((Err("no byte within the idle timeout".to_owned()), None)),
+                    Err(_) => Some((
+                        Err(BodyError::Dropped(
+                            "no byte within the idle timeout".to_owned(),
+                        )),
+                        None,
+                    )),
                 }
             },
         );
-        let events = bytes
-            .eventsource()
-            .map(|item| item.map_err(|error| error.to_string()))
-            .boxed();
+        let events = bounded(bytes, MAX_EVENT_BYTES).eventsource().boxed();
         Ok(Self { events })
     }
 
-    /// The next event; `None` when the connection ended or broke.
-    async fn next(&mut self) -> Option<Event> {
+    /// The next event; `Ok(None)` when the connection ended or broke (reconnect),
+    /// `Err` when an event was over the bound (final).
+    async fn next(&mut self) -> Result<Option<Event>, ShiitakeError> {
         match self.events.next().await {
-            Some(Ok(event)) => Some(event),
-            Some(Err(_)) | None => None,
+            Some(Ok(event)) => Ok(Some(event)),
+            Some(Err(EventStreamError::Transport(BodyError::TooLarge(limit)))) => Err(
+                ShiitakeError::too_large(format!("an SSE event exceeded {limit} bytes")),
+            ),
+            Some(Err(_)) | None => Ok(None),
         }
     }
 }
@@ -126,7 +186,7 @@ async fn open_watch(
     let segments = ["v1", "sessions", session_id.as_str(), "watch"];
     let mut connection = Connection::open(inner, &segments, &read_query(options)).await?;
     loop {
-        let Some(event) = connection.next().await else {
+        let Some(event) = connection.next().await.map_err(OpenError::Fatal)? else {
             return Err(OpenError::Retry(ShiitakeError::unavailable(
                 "the watch stream ended before its snapshot",
             )));
@@ -287,9 +347,16 @@ impl Follow {
                 }
                 continue;
             };
-            let Some(event) = connection.next().await else {
-                self.connection = None;
-                continue;
+            let event = match connection.next().await {
+                Ok(Some(event)) => event,
+                Ok(None) => {
+                    self.connection = None;
+                    continue;
+                }
+                Err(error) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
             };
             match event.event.as_str() {
                 "update" | "progress" | "reset" => {
@@ -326,5 +393,84 @@ impl OpenError {
         match self {
             OpenError::Retry(error) | OpenError::Fatal(error) => error,
         }
+    }
+}
+
+/// The events of `body`, split into `chunk`-byte pieces, through the reader's guard and
+/// parser, as `(name, data)`, until the first failure (fuzzing and tests).
+pub(crate) fn events_of(body: &[u8], chunk: usize) -> Vec<Result<(String, String), String>> {
+    let chunks: Vec<Result<Bytes, BodyError>> = body
+        .chunks(chunk.max(1))
+        .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+        .collect();
+    futures::executor::block_on(
+        bounded(futures::stream::iter(chunks), MAX_EVENT_BYTES)
+            .eventsource()
+            .map(|item| {
+                item.map(|event| (event.event, event.data))
+                    .map_err(|error| error.to_string())
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// The events of `body` (sent in 64 KiB chunks) through the guard, until the first failure.
+    async fn through_guard(body: Vec<u8>, limit: usize) -> Vec<Result<String, String>> {
+        let chunks: Vec<Result<Bytes, BodyError>> = body
+            .chunks(64 * 1024)
+            .map(|chunk| Ok(Bytes::copy_from_slice(chunk)))
+            .collect();
+        bounded(futures::stream::iter(chunks), limit)
+            .eventsource()
+            .map(|item| {
+                item.map(|event| event.data)
+                    .map_err(|error| error.to_string())
+            })
+            .collect()
+            .await
+    }
+
+    fn event(data_len: usize) -> Vec<u8> {
+        let mut body = b"data: ".to_vec();
+        body.resize(6 + data_len, b'x');
+        body.extend_from_slice(b"\n\n");
+        body
+    }
+
+    #[tokio::test]
+    async fn an_event_at_the_bound_passes_and_one_byte_more_fails() {
+        // "data: " counts: 6 bytes of field name.
+        let at = event(MAX_EVENT_BYTES - 6);
+        let got = through_guard(at, MAX_EVENT_BYTES).await;
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].as_ref().map(String::len), Ok(MAX_EVENT_BYTES - 6));
+
+        let over = event(MAX_EVENT_BYTES - 5);
+        let got = through_guard(over, MAX_EVENT_BYTES).await;
+        assert!(
+            got.iter()
+                .any(|item| item.as_ref().is_err_and(|error| error.contains("exceeded"))),
+            "{:?}",
+            got.iter()
+                .map(|item| item.as_ref().map(String::len))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[tokio::test]
+    async fn the_bound_is_per_event_not_per_stream() {
+        let mut body = Vec::new();
+        for _ in 0..3 {
+            body.extend(event(1000));
+        }
+        let got = through_guard(body, 1010).await;
+        assert_eq!(got.len(), 3);
+        assert!(got.iter().all(Result::is_ok));
     }
 }

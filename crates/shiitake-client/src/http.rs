@@ -26,13 +26,35 @@ pub(crate) const NO_BODY: Option<&()> = None;
 pub(crate) type QueryPairs = Vec<(&'static str, String)>;
 
 impl Inner {
-    /// The URL of `segments` under the base, each segment percent-encoded.
+    /// The URL of `segments` under the base, each segment percent-encoded; a route
+    /// `v1/...` of a client bound to an Agent of a directory gains its Agent segment
+    /// (`v1/agents/{agent}/...`).
     pub(crate) fn url(&self, segments: &[&str], query: &QueryPairs) -> Result<Url, ShiitakeError> {
+        self.url_in(segments, query, true)
+    }
+
+    /// [`Self::url`], with `agent_segment: false` for the directory's own routes.
+    pub(crate) fn url_in(
+        &self,
+        segments: &[&str],
+        query: &QueryPairs,
+        agent_segment: bool,
+    ) -> Result<Url, ShiitakeError> {
         let mut url = self.base.clone();
-        url.path_segments_mut()
-            .map_err(|()| ShiitakeError::invalid("the base URL cannot carry a path"))?
-            .pop_if_empty()
-            .extend(segments);
+        {
+            let mut path = url
+                .path_segments_mut()
+                .map_err(|()| ShiitakeError::invalid("the base URL cannot carry a path"))?;
+            path.pop_if_empty();
+            match (&self.options.agent, segments.split_first()) {
+                (Some(agent), Some((&"v1", rest))) if agent_segment => {
+                    path.extend(["v1", "agents", agent.as_str()]).extend(rest);
+                }
+                _ => {
+                    path.extend(segments);
+                }
+            }
+        }
         if !query.is_empty() {
             let mut pairs = url.query_pairs_mut();
             for (name, value) in query {

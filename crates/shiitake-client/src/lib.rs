@@ -17,7 +17,11 @@
 //! - Requests leave through a [`Transport`]: the default sends with reqwest; a
 //!   host can add headers ([`WithHeaders`]) or bring its own HTTP client.
 //! - [`bind_session_extension`] / [`bind_agent_extension`] give typed
-//!   extension calls over any implementation of the traits, this one included.
+//!   extension calls over any implementation of the traits, this one included,
+//!   and the `parse_*` codecs decode the wire types a client reads.
+//! - A server that serves a directory of Agents (`shiitake serve`) is addressed per
+//!   Agent: [`RemoteAgent::agent`] (or [`ClientOptions::with_agent`]) adds the Agent
+//!   segment to every route, and [`RemoteAgent::agents`] lists the Agents.
 //!
 //! ```no_run
 //! use shiitake_client::{ClientOptions, RemoteAgent};
@@ -40,8 +44,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use agent::RemoteAgent;
+pub use follow::MAX_EVENT_BYTES;
+
+/// The SSE events of `body`, fed in `chunk`-byte pieces through the same guard and
+/// parser as a live stream, as `(event, data)`; for the fuzz targets, not for use.
+#[doc(hidden)]
+pub fn sse_events_of(body: &[u8], chunk: usize) -> Vec<Result<(String, String), String>> {
+    follow::events_of(body, chunk)
+}
 pub use session::RemoteSession;
 pub use shiitake_protocol::extension::{bind_agent_extension, bind_session_extension};
+/// The codecs of the wire types a client reads, beside the binding, so a client app
+/// depends on this one crate.
+pub use shiitake_protocol::{
+    DecodeError, parse_accepted, parse_cancel_result, parse_session_summary_page,
+    parse_shiitake_error,
+};
 pub use transport::{ReqwestTransport, Transport, TransportError, WithHeaders};
 
 /// How a dropped frame stream reconnects.
@@ -76,6 +94,9 @@ pub struct ClientOptions {
     pub transport: Option<Arc<dyn Transport>>,
     /// How dropped frame streams reconnect.
     pub reconnect: ReconnectPolicy,
+    /// The Agent of a directory server this client addresses (`/v1/agents/{agent}/...`);
+    /// `None` for a single-Agent server, or the directory's default Agent.
+    pub agent: Option<shiitake_protocol::AgentName>,
     /// A frame stream that receives no byte for this long counts as dropped
     /// (the server sends a keep-alive comment every 15 s).
     pub idle_timeout: Duration,
@@ -87,6 +108,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("base_url", &self.base_url)
             .field("token", &self.token.as_ref().map(|_| ".."))
             .field("reconnect", &self.reconnect)
+            .field("agent", &self.agent)
             .field("idle_timeout", &self.idle_timeout)
             .finish_non_exhaustive()
     }
@@ -100,8 +122,15 @@ impl ClientOptions {
             token: None,
             transport: None,
             reconnect: ReconnectPolicy::default(),
+            agent: None,
             idle_timeout: Duration::from_secs(45),
         }
+    }
+
+    /// Addresses the Agent `agent` of a server that serves a directory.
+    pub fn with_agent(mut self, agent: shiitake_protocol::AgentName) -> Self {
+        self.agent = Some(agent);
+        self
     }
 
     /// Sends `token` as `Authorization: Bearer <token>`.

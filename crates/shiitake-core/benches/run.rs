@@ -273,7 +273,11 @@ async fn one_run(agent: &Agent, name: String) -> SessionId {
         .create_session(RequestId::new(name).unwrap())
         .await
         .unwrap();
-    turn(&agent.session(id.clone()), "Read src/lib.rs and say what it holds.").await;
+    turn(
+        &agent.session(id.clone()),
+        "Read src/lib.rs and say what it holds.",
+    )
+    .await;
     id
 }
 

@@ -151,6 +151,28 @@ impl Agent {
     pub fn live_sessions(&self) -> usize {
         self.core.owners.len()
     }
+
+    /// One Session's inbox row (its state and times), as [`AgentApi::list_sessions`]
+    /// shows it, without paging through the inbox; `None` when there is no such Session.
+    ///
+    /// Read from the committed header, so it never starts the Session's owner: a host
+    /// can look at many Sessions (a footer of sub-agents) without loading them.
+    pub async fn session_summary(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Option<SessionSummary>, ShiitakeError> {
+        let Some(loaded) = self.core.store.load_session(session_id).await? else {
+            return Ok(None);
+        };
+        let header = loaded.header;
+        Ok(Some(SessionSummary {
+            created_at: header.created_at,
+            last_activity_at: header.last_activity_at,
+            settled_at: header.settled_at,
+            title: header.title,
+            state: header.inbox_state,
+        }))
+    }
 }
 
 fn list_cursor(position: &ListPosition) -> Result<Cursor, ShiitakeError> {

@@ -13,6 +13,14 @@ pub use crate::runner::compaction::CompactionPolicy;
 pub trait ModelResolver: Send + Sync {
     /// The model to use, or a diagnostic a person can act on.
     fn resolve(&self, preference: Option<&ModelPreference>) -> Result<Arc<dyn Model>, String>;
+
+    /// Whether a Session may choose `preference`, checked when it is set: `Err` with the
+    /// reason is answered `not_granted`. The default permits every preference; a host whose
+    /// callers are not all trusted with its files and keys narrows it to an allowlist.
+    fn permits(&self, preference: &ModelPreference) -> Result<(), String> {
+        let _ = preference;
+        Ok(())
+    }
 }
 
 /// Always the same model, whatever the preference (tests, benchmarks, single-model hosts).
@@ -101,6 +109,9 @@ pub struct AgentConfig {
     pub progress_limit_bytes: usize,
     /// Pending prompts listed in snapshots and frames.
     pub pending_view_limit: usize,
+    /// Most prompts waiting in one Session's queue (the running one not counted); one
+    /// more is refused `too_large`, while an exact retry of an accepted one still answers.
+    pub max_queued_prompts: usize,
     /// When to summarise older messages; `None` never compacts.
     pub compaction: Option<CompactionPolicy>,
     /// The time of timers and extension transactions ([`SystemClock`] by default;
@@ -123,6 +134,7 @@ impl AgentConfig {
             max_recoveries: 3,
             progress_limit_bytes: 16 * 1024,
             pending_view_limit: 20,
+            max_queued_prompts: 100,
             compaction: Some(CompactionPolicy::default()),
             clock: Arc::new(SystemClock),
         }

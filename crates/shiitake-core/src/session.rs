@@ -116,6 +116,18 @@ impl LocalSession {
         .await
     }
 
+    /// Publishes the extension slots of this Session again, without a change, to
+    /// everyone watching it; answers whether anyone was.
+    ///
+    /// For an extension whose projection shows what it read elsewhere (see
+    /// [`Extension::on_observed`](crate::extension::Extension::on_observed)): after it
+    /// refreshed that in memory, watchers see it in one `update` frame with no new rows
+    /// and the same cursor. Nothing is committed; a later snapshot computes the slots
+    /// afresh anyway. Host only: not part of [`SessionApi`].
+    pub async fn republish_extensions(&self) -> Result<bool, ShiitakeError> {
+        self.ask(Request::Republish).await
+    }
+
     /// Admits a prompt an extension sent from outside the Session, with its origin.
     pub(crate) async fn admit(
         &self,

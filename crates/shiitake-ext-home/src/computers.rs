@@ -47,8 +47,13 @@ impl Attachment {
     /// names the canonical directory (`local:<path>`, or `local:#<hash>` past 256 bytes),
     /// so the same directory keeps its id, and Home its choice, across restarts and renames.
     pub fn local(name: &str, dir: impl AsRef<Path>) -> Result<Self, AttachError> {
+        Self::from_local(name, LocalFiles::new(dir)?)
+    }
+
+    /// Like [`Attachment::local`], over a port the host already built (for example one
+    /// [`LocalFiles::hiding`] the host's own data directory).
+    pub fn from_local(name: &str, port: LocalFiles) -> Result<Self, AttachError> {
         let name = AttachmentName::new(name)?;
-        let port = LocalFiles::new(dir)?;
         let root = port.root().display().to_string();
         let id = format!("local:{root}");
         let id = if id.len() <= MAX_ATTACHMENT_ID_BYTES {

@@ -138,3 +138,55 @@ async fn the_model_starts_a_self_paced_loop_and_stops_it() {
     );
     agent.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn cancelling_a_queued_occurrence_pauses_a_self_paced_loop() {
+    use shiitake_protocol::{CancelInput, CancelResult, ReadOptions, SessionApi};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(MONDAY);
+    let (agent, _model) = open(
+        &db(&dir),
+        &clock,
+        vec![Turn::new(vec![
+            shiitake_model::Step::DelayMs(10_000),
+            shiitake_model::Step::Text("late".into()),
+        ])],
+    )
+    .await;
+    let session = new_session(&agent).await;
+    // A person's slow run holds the Session, so the first occurrence queues behind it.
+    let busy = send(&session, "take your time").await;
+    let started = bind_session_extension::<_, LoopContract>(&session)
+        .call(&start("Check the build", None))
+        .await
+        .unwrap()
+        .current
+        .unwrap();
+    assert_eq!(started.in_flight, Some(1));
+    let snapshot = session.read(ReadOptions::default()).await.unwrap();
+    let queued = snapshot
+        .pending
+        .prompts
+        .iter()
+        .find(|p| p.text.as_str() == "Check the build")
+        .unwrap()
+        .command_id
+        .clone();
+    let outcome = session
+        .cancel(CancelInput {
+            command_id: queued,
+            only_if_pending: Some(true),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(outcome, CancelResult::Accepted(_)));
+    let paused = the_loop(&session).await.unwrap();
+    assert_eq!(
+        (paused.status, paused.in_flight),
+        (LoopStatus::Paused, None),
+        "the cancelled occurrence settled: nothing stays in flight"
+    );
+    session.abort().await.unwrap();
+    terminal_of(&session, &busy).await;
+    agent.close().await.unwrap();
+}

@@ -14,7 +14,7 @@
 //! - an Ask resolved while parked is delivered at once by one follow-up and leaves
 //!   the book;
 //! - the waiter's park, a person's answer and the expiry timer all go through
-//!   [`Book::close`] or [`Book::park`] on the same row, so exactly one of them wins.
+//!   `Book::close` or [`Book::park`] on the same row, so exactly one of them wins.
 
 use std::collections::BTreeMap;
 
@@ -416,7 +416,7 @@ impl Book {
         Ok(effects)
     }
 
-    /// A timer of the Ask came due. Expiry shares [`Self::close`] with the waiter and
+    /// A timer of the Ask came due. Expiry shares `close` with the waiter and
     /// the person, so it delivers at most once; a timer of a closed Ask does nothing.
     pub fn fire(&mut self, ask_id: &AskId, purpose: TimerPurpose) -> Vec<Effect> {
         match purpose {

@@ -13,8 +13,9 @@ use crate::install::{self, note};
 use crate::weights::Weights;
 use crate::{Cache, LocalModelError, base_url};
 
-/// How long a started server may take to answer.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a started server may take to answer: loading Python, llama.cpp and the
+/// weights takes seconds on an idle machine and minutes on a busy 2-core one.
+const READY_TIMEOUT: Duration = Duration::from_secs(180);
 /// Context window: the function-calling prompt lists every tool's schema.
 const CONTEXT_TOKENS: &str = "4096";
 /// The server with Shiitake's tool-calling chat handler (see the file's docstring).

@@ -141,7 +141,8 @@ impl ModelError {
     }
 }
 
-/// Parses a `Retry-After` value: delay seconds (`"120"`, `"1.5"`) or an HTTP date.
+/// Parses a `Retry-After` value: delay seconds (`"120"`, `"1.5"`) or an HTTP date
+/// in any of its three forms.
 ///
 /// A date in the past gives zero. Returns `None` for anything unreadable.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
@@ -151,13 +152,8 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
             .then(|| Duration::try_from_secs_f64(seconds).ok())
             .flatten();
     }
-    let format = time::macros::format_description!(
-        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
-    );
-    let when = time::PrimitiveDateTime::parse(value, &format)
-        .ok()?
-        .assume_utc();
-    let when = SystemTime::from(when);
+    // All three forms RFC 9110 lets a recipient meet: IMF-fixdate, RFC 850, asctime.
+    let when = httpdate::parse_http_date(value).ok()?;
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
@@ -192,6 +188,15 @@ mod tests {
         assert_eq!(
             parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
             Some(Duration::ZERO)
+        );
+        // The obsolete forms a server may still send: RFC 850 and asctime.
+        assert_eq!(
+            parse_retry_after("Sunday, 06-Nov-94 08:50:07 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Sun Nov  6 08:50:07 1994", now),
+            Some(Duration::from_secs(30))
         );
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-3", now), None);

@@ -146,10 +146,7 @@ async fn a_silent_server_is_a_retryable_timeout() {
     }
 }
 
-/// Formats an IMF-fixdate, with the format description `parse_retry_after` reads.
+/// Formats an IMF-fixdate, the form `parse_retry_after` reads first.
 fn httpdate(when: SystemTime) -> String {
-    let format = time::macros::format_description!(
-        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
-    );
-    time::OffsetDateTime::from(when).format(&format).unwrap()
+    httpdate::fmt_http_date(when)
 }

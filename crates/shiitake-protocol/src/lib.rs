@@ -29,6 +29,7 @@ pub mod bounded;
 pub mod catalog;
 pub mod codec;
 pub mod command;
+pub mod directory;
 pub mod error;
 pub mod extension;
 pub mod frame;
@@ -54,6 +55,7 @@ pub use command::{
     Accepted, CancelInput, CancelResult, CommandOutcome, ForkedSession, OperatorAuthor,
     PromptDelivery, SendOptions, SessionCommand, TooLate,
 };
+pub use directory::{AgentEntry, AgentList, AgentName, AgentNameError};
 pub use error::{ErrorCode, ShiitakeError};
 pub use extension::{
     BoundAgentExtension, BoundSessionExtension, ContractCommand, ExtensionContract,

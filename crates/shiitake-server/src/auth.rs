@@ -1,7 +1,7 @@
 //! Bearer-token authentication and the token file of a local host.
 //!
-//! Every route requires `Authorization: Bearer <token>`. A wrong or missing token
-//! gets a bare `401` whatever the path, so a caller without the token learns
+//! Every route requires `Authorization: Bearer <token>`, or the web page's session
+//! cookie (`web_auth.rs`). A wrong or missing credential gets a bare `401` whatever the path, so a caller without the token learns
 //! nothing about which routes or Sessions exist. Tokens are compared in
 //! constant time.
 
@@ -98,22 +98,21 @@ pub fn load_or_create_token(data_dir: &Path) -> Result<(Token, PathBuf), TokenEr
         let path = path.to_path_buf();
         move |source| TokenError::File { path, source }
     };
-    std::fs::create_dir_all(data_dir).map_err(file_error(data_dir))?;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(data_dir).map_err(file_error(data_dir))?;
     match std::fs::read_to_string(&path) {
         Ok(text) => return Ok((Token::new(text.trim())?, path)),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
         Err(error) => return Err(file_error(&path)(error)),
     }
     let token = Token::generate()?;
-    let temporary = data_dir.join(format!("token.{}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&temporary).map_err(file_error(&temporary))?;
+    let (temporary, mut file) = private_temporary(data_dir).map_err(file_error(data_dir))?;
     file.write_all(token.as_str().as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(file_error(&temporary))?;
@@ -131,24 +130,68 @@ pub fn load_or_create_token(data_dir: &Path) -> Result<(Token, PathBuf), TokenEr
     }
 }
 
-/// Middleware: lets a request through only with the right bearer token.
+/// A new private file `token.<pid>.<n>.tmp` in `dir`: `create_new`, so an existing
+/// name (a symlink planted there included) is never opened or followed; the next
+/// name is tried instead.
+fn private_temporary(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let pid = std::process::id();
+    let mut attempt = 0u32;
+    loop {
+        let path = dir.join(format!("token.{pid}.{attempt}.tmp"));
+        match options.open(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && attempt < 64 => {
+                attempt += 1;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// What the auth middleware checks against: the token, and the web page's
+/// logins when the page is mounted.
+#[derive(Clone, Debug)]
+pub(crate) struct Gate {
+    pub(crate) token: Token,
+    pub(crate) web: Option<crate::WebLogin>,
+}
+
+/// Middleware: lets a request through with the right bearer token, or with a live
+/// browser session cookie under the CSRF rule (`web_auth.rs`).
 pub(crate) async fn require_token(
-    State(token): State<Token>,
-    request: Request,
+    State(gate): State<Gate>,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
-    match given {
-        Some(given) if token.matches(given) => next.run(request).await,
-        _ => (
+    use crate::web_auth::{Denied, authorize};
+    let decided = authorize(
+        &gate.token,
+        gate.web.as_ref(),
+        request.method(),
+        request.headers(),
+        std::time::Instant::now(),
+    );
+    match decided {
+        Ok(via) => {
+            // Routes that only the token may use (minting login links) look at this.
+            request.extensions_mut().insert(via);
+            next.run(request).await
+        }
+        Err(Denied::Unauthenticated) => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
         )
             .into_response(),
+        Err(Denied::Csrf(reason)) => {
+            crate::HttpError(shiitake_protocol::ShiitakeError::not_granted(reason)).into_response()
+        }
     }
 }
 
@@ -193,5 +236,21 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_temporary_token_file_never_follows_a_planted_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let pid = std::process::id();
+        for name in [format!("token.{pid}.tmp"), format!("token.{pid}.0.tmp")] {
+            std::os::unix::fs::symlink(&victim, dir.path().join(name)).unwrap();
+        }
+        let (token, path) = load_or_create_token(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(path).unwrap(), token.as_str());
     }
 }

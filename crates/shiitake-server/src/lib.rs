@@ -7,9 +7,12 @@
 //! is the one source of truth, so the same router can sit in front of the
 //! in-process core Agent or anything else that implements the traits.
 //!
-//! Every route requires a bearer [`Token`]; failures leave as the canonical
+//! Every route requires a bearer [`Token`] (or, with [`ServerConfig::with_web`],
+//! the web page's session cookie under a CSRF rule; the page itself is public); failures leave as the canonical
 //! `ShiitakeError` JSON with a fitting status ([`status_of`]); request bodies
-//! are bounded by [`MAX_BODY_BYTES`]. `docs/http.md` documents every route.
+//! are bounded by [`MAX_BODY_BYTES`]; request time and open event streams are
+//! bounded per process ([`ServerConfig`]), and every request gets a request id
+//! (`x-request-id`) and a tracing span. `docs/http.md` documents every route.
 //!
 //! ```no_run
 //! # async fn host(agent: std::sync::Arc<impl shiitake_protocol::AgentApi + 'static>) -> std::io::Result<()> {
@@ -23,21 +26,36 @@
 //! ```
 
 mod auth;
+mod browser;
+mod directory;
 mod error;
 mod extract;
+mod limits;
 mod routes;
 mod sse;
+mod web;
+mod web_auth;
+mod web_login;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
+use knapsack::ui::UiBridge;
 use shiitake_protocol::AgentApi;
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 
 pub use auth::{Token, TokenError, load_or_create_token, token_path};
+pub use directory::{AgentDirectoryApi, directory_router};
 pub use error::{HttpError, status_of};
 pub use extract::MAX_BODY_BYTES;
+pub use web_auth::{COOKIE_PREFIX, CSRF_HEADER};
+pub use web_login::{
+    DEFAULT_CODE_TTL, DEFAULT_MAX_CODES, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL, WebLogin,
+    WebLoginLimits,
+};
 
 /// How a server behaves besides the Agent it serves.
 #[derive(Clone, Debug)]
@@ -47,23 +65,70 @@ pub struct ServerConfig {
     /// How often an idle SSE stream sends a keep-alive comment, so proxies and
     /// clients can tell a quiet stream from a dead one.
     pub keep_alive: Duration,
+    /// The browser App bridge whose routes (`/browser/...`) the server mounts,
+    /// behind the same token; `None` mounts none.
+    pub browser: Option<UiBridge>,
+    /// The web page (`/`, `docs/web.md`) and the logins its cookie comes from;
+    /// `None` serves no page and accepts no cookie.
+    pub web: Option<WebLogin>,
+    /// Longest time until a response head; a slower request is answered `unavailable`.
+    pub request_timeout: Duration,
+    /// Most `events` and `watch` streams open at once in this process; one more is `unavailable`.
+    pub max_subscribers: usize,
 }
 
 impl ServerConfig {
-    /// Defaults around `token`: keep-alive comments every 15 s.
+    /// Defaults around `token`: keep-alive comments every 15 s, 30 s per request,
+    /// 256 open event streams.
     pub fn new(token: Token) -> Self {
         Self {
             token,
             keep_alive: Duration::from_secs(15),
+            browser: None,
+            web: None,
+            request_timeout: Duration::from_secs(30),
+            max_subscribers: 256,
         }
+    }
+
+    /// Mounts `bridge`'s routes too (`docs/http.md`, "Browser App bridge").
+    #[must_use]
+    pub fn with_browser(mut self, bridge: UiBridge) -> Self {
+        self.browser = Some(bridge);
+        self
+    }
+
+    /// Serves the web page at `/` and accepts the session cookie its login links
+    /// set (`docs/web.md`); mint the first link with [`WebLogin::login_url`].
+    #[must_use]
+    pub fn with_web(mut self, login: WebLogin) -> Self {
+        self.web = Some(login);
+        self
     }
 }
 
-/// The routes of `docs/http.md` over `agent`, behind the bearer token of `config`.
+/// The routes of `docs/http.md` over `agent`, behind the bearer token of `config`
+/// (or the web page's cookie), plus the public page when `config.web` is set.
 pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Router {
+    let subscribers = limits::Subscribers::new(config.max_subscribers);
+    let mut app = agent_routes(agent.clone(), config.keep_alive, subscribers);
+    if let Some(bridge) = config.browser.clone() {
+        app = app.merge(browser_routes(agent, bridge, config.keep_alive));
+    }
+    guarded(app, config)
+}
+
+/// One Agent's `/v1` routes without authentication, for [`router`] and
+/// [`directory_router`]; `subscribers` bounds the event streams of every Agent served.
+pub(crate) fn agent_routes<A: AgentApi + 'static>(
+    agent: Arc<A>,
+    keep_alive: Duration,
+    subscribers: limits::Subscribers,
+) -> Router {
     let shared = Arc::new(routes::Shared {
         agent,
-        keep_alive: config.keep_alive,
+        keep_alive,
+        subscribers,
     });
     Router::new()
         .route(
@@ -104,8 +169,77 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
         )
         .fallback(error::no_route)
         .with_state(shared)
+}
+
+/// What every server shares around its routes, outermost last: the browser, login
+/// and logout routes, the time bound, the gate (token or cookie), the public page, and
+/// the request id with its span.
+pub(crate) fn guarded(mut app: Router, config: ServerConfig) -> Router {
+    if let Some(login) = &config.web {
+        app = app.merge(
+            Router::new()
+                .route("/v1/web/login-links", post(web::mint_link))
+                .route("/logout", post(web::logout))
+                .with_state(login.clone()),
+        );
+    }
+    let gate = auth::Gate {
+        token: config.token,
+        web: config.web.clone(),
+    };
+    let app = app
         .layer(axum::middleware::from_fn_with_state(
-            config.token,
-            auth::require_token,
+            config.request_timeout,
+            limits::time_bound,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            gate,
+            auth::require_token,
+        ));
+    let app = match config.web {
+        // Merged after the layer: the page and the login route need no credential.
+        Some(login) => app.merge(
+            Router::new()
+                .route("/", get(web::index))
+                .route("/web/{file}", get(web::file))
+                .route("/login", get(web::login))
+                .with_state(login),
+        ),
+        None => app,
+    };
+    // Outermost first: the id is set, the span opened with it, and the id echoed.
+    app.layer(
+        tower::ServiceBuilder::new()
+            .layer(SetRequestIdLayer::x_request_id(limits::NextRequestId::new()))
+            .layer(TraceLayer::new_for_http().make_span_with(limits::request_span))
+            .layer(PropagateRequestIdLayer::x_request_id()),
+    )
+}
+
+/// The browser App bridge's routes (see [`browser`]).
+pub(crate) fn browser_routes<A: AgentApi + 'static>(
+    agent: Arc<A>,
+    bridge: UiBridge,
+    keep_alive: Duration,
+) -> Router {
+    let shared = Arc::new(browser::BrowserShared {
+        agent,
+        bridge,
+        keep_alive,
+    });
+    Router::new()
+        .route("/browser/knapsack-ui.js", get(browser::script))
+        .route(
+            "/browser/sessions/{session}/browser/events",
+            get(browser::events::<A>),
+        )
+        .route(
+            "/browser/sessions/{session}/browser/claims",
+            post(browser::claims::<A>),
+        )
+        .route(
+            "/browser/sessions/{session}/browser/results",
+            post(browser::results::<A>),
+        )
+        .with_state(shared)
 }

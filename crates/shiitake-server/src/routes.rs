@@ -23,6 +23,7 @@ use crate::sse::{self, EventStream};
 pub(crate) struct Shared<A> {
     pub(crate) agent: Arc<A>,
     pub(crate) keep_alive: Duration,
+    pub(crate) subscribers: crate::limits::Subscribers,
 }
 
 type AppState<A> = State<Arc<Shared<A>>>;
@@ -125,10 +126,11 @@ pub(crate) async fn events<A: AgentApi>(
     if let Some(cursor) = last_event_id(&headers)? {
         options.after = Some(cursor);
     }
+    let place = shared.subscribers.enter()?;
     // Subscribing happens before the response head leaves, so a client that has
     // the head is registered: whatever commits next reaches it.
     let frames = shared.agent.session(session_id).subscribe(options).await?;
-    Ok(sse::respond(Vec::new(), frames, shared.keep_alive))
+    Ok(sse::respond(Vec::new(), frames, shared.keep_alive, place))
 }
 
 pub(crate) async fn watch<A: AgentApi>(
@@ -136,9 +138,10 @@ pub(crate) async fn watch<A: AgentApi>(
     Params(session_id): Params<SessionId>,
     QueryParams(options): QueryParams<ReadOptions>,
 ) -> Answer<EventStream> {
+    let place = shared.subscribers.enter()?;
     let watch = shared.agent.session(session_id).watch(options).await?;
     let first = vec![sse::snapshot_event(&watch.snapshot)];
-    Ok(sse::respond(first, watch.changes, shared.keep_alive))
+    Ok(sse::respond(first, watch.changes, shared.keep_alive, place))
 }
 
 pub(crate) async fn model_preference<A: AgentApi>(

@@ -68,8 +68,14 @@ pub(crate) fn snapshot_event(snapshot: &SessionSnapshot) -> Event {
 }
 
 /// The SSE response: `first` events, then the frames, then `end`; or, on a
-/// failure, one `error` instead of `end`.
-pub(crate) fn respond(first: Vec<Event>, frames: FrameStream, keep_alive: Duration) -> EventStream {
+/// failure, one `error` instead of `end`. `place` (the stream's place among the
+/// bounded subscribers) is held until the stream is dropped.
+pub(crate) fn respond<P: Send + 'static>(
+    first: Vec<Event>,
+    frames: FrameStream,
+    keep_alive: Duration,
+    place: P,
+) -> EventStream {
     // A comment first, so the response head and a first byte leave at once.
     let opening = std::iter::once(Event::default().comment("ok")).chain(first);
     let body = stream::unfold(Some(frames), |state| async move {
@@ -83,7 +89,13 @@ pub(crate) fn respond(first: Vec<Event>, frames: FrameStream, keep_alive: Durati
             None => Some((end_event(), None)),
         }
     });
-    let events = stream::iter(opening).chain(body).map(Ok).boxed();
+    let events = stream::iter(opening)
+        .chain(body)
+        .map(move |event| {
+            let _held = &place;
+            Ok(event)
+        })
+        .boxed();
     Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
 }
 
@@ -96,7 +108,7 @@ mod tests {
 
     /// The whole SSE body of `frames`, as text.
     async fn body_of(frames: FrameStream) -> String {
-        let response = respond(Vec::new(), frames, Duration::from_secs(60)).into_response();
+        let response = respond(Vec::new(), frames, Duration::from_secs(60), ()).into_response();
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
             .unwrap();

@@ -292,6 +292,15 @@ async fn answers_follow_the_command_type() {
         .send("GET", &format!("/v1/sessions/{id}/model-preference"), None)
         .await;
     assert_eq!((status, body.as_str()), (200, "null"));
+    // The conformance Agents carry one extension, the tally: a JSON array of its status.
     let (status, body) = raw.send("GET", "/v1/extensions", None).await;
-    assert_eq!((status, body.as_str()), (200, "[]"));
+    assert_eq!(status, 200);
+    let listed: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|status| status["extensionId"].as_str())
+        .collect();
+    assert_eq!(ids, ["conformance-tally"], "{body}");
 }

@@ -73,10 +73,17 @@ impl StepModel {
 
     /// Whether the run's prompt asks for no answer at all.
     fn held(context: &ModelContext) -> bool {
-        context.messages.iter().rev().find_map(|message| match message {
-            Message::User(user) => Some(matches!(&user.content, UserContent::Text(text) if text.starts_with("hold"))),
-            _ => None,
-        }) == Some(true)
+        context
+            .messages
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                Message::User(user) => Some(
+                    matches!(&user.content, UserContent::Text(text) if text.starts_with("hold")),
+                ),
+                _ => None,
+            })
+            == Some(true)
     }
 }
 
@@ -136,7 +143,10 @@ async fn catalog(effects: Option<PathBuf>) -> Result<Arc<Catalog>, Failure> {
                     .append(true)
                     .open(&file)
                     .map_err(|error| ToolError::fatal(error.to_string()))?;
-                writeln!(marks, "{execution}")
+                // One write(2) of the whole line: with O_APPEND, lines of several
+                // processes never interleave (`writeln!` may write the newline apart).
+                marks
+                    .write_all(format!("{execution}\n").as_bytes())
                     .map_err(|error| ToolError::fatal(error.to_string()))?;
                 marks
                     .sync_data()

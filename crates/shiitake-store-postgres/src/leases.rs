@@ -146,7 +146,9 @@ async fn renew_once(shared: &Shared, conn: &mut PgConnection) -> Result<(), Stor
     }
     for (session_id, token) in shared.leases.keep_only(&renewed, started) {
         tracing::warn!(session = %session_id, "this process lost a lease: another process took the Session over");
-        let _receivers = shared.events.send(OwnershipEvent::Lost { session_id, token });
+        let _receivers = shared
+            .events
+            .send(OwnershipEvent::Lost { session_id, token });
     }
     Ok(())
 }

@@ -15,9 +15,10 @@
 //! - **Leases and fencing.** An owner first takes its Session's lease: a row with
 //!   the holding process, an expiry on the database's clock and a fencing token
 //!   that grows whenever the lease changes hands. The writer checks the token in
-//!   every commit under a share lock of the lease row, so a stale owner's commit
-//!   fails whole and a takeover waits for a commit in flight. A background task
-//!   renews this process's leases; a process that stops (or is paused past the
+//!   every commit under a key-share lock of the lease row, so a stale owner's
+//!   commit fails whole and a takeover waits for a commit in flight (a renewal
+//!   does not). A background task on its own connection renews the leases this
+//!   process's owners still hold; a process that stops (or is paused past the
 //!   expiry) loses them, and another process adopts its Sessions and resumes their
 //!   work under core's recovery rules.
 //! - **Across processes.** Requests for a Session owned elsewhere are rows the

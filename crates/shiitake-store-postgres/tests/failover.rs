@@ -13,6 +13,8 @@
 //! - no timer occurrence fired twice, and timers kept firing after the kill;
 //! - the subscriber on process 2 saw every committed message and terminal once.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -55,7 +57,13 @@ fn node_binary() -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
         let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "shiitake-store-postgres", "--example", "hub_node"])
+            .args([
+                "build",
+                "-p",
+                "shiitake-store-postgres",
+                "--example",
+                "hub_node",
+            ])
             .status()
             .unwrap();
         assert!(status.success(), "cargo build --example hub_node failed");
@@ -75,7 +83,10 @@ fn spawn_node(database: &str, key: &str, effects: &Path, name: &str) -> Node {
             effects.to_str().unwrap(),
             &STEPS.to_string(),
         ])
-        .env("RUST_LOG", std::env::var("SHIITAKE_NODE_LOG").unwrap_or_else(|_| "warn".to_owned()))
+        .env(
+            "RUST_LOG",
+            std::env::var("SHIITAKE_NODE_LOG").unwrap_or_else(|_| "warn".to_owned()),
+        )
         .stdout(Stdio::piped())
         .stderr(File::create(&log).unwrap())
         .spawn()
@@ -299,7 +310,14 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
             (scratch.path().to_owned(), Some(scratch))
         };
     let mut nodes: Vec<Node> = (0..3)
-        .map(|n| spawn_node(&database, key.as_str(), effects.as_path(), &format!("node{n}")))
+        .map(|n| {
+            spawn_node(
+                &database,
+                key.as_str(),
+                effects.as_path(),
+                &format!("node{n}"),
+            )
+        })
         .collect();
     let cluster = Arc::new(Cluster {
         clients: nodes.iter().map(|node| client(&node.url)).collect(),

@@ -2,6 +2,8 @@
 //! store level: two `PostgresStore`s on one database and one Agent key stand for
 //! two processes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::time::Duration;

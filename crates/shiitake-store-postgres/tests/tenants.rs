@@ -2,6 +2,8 @@
 //! keys) on the same PostgreSQL, each behind its own server; every request one
 //! tenant's client makes for the other's Session is `not_found`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::sync::Arc;

@@ -20,6 +20,7 @@ use crate::asker::{LineAsker, TerminalAsker};
 use crate::commands;
 use crate::flows;
 use crate::input::{Event, Input};
+use crate::outstanding::Outstanding;
 use crate::render::Printer;
 use crate::setup::Context;
 
@@ -100,6 +101,23 @@ pub async fn run(context: &Context, args: ChatArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Runs a typed slash command: `/answer @agent` answers a sub-agent's question from
+/// the footer, everything else is a catalog flow.
+async fn slash_command(
+    agent: &shiitake_client::RemoteAgent,
+    session: &RemoteSession,
+    slash: &flows::Slash,
+    asker: &mut dyn flows::Asker,
+    request_id: &str,
+) -> Result<(), CliError> {
+    match slash.rest.strip_prefix('@') {
+        Some(child) if slash.name == "answer" => {
+            flows::answer_child(agent, session, child.trim(), asker, request_id).await
+        }
+        _ => flows::run(agent, session, slash, asker, request_id).await,
+    }
+}
+
 /// The conversation loop; true when anything was sent.
 async fn converse(
     agent: &shiitake_client::RemoteAgent,
@@ -110,8 +128,9 @@ async fn converse(
 ) -> Result<bool, CliError> {
     let mut input_open = true;
     let mut sent_any = false;
+    let mut outstanding = Outstanding::default();
     loop {
-        if !input_open && printer.idle() {
+        if !input_open && printer.idle() && outstanding.is_empty() {
             break;
         }
         tokio::select! {
@@ -136,10 +155,10 @@ async fn converse(
                         let request_id = new_request()?;
                         let outcome = if input.is_terminal() {
                             let mut asker = TerminalAsker { printer: &mut *printer };
-                            flows::run(agent, session, &slash, &mut asker, request_id.as_str()).await
+                            slash_command(agent, session, &slash, &mut asker, request_id.as_str()).await
                         } else {
                             let mut asker = LineAsker { input: &mut *input, printer: &mut *printer };
-                            flows::run(agent, session, &slash, &mut asker, request_id.as_str()).await
+                            slash_command(agent, session, &slash, &mut asker, request_id.as_str()).await
                         };
                         if let Err(error) = outcome {
                             printer.note(&format!("[/{}] {error}", slash.name));
@@ -150,9 +169,9 @@ async fn converse(
                         match PromptText::new(text) {
                             Ok(text) => {
                                 let options = SendOptions { delivery: Some(delivery), request_id: None };
-                                session.send(text, options).await?;
-                                // Until the acceptance shows up in a frame the Session is not idle.
-                                printer.pending += 1;
+                                let accepted = session.send(text, options).await?;
+                                // Until a frame names it, a stale idle frame must not end the chat.
+                                outstanding.sent(accepted.command_id);
                                 sent_any = true;
                             }
                             Err(error) => eprintln!("[not sent] {error}"),
@@ -162,7 +181,11 @@ async fn converse(
                 },
             },
             frame = changes.next() => match frame {
-                Some(frame) => printer.frame(&frame?),
+                Some(frame) => {
+                    let frame = frame?;
+                    outstanding.observe(&frame);
+                    printer.frame(&frame);
+                }
                 None => break,
             },
             stop = tokio::signal::ctrl_c() => {

@@ -1,4 +1,4 @@
-//! `send`, `watch` and `sessions`: one-shot clients of the server.
+//! `send`, `watch`, `sessions` and `agents`: one-shot clients of the server.
 
 use futures::StreamExt;
 use shiitake_protocol::{
@@ -140,6 +140,16 @@ pub async fn sessions(context: &Context, args: SessionsArgs) -> Result<(), CliEr
     }
     if let Some(next) = page.next {
         println!("next page: shiitake sessions --after {next}");
+    }
+    Ok(())
+}
+
+/// `agents`: the Agents the server serves, the default one marked.
+pub async fn agents(context: &Context) -> Result<(), CliError> {
+    let list = context.agent()?.agents().await?;
+    for entry in &list.agents {
+        let marker = if entry.default { "  (default)" } else { "" };
+        anstream::println!("{}{marker}", entry.name);
     }
     Ok(())
 }

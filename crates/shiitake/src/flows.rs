@@ -7,14 +7,21 @@
 //! command then runs through `call_extension` with a fresh request id. Questions go
 //! to an [`Asker`]: `inquire` prompts on a terminal, or the next typed lines when
 //! stdin is a pipe (lines answer in order).
+//!
+//! `/answer @agent` is the footer's Answer action on a sub-agent row: the question's
+//! own answer flow, run on that child's Session ([`answer_child`]).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use shiitake_client::{RemoteAgent, RemoteSession};
+use shiitake_ext_subagents::contract::{ChildStatus, SubagentsContract};
 use shiitake_protocol::catalog::{
     ArgumentKind, CatalogCommand, CatalogEntry, CatalogScope, FlowStep, SessionCatalogs,
 };
-use shiitake_protocol::{AgentApi, ExtensionId, ExtensionRunState, SessionApi};
+use shiitake_protocol::extension::{ExtensionViewV0, view};
+use shiitake_protocol::{
+    AgentApi, AgentName, ExtensionId, ExtensionRunState, ReadOptions, SessionApi, SessionId,
+};
 
 use crate::CliError;
 use crate::style::inert_line;
@@ -147,6 +154,7 @@ pub fn help(catalogs: &SessionCatalogs) -> Vec<String> {
             ));
         }
     }
+    lines.push("/answer @AGENT — answer the question of a sub-agent that needs you".into());
     lines.push("/steer TEXT or !TEXT — steer the running work".into());
     lines.push("/abort — stop the running work; /quit — leave".into());
     lines
@@ -236,7 +244,7 @@ pub async fn run(
     };
     let mut typed = (!slash.rest.is_empty()).then(|| slash.rest.clone());
     let input = match &command.flow {
-        Some(flow) => match walk_flow(&target, flow, &mut typed, asker).await? {
+        Some(flow) => match walk_flow(&target, flow, Map::new(), &mut typed, asker).await? {
             Some(input) => input,
             None => return Ok(()),
         },
@@ -256,14 +264,78 @@ pub async fn run(
     Ok(())
 }
 
-/// Walks a server-owned flow to the input of its call; `None` when it stopped.
+/// `/answer @agent`: the Answer action of the sub-agent row `child` in this Session's
+/// footer, which runs the question extension's own answer flow on the child's Session
+/// (in the child's Agent) with the Ask preset.
+pub async fn answer_child(
+    agent: &RemoteAgent,
+    session: &RemoteSession,
+    child: &str,
+    asker: &mut dyn Asker,
+    request_id: &str,
+) -> Result<(), CliError> {
+    let snapshot = session.read(ReadOptions::default()).await?;
+    let rows = match view::<SubagentsContract>(&snapshot.extensions) {
+        Ok(ExtensionViewV0::Running {
+            value: Some(footer),
+        }) => footer.rows,
+        _ => Vec::new(),
+    };
+    let action = rows.into_iter().find_map(|row| match row.status {
+        ChildStatus::NeedsYou {
+            question: Some(question),
+        } if row.agent == child => Some(question.answer),
+        _ => None,
+    });
+    let Some(action) = action else {
+        asker.say(&format!(
+            "[/answer] no question of @{} waits on you here (the footer lists the Agents)",
+            inert_line(child)
+        ));
+        return Ok(());
+    };
+    let invalid = |what: &str, error: &dyn std::fmt::Display| {
+        CliError::Setup(format!(
+            "the footer's Answer action has a bad {what}: {error}"
+        ))
+    };
+    let child_agent = agent
+        .agent(AgentName::new(action.agent.as_str()).map_err(|error| invalid("Agent", &error))?);
+    let child_session = child_agent.session(
+        SessionId::new(action.session_id.as_str()).map_err(|error| invalid("Session", &error))?,
+    );
+    let target = Target {
+        agent: &child_agent,
+        session: &child_session,
+        extension: ExtensionId::new(action.extension_id.as_str())
+            .map_err(|error| invalid("extension", &error))?,
+        scope: CatalogScope::Session,
+    };
+    let mut preset = Map::new();
+    preset.insert("askId".into(), Value::String(action.ask_id.clone()));
+    let Some(input) = walk_flow(&target, &action.flow, preset, &mut None, asker).await? else {
+        return Ok(());
+    };
+    let output = target
+        .call(&action.call, with_request(input, request_id))
+        .await?;
+    asker.say(&format!(
+        "[/answer @{}] {}",
+        inert_line(child),
+        inert_line(&output.to_string())
+    ));
+    Ok(())
+}
+
+/// Walks a server-owned flow from the arguments `collected` so far to the input of
+/// its call; `None` when it stopped.
 async fn walk_flow(
     target: &Target<'_>,
     flow: &str,
+    mut collected: Map<String, Value>,
     typed: &mut Option<String>,
     asker: &mut dyn Asker,
 ) -> Result<Option<Value>, CliError> {
-    let mut collected = Map::new();
     for _ in 0..MAX_FLOW_STEPS {
         let step: FlowStep =
             serde_json::from_value(target.call(flow, Value::Object(collected.clone())).await?)

@@ -2,7 +2,8 @@
 //!
 //! `shiitake serve` runs the Local host: the core Agent on the embedded SQLite
 //! store in a data directory, with the HTTP server on 127.0.0.1 behind a bearer
-//! token written to `<data-dir>/token`. The other commands are clients of that
+//! token written to `<data-dir>/token` (or, with `--database postgres://…`, one of
+//! several processes sharing a PostgreSQL database). The other commands are clients of that
 //! server (`shiitake-client`): `chat` streams a conversation as it is typed,
 //! `send` queues one prompt, `watch` tails a Session's frames and `sessions`
 //! lists the inbox. `docs/cli.md` describes each command.
@@ -10,10 +11,14 @@
 mod asker;
 mod chat;
 mod commands;
+mod database;
+mod datadir;
 mod flows;
 mod footer;
+mod host;
 mod input;
 mod models;
+mod outstanding;
 mod render;
 mod serve;
 mod setup;
@@ -40,6 +45,10 @@ pub struct Cli {
     /// Bearer token for client commands; default: read `<data-dir>/token`.
     #[arg(long, global = true, env = "SHIITAKE_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// The Agent client commands address (`shiitake agents` lists them); default: the
+    /// server's default Agent.
+    #[arg(long, global = true, env = "SHIITAKE_AGENT")]
+    agent: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -47,7 +56,8 @@ pub struct Cli {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the Local host: the Agent on SQLite and the HTTP server on 127.0.0.1.
+    /// Run the host: the Agent (on SQLite, or on a PostgreSQL database shared with
+    /// other `serve` processes) and the HTTP server on 127.0.0.1.
     Serve(serve::ServeArgs),
     /// Open or create a Session and converse, streaming the answer as it is typed.
     Chat(chat::ChatArgs),
@@ -57,6 +67,8 @@ pub enum Command {
     Watch(commands::WatchArgs),
     /// List the inbox.
     Sessions(commands::SessionsArgs),
+    /// List the Agents the server serves.
+    Agents,
 }
 
 /// A failure that ends the command with a message.
@@ -73,10 +85,34 @@ pub enum CliError {
     Io(#[from] std::io::Error),
 }
 
+/// The log filter: `SHIITAKE_LOG` when set (a filter that does not parse is an
+/// error, not a silent default), else `warn`.
+fn log_filter() -> Result<tracing_subscriber::EnvFilter, String> {
+    match std::env::var("SHIITAKE_LOG") {
+        Err(std::env::VarError::NotPresent) => Ok(tracing_subscriber::EnvFilter::new("warn")),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err("SHIITAKE_LOG is not UTF-8 text; set a filter such as `info`".to_owned())
+        }
+        Ok(text) => tracing_subscriber::EnvFilter::builder()
+            .parse(&text)
+            .map_err(|error| {
+                format!(
+                    "SHIITAKE_LOG={text:?} does not parse ({error}); set a filter such as \
+                     `info` or `shiitake_core=debug,warn`"
+                )
+            }),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SHIITAKE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = match log_filter() {
+        Ok(filter) => filter,
+        Err(message) => {
+            eprintln!("shiitake: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -89,13 +125,14 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let context = setup::Context::new(cli.data_dir, cli.url, cli.token);
+        let context = setup::Context::new(cli.data_dir, cli.url, cli.token, cli.agent);
         match cli.command {
             Command::Serve(args) => serve::run(&context, args).await,
             Command::Chat(args) => chat::run(&context, args).await,
             Command::Send(args) => commands::send(&context, args).await,
             Command::Watch(args) => commands::watch(&context, args).await,
             Command::Sessions(args) => commands::sessions(&context, args).await,
+            Command::Agents => commands::agents(&context).await,
         }
     });
     // Open streams and stdin readers must not keep the process alive.

@@ -7,12 +7,18 @@
 //!   stops if `serve` started it; `local:gemma3` picks other weights;
 //! - `none`: no default model, so runs of Sessions without a preference fail
 //!   with a diagnostic that says how to configure one.
+//!
+//! A Session may choose another model only among those the host allows
+//! ([`AllowedModels`]): a spec names a file (`scripted:`) or a host to send the
+//! transcript and a key to (`openai-compatible:`), so an open choice would let
+//! any caller with the token read files or exfiltrate keys.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use shiitake_core::{ModelResolver, SpecResolver};
 use shiitake_local_model::{Cache, DEFAULT_PORT, Weights};
-use shiitake_model::Model;
+use shiitake_model::{Model, ModelEnv};
 use shiitake_protocol::ModelPreference;
 
 use crate::CliError;
@@ -101,19 +107,73 @@ pub async fn start_local(weights: Weights) -> Result<(String, Option<StartedLoca
     Ok((spec, started))
 }
 
-/// Resolves Session preferences by spec, with the `--model none` diagnostic of this CLI.
+/// The models a Session may choose: exact specs the host named (`--model`,
+/// `--allow-model`), and any model of a provider whose API key the host holds
+/// (`openai:`, `anthropic:`), which goes only to that provider's configured URL.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AllowedModels {
+    exact: BTreeSet<String>,
+    providers: BTreeSet<&'static str>,
+}
+
+impl AllowedModels {
+    /// The allowlist of `specs` and the providers whose keys `env` holds.
+    pub fn new<'a>(specs: impl IntoIterator<Item = &'a String>, env: &ModelEnv) -> Self {
+        let exact = specs
+            .into_iter()
+            .map(|spec| spec.trim().to_owned())
+            .collect();
+        let mut providers = BTreeSet::new();
+        if env.openai_api_key.is_some() {
+            providers.insert("openai");
+        }
+        if env.anthropic_api_key.is_some() {
+            providers.insert("anthropic");
+        }
+        Self { exact, providers }
+    }
+
+    /// Whether a Session may choose `spec`.
+    pub fn permits(&self, spec: &str) -> bool {
+        let spec = spec.trim();
+        self.exact.contains(spec)
+            || spec.split_once(':').is_some_and(|(provider, model)| {
+                self.providers.contains(provider) && !model.trim().is_empty()
+            })
+    }
+
+    /// What may be chosen, for the refusal.
+    fn describe(&self) -> String {
+        let mut allowed: Vec<String> = self.exact.iter().cloned().collect();
+        allowed.extend(
+            self.providers
+                .iter()
+                .map(|provider| format!("{provider}:<model>")),
+        );
+        if allowed.is_empty() {
+            "none".to_owned()
+        } else {
+            allowed.join(", ")
+        }
+    }
+}
+
+/// Resolves Session preferences by spec, with the `--model none` diagnostic of this CLI,
+/// and refuses preferences outside the host's [`AllowedModels`].
 pub struct ServeModels {
     specs: SpecResolver,
+    allowed: AllowedModels,
 }
 
 impl ServeModels {
-    /// Sessions without a preference get `default_spec`.
-    pub fn new(default_spec: Option<String>) -> Self {
+    /// Sessions without a preference get `default_spec`; Sessions may choose among `allowed`.
+    pub fn new(default_spec: Option<String>, allowed: AllowedModels) -> Self {
         Self {
             specs: SpecResolver {
                 default_spec,
-                env: shiitake_model::ModelEnv::from_env(),
+                env: ModelEnv::from_env(),
             },
+            allowed,
         }
     }
 }
@@ -128,7 +188,22 @@ impl ModelResolver for ServeModels {
         if preference.is_none() && self.specs.default_spec.is_none() {
             return Err(NO_MODEL.to_owned());
         }
+        if let Some(preference) = preference {
+            self.permits(preference)?;
+        }
         self.specs.resolve(preference)
+    }
+
+    fn permits(&self, preference: &ModelPreference) -> Result<(), String> {
+        let spec = preference.model.as_str();
+        if self.allowed.permits(spec) {
+            return Ok(());
+        }
+        Err(format!(
+            "this host does not offer the model {spec:?}; a Session may choose {} (the host \
+             adds models with `shiitake serve --allow-model SPEC`)",
+            self.allowed.describe()
+        ))
     }
 }
 
@@ -163,8 +238,40 @@ mod tests {
     }
 
     #[test]
+    fn the_allowlist_holds_named_specs_and_keyed_providers_only() {
+        let named = vec![
+            "scripted:/tmp/s.json".to_owned(),
+            " openai-compatible:http://127.0.0.1:8090/v1#m ".to_owned(),
+        ];
+        let keyed = ModelEnv {
+            openai_api_key: Some("k".into()),
+            ..ModelEnv::default()
+        };
+        let allowed = AllowedModels::new(&named, &keyed);
+        for spec in [
+            "scripted:/tmp/s.json",
+            "openai-compatible:http://127.0.0.1:8090/v1#m",
+            "openai:gpt-4o",
+        ] {
+            assert!(allowed.permits(spec), "{spec}");
+        }
+        for spec in [
+            "scripted:/etc/passwd",
+            "scripted:/tmp/s.json2",
+            "openai-compatible:http://evil.invalid/v1#m",
+            "openai:",
+            "anthropic:claude-sonnet-4-5",
+            "openai",
+        ] {
+            assert!(!allowed.permits(spec), "{spec}");
+        }
+        let unkeyed = AllowedModels::new(&named, &ModelEnv::default());
+        assert!(!unkeyed.permits("openai:gpt-4o"));
+    }
+
+    #[test]
     fn without_a_model_the_diagnostic_says_how_to_configure_one() {
-        let models = ServeModels::new(None);
+        let models = ServeModels::new(None, AllowedModels::default());
         let error = models.resolve(None).err().unwrap_or_default();
         for needed in [
             "--model",

@@ -86,7 +86,7 @@ pub struct Printer {
     /// The queue state after the last frame.
     pub queue: QueueState,
     /// Pending prompts after the last frame.
-    pub pending: usize,
+    pending: usize,
     /// The footer last printed, so an unchanged one is not printed again.
     footer: Vec<String>,
 }

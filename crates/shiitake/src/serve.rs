@@ -1,16 +1,21 @@
-//! `shiitake serve`: the Local host.
+//! `shiitake serve`: the Local host (on SQLite), or one process of several sharing
+//! a PostgreSQL database (`--database postgres://…`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use knapsack::Knapsack;
 use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
+use knapsack::ui::UiBridge;
 use shiitake_capabilities::{Catalog, SourceId};
-use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
-use shiitake_protocol::AgentApi;
-use shiitake_server::{ServerConfig, load_or_create_token, router};
+use shiitake_ext_home::{Attachment, ComputerList};
+use shiitake_ext_skills::{SkillLibrary, SkillRoot};
+use shiitake_server::{ServerConfig, Token, WebLogin, load_or_create_token};
 
-use crate::models::{ModelChoice, ServeModels, start_local};
+use crate::database::Database;
+use crate::datadir;
+use crate::host::{Host, HostParts};
+use crate::models::{AllowedModels, ModelChoice, ServeModels, start_local};
 use crate::setup::Context;
 use crate::{CliError, DEFAULT_PORT};
 
@@ -24,13 +29,43 @@ pub struct ServeArgs {
     /// `local` (the default: the bundled local model, started here) or `none`.
     #[arg(long, env = "SHIITAKE_MODEL")]
     model: Option<String>,
-    /// Directory the agent's file tools may read and edit; default: the current directory.
+    /// Directory attached as the Computer `workspace` when no --computer is given
+    /// (Home's file tools read and edit it); default: the current directory, unless that
+    /// is `$HOME` or `/` (then the flag is required).
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// A Computer for Home, `name=DIR` (repeatable): a local directory its file tools
+    /// work in; `/home <name>` chooses among several.
+    #[arg(long = "computer", value_name = "NAME=DIR", value_parser = computer_spec)]
+    computers: Vec<(String, PathBuf)>,
+    /// A skills root (repeatable): each folder in it with a SKILL.md is a skill.
+    #[arg(long = "skills", value_name = "DIR")]
+    skills: Vec<PathBuf>,
+    /// Another model spec Sessions may choose (repeatable); besides it, Sessions may choose
+    /// `--model`, and `openai:`/`anthropic:` models when their API key is set.
+    #[arg(long = "allow-model", value_name = "SPEC")]
+    allow_model: Vec<String>,
     /// A remote MCP server, `name=URL[,header=Name:Value]...` (repeatable); its tools
     /// become `env.mcp.<name>`. `${VAR}` in a header value reads the environment.
     #[arg(long = "mcp", value_name = "NAME=URL[,header=Name:Value]", value_parser = mcp_spec)]
     mcp: Vec<McpSpec>,
+    /// Where Sessions are stored: `sqlite:PATH` (default: `shiitake.db` in the data
+    /// directory) or `postgres://USER@HOST:PORT/NAME`, which several `serve`
+    /// processes may share (each owns some Sessions; see docs/hub.md).
+    #[arg(
+        long,
+        env = "SHIITAKE_DATABASE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    database: Option<String>,
+    /// The Agent (tenant) this process serves on a shared PostgreSQL database.
+    #[arg(long, env = "SHIITAKE_AGENT", default_value = "default")]
+    agent: String,
+    /// A file holding the bearer token clients must send (default: `--token` /
+    /// `SHIITAKE_TOKEN` if given, else `<data-dir>/token`, created when absent).
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
 }
 
 /// A `--mcp` value as typed; parsed after clap so no error message repeats it, and
@@ -48,32 +83,93 @@ fn mcp_spec(text: &str) -> Result<McpSpec, std::convert::Infallible> {
     Ok(McpSpec(text.to_owned()))
 }
 
+/// `name=DIR` of `--computer`.
+fn computer_spec(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, dir)) if !name.is_empty() && !dir.is_empty() => {
+            Ok((name.to_owned(), PathBuf::from(dir)))
+        }
+        _ => Err(format!("expected NAME=DIR, got {text:?}")),
+    }
+}
+
 fn setup(what: &str) -> impl Fn(String) -> CliError + '_ {
     move |error| CliError::Setup(format!("{what}: {error}"))
 }
 
-/// The tools of the Local host: the Knapsack files module over the workspace directory,
-/// and the `--mcp` servers.
-async fn catalog(workspace: Option<PathBuf>, mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
-    let root = match workspace {
-        Some(root) => root,
-        None => std::env::current_dir()?,
-    };
-    let files = knapsack::LocalFiles::new(&root)
-        .map_err(|error| setup("workspace")(format!("{}: {error}", root.display())))?;
-    let source = knapsack::Knapsack::files(Arc::new(files))
-        .and_then(|connection| connection.source(SourceId::new("files")))
-        .map_err(|error| setup("files tools")(error.to_string()))?;
-    let catalog = Catalog::new();
-    catalog
-        .add_source(Arc::new(source))
-        .await
-        .map_err(|error| setup("files tools")(error.to_string()))?;
-    let catalog = Arc::new(catalog);
+/// The directory the file tools work in: `--workspace`, else the current directory
+/// unless that is `$HOME` or `/`, which would hand the model a whole home or system.
+fn workspace_root(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(root) = given {
+        return Ok(root);
+    }
+    let current = std::env::current_dir()?;
+    let canonical = std::fs::canonicalize(&current)?;
+    let home = dirs::home_dir().and_then(|home| std::fs::canonicalize(home).ok());
+    if canonical.parent().is_none() || home.as_deref() == Some(canonical.as_path()) {
+        return Err(CliError::Setup(format!(
+            "no --workspace given, and the current directory is {}: the agent's file tools \
+             would read and edit all of it. Pass --workspace DIR with the project directory \
+             they may touch, or start `shiitake serve` in that directory",
+            canonical.display()
+        )));
+    }
+    Ok(current)
+}
+
+/// The tools of the Local host besides the extensions': the `--mcp` servers. (The file
+/// tools are Home's, over the attached Computers.)
+async fn catalog(mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
+    let catalog = Arc::new(Catalog::new());
     if !mcp.is_empty() {
         add_mcp_servers(&catalog, mcp).await?;
     }
     Ok(catalog)
+}
+
+/// The Computers Home works in: each `--computer name=DIR`, or else `workspace` at
+/// [`workspace_root`].
+fn computer_dirs(
+    workspace: Option<PathBuf>,
+    computers: Vec<(String, PathBuf)>,
+) -> Result<Vec<(String, PathBuf)>, CliError> {
+    if computers.is_empty() {
+        Ok(vec![("workspace".to_owned(), workspace_root(workspace)?)])
+    } else {
+        Ok(computers)
+    }
+}
+
+/// Each Computer as a local attachment with the data directory hidden from its file
+/// tools (the database and the token are not the model's to read).
+fn attach(dirs: &[(String, PathBuf)], data_dir: &Path) -> Result<Vec<Attachment>, CliError> {
+    dirs.iter()
+        .map(|(name, dir)| {
+            let failed =
+                |error: String| setup("--computer")(format!("{name}={}: {error}", dir.display()));
+            let port = knapsack::LocalFiles::new(dir)
+                .and_then(|files| files.hiding(data_dir))
+                .map_err(|error| failed(error.to_string()))?;
+            Attachment::from_local(name, port).map_err(|error| failed(error.to_string()))
+        })
+        .collect()
+}
+
+/// The skills of the `--skills` roots; what a root could not give is printed.
+async fn skills(roots: &[PathBuf]) -> Option<Arc<SkillLibrary>> {
+    if roots.is_empty() {
+        return None;
+    }
+    let roots: Vec<SkillRoot> = roots.iter().map(SkillRoot::new).collect();
+    let library = SkillLibrary::discover(&roots).await;
+    for problem in &library.list().problems {
+        eprintln!(
+            "shiitake: skills: {}",
+            serde_json::to_string(problem).unwrap_or_default()
+        );
+    }
+    println!("shiitake: skills: {}", library.list().skills.len());
+    Some(Arc::new(library))
 }
 
 /// Connects the `--mcp` servers (those that fail are reported and left out) and keeps
@@ -112,16 +208,55 @@ async fn add_mcp_servers(catalog: &Arc<Catalog>, specs: &[McpSpec]) -> Result<()
     Ok(())
 }
 
-/// Runs the Local host until Ctrl-C.
+/// The token clients must send, and where it came from: `--token`/`SHIITAKE_TOKEN`,
+/// else `--token-file`, else the data directory's token file (created when absent).
+fn server_token(
+    context: &Context,
+    token_file: Option<&std::path::Path>,
+    data_dir: &std::path::Path,
+) -> Result<(Token, String), CliError> {
+    let invalid = |from: &str| {
+        let from = from.to_owned();
+        move |error: shiitake_server::TokenError| setup("token")(format!("{from}: {error}"))
+    };
+    if let Some(token) = context.token() {
+        let token = Token::new(token.trim()).map_err(invalid("--token"))?;
+        return Ok((token, "from --token / SHIITAKE_TOKEN".to_owned()));
+    }
+    if let Some(path) = token_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| setup("token")(format!("{}: {error}", path.display())))?;
+        let from = path.display().to_string();
+        let token = Token::new(text.trim()).map_err(invalid(&from))?;
+        return Ok((token, format!("from {from}")));
+    }
+    let (token, path) =
+        load_or_create_token(data_dir).map_err(|error| setup("token")(error.to_string()))?;
+    Ok((token, format!("in {}", path.display())))
+}
+
+/// Runs the host until Ctrl-C, SIGTERM or a server error; each closes the Agents.
 pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     let data_dir = context.data_dir()?;
-    let (token, token_path) =
-        load_or_create_token(&data_dir).map_err(|error| setup("token")(error.to_string()))?;
-    let database = data_dir.join("shiitake.db");
-    let store = SqliteStore::open(&database, Durability::Full)
+    datadir::prepare(&data_dir)?;
+    let database = Database::parse(args.database.as_deref(), &data_dir)
+        .map_err(|error| CliError::Setup(error.to_string()))?;
+    // On SQLite, one process per data directory, and the port before the Agent: a
+    // second `serve` must fail before it opens the database and resumes anyone's
+    // work. On PostgreSQL, leases keep the processes' Sessions apart instead.
+    let _lock = match database {
+        Database::Sqlite(_) => Some(datadir::lock(&data_dir)?),
+        Database::Postgres(_) => None,
+    };
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
-        .map_err(|error| setup("store")(format!("{}: {error}", database.display())))?;
-    let tools = catalog(args.workspace, &args.mcp).await?;
+        .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
+    let address = listener.local_addr()?;
+    let (token, token_from) = server_token(context, args.token_file.as_deref(), &data_dir)?;
+    let tools = catalog(&args.mcp).await?;
+    let dirs = computer_dirs(args.workspace, args.computers)?;
+    let attachments = attach(&dirs, &data_dir)?;
+    let skills = skills(&args.skills).await;
     let choice = ModelChoice::parse(args.model.as_deref())?;
     let (default_spec, started_local) = match &choice {
         ModelChoice::Spec(spec) => (Some(spec.clone()), None),
@@ -131,35 +266,94 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         }
         ModelChoice::None => (None, None),
     };
-    let models = ServeModels::new(default_spec.clone());
-    let agent =
-        Arc::new(Agent::open(Arc::new(store), tools, AgentConfig::new(Arc::new(models))).await?);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
-        .await
-        .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
-    let address = listener.local_addr()?;
+    let env = shiitake_model::ModelEnv::from_env();
+    let allowed = AllowedModels::new(default_spec.iter().chain(&args.allow_model), &env);
+    let models = Arc::new(ServeModels::new(default_spec.clone(), allowed));
+    // The browser App bridge: the Local default Agent's runs borrow `ui`; the server
+    // mounts its `/browser/` routes.
+    let parts = HostParts {
+        models,
+        tools,
+        skills,
+        computers: Arc::new(ComputerList::new(attachments)),
+        bridge: UiBridge::default(),
+    };
+    let host = Host::open(&database, &data_dir, &args.agent, parts).await?;
+    datadir::tighten(&data_dir)?;
     println!("shiitake: data directory {}", data_dir.display());
-    println!("shiitake: token in {}", token_path.display());
+    println!("shiitake: database {}", database.describe());
+    println!("shiitake: token {token_from}");
+    for (name, dir) in &dirs {
+        println!(
+            "shiitake: computer {name} at {} (the file tools may read and edit it)",
+            dir.display()
+        );
+    }
+    println!("shiitake: agents {}", host.names().join(", "));
+    if let Database::Postgres(_) = database {
+        println!("shiitake: the Hub roster; other processes on this database share its Sessions");
+    }
     match &default_spec {
         Some(model) => println!("shiitake: model {model}"),
         None => println!(
             "shiitake: no model (--model none): runs of Sessions without a model fail until one is given"
         ),
     }
+    let mut signals = StopSignals::register()?;
     println!("shiitake: listening on http://{address}");
-    let app = router(agent.clone(), ServerConfig::new(token));
+    // The web page at `/`: a one-time link sets its session cookie (docs/web.md).
+    let web = WebLogin::default();
+    let login = web
+        .login_url(&format!("http://{address}"))
+        .map_err(|error| setup("login link")(error.to_string()))?;
+    println!("shiitake: web page: open {login} (the link works once)");
+    let app = host.router(ServerConfig::new(token).with_web(web));
     let served = tokio::select! {
-        served = axum::serve(listener, app) => served,
-        stop = tokio::signal::ctrl_c() => stop.map(|()| {
-            println!("shiitake: stopping; accepted work resumes on the next start");
+        served = axum::serve(listener, app) => served.map_err(CliError::from),
+        stop = signals.wait() => stop.map(|signal| {
+            println!("shiitake: {signal}: stopping; accepted work resumes on the next start");
         }),
     };
-    let closed = agent.close().await;
+    host.close().await;
+    println!("shiitake: the Agents closed");
     // The model server outlives this process unless it is stopped here.
     if let Some(local) = started_local {
         local.stop().await;
     }
     served?;
-    closed?;
     Ok(())
+}
+
+/// The signals that stop `serve`, registered before it says it is listening, so a
+/// SIGTERM sent as soon as the address is printed is handled, not fatal.
+struct StopSignals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn register() -> Result<Self, CliError> {
+        Ok(Self {
+            #[cfg(unix)]
+            terminate: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?,
+        })
+    }
+
+    /// Waits for Ctrl-C or (on Unix) SIGTERM, and names the one that came.
+    async fn wait(&mut self) -> Result<&'static str, CliError> {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                interrupted = tokio::signal::ctrl_c() => {
+                    interrupted.map(|()| "interrupted").map_err(CliError::from)
+                }
+                _ = self.terminate.recv() => Ok("terminated"),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await?;
+            Ok("interrupted")
+        }
+    }
 }

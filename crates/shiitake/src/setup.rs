@@ -12,16 +12,28 @@ pub struct Context {
     data_dir: Option<PathBuf>,
     url: Option<String>,
     token: Option<String>,
+    agent: Option<String>,
 }
 
 impl Context {
     /// The options as given on the command line or in the environment.
-    pub fn new(data_dir: Option<PathBuf>, url: Option<String>, token: Option<String>) -> Self {
+    pub fn new(
+        data_dir: Option<PathBuf>,
+        url: Option<String>,
+        token: Option<String>,
+        agent: Option<String>,
+    ) -> Self {
         Self {
             data_dir,
             url,
             token,
+            agent,
         }
+    }
+
+    /// `--token` / `SHIITAKE_TOKEN`, when given.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
     }
 
     /// `--data-dir`, else `<platform data dir>/shiitake`.
@@ -60,7 +72,12 @@ impl Context {
                     .to_owned()
             }
         };
-        RemoteAgent::new(ClientOptions::new(url).with_token(token))
-            .map_err(|error| CliError::Setup(error.to_string()))
+        let mut options = ClientOptions::new(url).with_token(token);
+        if let Some(agent) = &self.agent {
+            let name = shiitake_protocol::AgentName::new(agent.as_str())
+                .map_err(|error| CliError::Setup(format!("--agent: {error}")))?;
+            options = options.with_agent(name);
+        }
+        RemoteAgent::new(options).map_err(|error| CliError::Setup(error.to_string()))
     }
 }

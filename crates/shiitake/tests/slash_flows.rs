@@ -1,7 +1,8 @@
 //! `shiitake chat` runs the server's human command flows from piped lines: `/help`
 //! lists what the server advertises, `/answer` answers a question (the lines that
 //! follow answer the flow's questions in order), `/plan` runs a catalog command,
-//! and the footer after each run shows the open question and the plan.
+//! and the footer after each run shows the open question and the plan; `/goal` sets a
+//! goal the agent then pursues in turns of its own, shown in the footer.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -40,6 +41,10 @@ async fn served(turns: Vec<Turn>) -> (String, Arc<Agent>, tempfile::TempDir) {
         shiitake_ext_plan::PlanExtension::new().unwrap(),
         shiitake_ext_plan::plan_grants(),
     )
+    .extension(
+        shiitake_ext_goal::GoalExtension::new().unwrap(),
+        shiitake_ext_goal::goal_grants(),
+    )
     .open()
     .await
     .unwrap();
@@ -49,6 +54,54 @@ async fn served(turns: Vec<Turn>) -> (String, Arc<Agent>, tempfile::TempDir) {
     let app = router(agent.clone(), ServerConfig::new(Token::new(TOKEN).unwrap()));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, agent, dir)
+}
+
+/// A `shiitake chat` against `url` with piped stdin, and a function that waits for a
+/// stdout line containing a needle (and returns it).
+fn piped_chat(
+    url: &str,
+    dir: &std::path::Path,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    impl FnMut(&str) -> String,
+) {
+    let mut chat = Command::new(support::binary())
+        .args(["--url", url, "--token", TOKEN, "--data-dir"])
+        .arg(dir.join("cli"))
+        .arg("chat")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = chat.stdin.take().unwrap();
+    let stdout = chat.stdout.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let wait_for = move |needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(line) = seen.iter().find(|line: &&String| line.contains(needle)) {
+                return line.clone();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no line with {needle:?} in:\n{}", seen.join("\n")),
+            }
+        }
+    };
+    (chat, stdin, wait_for)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,41 +119,7 @@ async fn piped_lines_run_help_answer_and_plan_flows() {
         Turn::text("PostgreSQL it is."),
     ])
     .await;
-    let mut chat = Command::new(support::binary())
-        .args(["--url", &url, "--token", TOKEN, "--data-dir"])
-        .arg(dir.path().join("cli"))
-        .arg("chat")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = chat.stdin.take().unwrap();
-    let stdout = chat.stdout.take().unwrap();
-    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if lines_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let mut wait_for = |needle: &str| {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(line) = seen.iter().find(|line: &&String| line.contains(needle)) {
-                return line.clone();
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) => seen.push(line),
-                Err(_) => panic!("no line with {needle:?} in:\n{}", seen.join("\n")),
-            }
-        }
-    };
+    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, dir.path());
     writeln!(stdin, "/help").unwrap();
     wait_for("/answer — Answer a question the agent asked");
     wait_for("/plan");
@@ -142,4 +161,53 @@ async fn piped_lines_run_help_answer_and_plan_flows() {
         .collect();
     assert_eq!(texts.len(), 2, "the prompt and one follow-up: {texts:?}");
     assert!(texts[1].contains("Answer: PostgreSQL"), "{}", texts[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn piped_goal_flow_sets_a_goal_the_agent_pursues_until_complete() {
+    let plan = json!({"steps": [{"step": "Draft the notes", "status": "in_progress"}]});
+    let (url, agent, dir) = served(vec![
+        Turn::text("Hello."),
+        // The first goal turn works (a tool call, so no stall) and ends with the goal live.
+        Turn::tool_call("plan__update_plan", plan),
+        Turn::text("Drafted."),
+        // The continuation completes it.
+        Turn::tool_call("goal__complete", json!({"summary": "Notes shipped"})),
+        Turn::text("Shipped."),
+    ])
+    .await;
+    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, dir.path());
+    writeln!(stdin, "Hi").unwrap();
+    wait_for("assistant: Hello.");
+    writeln!(stdin, "/goal set").unwrap();
+    wait_for("What should the agent work toward");
+    writeln!(stdin, "Ship the release notes").unwrap();
+    let receipt = wait_for("[/goal] ");
+    assert!(receipt.contains("Ship the release notes"), "{receipt}");
+    wait_for("assistant: Drafted.");
+    wait_for("Pursuing goal since ");
+    wait_for("assistant: Shipped.");
+    drop(stdin);
+    assert!(chat.wait().unwrap().success());
+
+    let sessions = agent.list_sessions(None).await.unwrap();
+    let session = agent.session(sessions.sessions[0].session_id().clone());
+    let snapshot = session
+        .read(shiitake_protocol::ReadOptions::default())
+        .await
+        .unwrap();
+    let goal = shiitake_protocol::extension::view::<shiitake_ext_goal::contract::GoalContract>(
+        &snapshot.extensions,
+    )
+    .unwrap();
+    let shiitake_protocol::extension::ExtensionViewV0::Running { value: Some(goal) } = goal else {
+        panic!("no goal projection: {goal:?}");
+    };
+    let goal = goal.goal.expect("the goal");
+    assert_eq!(goal.objective, "Ship the release notes");
+    assert_eq!(
+        goal.status,
+        shiitake_ext_goal::contract::GoalStatus::Achieved
+    );
+    assert_eq!(shiitake_ext_goal::contract::Footer::of(&goal), None);
 }

@@ -5,6 +5,7 @@
 //! and back. To cover a new crate, add a module with its checks and list them in
 //! [`CHECKS`]; the crate is already a dependency (every packaged library is).
 
+mod local;
 mod protocol;
 
 use std::process::ExitCode;
@@ -26,6 +27,10 @@ const CHECKS: &[Check] = &[
         protocol::session_snapshot,
     ),
     ("shiitake-protocol Message", protocol::message),
+    (
+        "Local roster: a tool call and an answered question, read back over HTTP",
+        local::local_roster,
+    ),
 ];
 
 fn main() -> ExitCode {

@@ -1,5 +1,6 @@
 //! The local-disk Files port: every path is resolved and confined inside one root directory.
 
+mod open;
 mod patch;
 mod read;
 mod resolve;
@@ -12,7 +13,7 @@ use async_trait::async_trait;
 use crate::error::{FilesEditError, FilesError};
 use crate::limits::TEXT_LIMIT_BYTES;
 use crate::port::{Files, PatchEngine};
-use crate::search::walk::{collect_entries, compile_glob, grep};
+use crate::search::walk::{WalkRoot, collect_entries, compile_glob, grep};
 use crate::types::{
     EntriesOutput, GlobInput, GrepInput, GrepOutput, ListInput, PatchOutput, ReadInput, ReadOutput,
     ReplaceRequest,
@@ -24,10 +25,13 @@ use resolve::Root;
 /// Every requested path is resolved inside the root: `..` that climbs out,
 /// absolute paths elsewhere, symlinks whose target leaves the root (checked
 /// on the existing part of the path), NUL bytes and names that are not UTF-8
-/// are refused. Writes (`replace`, `apply_patch`) are serialised within this
-/// value and use write-then-rename. The check and the use of a path are not
-/// one system call, so a process that swaps directories for symlinks under a
-/// live root can race it; the root is meant to be owned by the host.
+/// are refused. Reads open the checked path from a handle on the root, one
+/// component at a time with `O_NOFOLLOW`, so a directory swapped for a symlink
+/// after the check is not followed. Writes (`replace`, `apply_patch`) are
+/// serialised within this value and use write-then-rename; their check and
+/// rename are not one system call, so a process that swaps directories for
+/// symlinks under a live root can still race a write; the root is meant to be
+/// owned by the host.
 #[derive(Debug, Clone)]
 pub struct LocalFiles {
     inner: Arc<Inner>,
@@ -39,11 +43,36 @@ struct Inner {
     writes: Mutex<()>,
 }
 
+impl Inner {
+    fn walk_root(&self) -> WalkRoot<'_> {
+        WalkRoot {
+            path: self.root.path(),
+            hidden: self.root.hidden(),
+        }
+    }
+}
+
 impl LocalFiles {
     /// A port rooted at `root`, which must be an existing directory.
     pub fn new(root: impl AsRef<Path>) -> Result<Self, FilesError> {
         let shown = root.as_ref().display().to_string();
         let root = Root::new(root.as_ref()).map_err(|e| FilesError::io(&shown, &e))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                root,
+                writes: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The same port with `dir` out of reach: no path resolves into it and no
+    /// listing or search shows it. A host hides its own data directory this way
+    /// when that directory lies inside the root.
+    pub fn hiding(self, dir: impl AsRef<Path>) -> Result<Self, FilesError> {
+        let shown = dir.as_ref().display().to_string();
+        let mut root = self.inner.root.clone();
+        root.hide(dir.as_ref())
+            .map_err(|e| FilesError::io(&shown, &e))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 root,
@@ -87,7 +116,7 @@ impl Files for LocalFiles {
     async fn read(&self, input: ReadInput) -> Result<ReadOutput, FilesError> {
         self.blocking(move |inner| {
             let resolved = inner.root.resolve(&input.path)?;
-            read::read_window(&resolved.real, &input.path, &input)
+            read::read_window(inner.root.path(), &resolved.relative, &input.path, &input)
         })
         .await
     }
@@ -96,7 +125,7 @@ impl Files for LocalFiles {
         self.blocking(move |inner| {
             let resolved = inner.root.resolve(&input.path)?;
             require_dir(&resolved.real, &input.path)?;
-            collect_entries(inner.root.path(), &resolved.relative, input.recursive, None)
+            collect_entries(inner.walk_root(), &resolved.relative, input.recursive, None)
         })
         .await
     }
@@ -106,7 +135,7 @@ impl Files for LocalFiles {
             let matcher = compile_glob(&input.pattern)?;
             let resolved = inner.root.resolve(&input.path)?;
             require_dir(&resolved.real, &input.path)?;
-            collect_entries(inner.root.path(), &resolved.relative, true, Some(&matcher))
+            collect_entries(inner.walk_root(), &resolved.relative, true, Some(&matcher))
         })
         .await
     }
@@ -118,7 +147,7 @@ impl Files for LocalFiles {
             let metadata =
                 std::fs::metadata(&resolved.real).map_err(|e| FilesError::io(&input.path, &e))?;
             grep(
-                inner.root.path(),
+                inner.walk_root(),
                 &resolved.relative,
                 metadata.is_file(),
                 &input.pattern,

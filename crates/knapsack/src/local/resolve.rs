@@ -9,6 +9,10 @@ use crate::path::{normalize_relative, validate_path};
 #[derive(Debug, Clone)]
 pub(crate) struct Root {
     canonical: PathBuf,
+    /// Directories inside the root that no path may reach (canonical), and the
+    /// same as root-relative text for the walks.
+    hidden: Vec<PathBuf>,
+    hidden_relative: Vec<String>,
 }
 
 /// A path resolved inside the root.
@@ -29,7 +33,34 @@ impl Root {
                 "the files root is not a directory",
             ));
         }
-        Ok(Self { canonical })
+        Ok(Self {
+            canonical,
+            hidden: Vec::new(),
+            hidden_relative: Vec::new(),
+        })
+    }
+
+    /// Hides `dir` (and everything under it) from every path; a directory outside
+    /// the root is out of reach anyway. It must exist, so its real path is known.
+    pub(crate) fn hide(&mut self, dir: &Path) -> std::io::Result<()> {
+        let real = std::fs::canonicalize(dir)?;
+        if let Some(relative) = self.relative_of(&real)
+            && real != self.canonical
+        {
+            self.hidden.push(real);
+            self.hidden_relative.push(relative);
+        } else if real == self.canonical {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the directory to hide is the files root itself",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The hidden directories, root-relative.
+    pub(crate) fn hidden(&self) -> &[String] {
+        &self.hidden_relative
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -87,6 +118,9 @@ impl Root {
         let mut real = real_existing;
         for segment in &segments[split..] {
             real.push(segment);
+        }
+        if self.hidden.iter().any(|hidden| real.starts_with(hidden)) {
+            return Err(outside());
         }
         let relative = self
             .relative_of(&real)

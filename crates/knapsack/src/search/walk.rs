@@ -46,17 +46,34 @@ impl IgnoreSource for LocalIgnoreFiles<'_> {
     }
 }
 
+/// A local root as the walks see it: its directory and the root-relative
+/// directories the host hid from the file tools (such as its own data directory).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WalkRoot<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) hidden: &'a [String],
+}
+
+impl WalkRoot<'_> {
+    fn is_hidden(&self, rel: &str) -> bool {
+        self.hidden.iter().any(|hidden| {
+            rel.strip_prefix(hidden.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    }
+}
+
 /// Walks `start` (root-relative `start_rel`) depth-first with names sorted,
 /// calling `visit` for every visible entry with a UTF-8 name; symlinks are
-/// reported but never followed.
+/// reported but never followed, and hidden directories are left out.
 pub(crate) fn walk(
-    root: &Path,
+    root: WalkRoot<'_>,
     start_rel: &str,
     recursive: bool,
     visit: &mut dyn FnMut(&str, EntryKind) -> ControlFlow<()>,
 ) -> Result<(), FilesError> {
-    let mut visibility = SearchVisibility::new(LocalIgnoreFiles { root });
-    if !visibility.is_visible(start_rel, true) {
+    let mut visibility = SearchVisibility::new(LocalIgnoreFiles { root: root.path });
+    if !visibility.is_visible(start_rel, true) || root.is_hidden(start_rel) {
         return Ok(());
     }
     // Whether the visitor stopped early is the visitor's own business.
@@ -64,12 +81,13 @@ pub(crate) fn walk(
 }
 
 fn walk_dir(
-    root: &Path,
+    walk_root: WalkRoot<'_>,
     dir_rel: &str,
     recursive: bool,
     visibility: &mut SearchVisibility<LocalIgnoreFiles<'_>>,
     visit: &mut dyn FnMut(&str, EntryKind) -> ControlFlow<()>,
 ) -> Result<ControlFlow<()>, FilesError> {
+    let root = walk_root.path;
     let dir = root.join(dir_rel);
     let reader = std::fs::read_dir(&dir).map_err(|e| FilesError::io(dir_rel, &e))?;
     let mut children = Vec::new();
@@ -96,7 +114,7 @@ fn walk_dir(
         } else {
             format!("{dir_rel}/{name}")
         };
-        if !visibility.is_visible_child(&rel, kind == EntryKind::Dir) {
+        if walk_root.is_hidden(&rel) || !visibility.is_visible_child(&rel, kind == EntryKind::Dir) {
             continue;
         }
         if visit(&rel, kind).is_break() {
@@ -104,7 +122,7 @@ fn walk_dir(
         }
         if recursive
             && kind == EntryKind::Dir
-            && walk_dir(root, &rel, recursive, visibility, visit)?.is_break()
+            && walk_dir(walk_root, &rel, recursive, visibility, visit)?.is_break()
         {
             return Ok(ControlFlow::Break(()));
         }
@@ -114,7 +132,7 @@ fn walk_dir(
 
 /// Collects entries up to [`RESULT_LIMIT`], setting `truncated` when one more existed.
 pub(crate) fn collect_entries(
-    root: &Path,
+    root: WalkRoot<'_>,
     start_rel: &str,
     recursive: bool,
     filter: Option<&GlobMatcher>,
@@ -157,7 +175,7 @@ pub(crate) fn compile_glob(pattern: &str) -> Result<GlobMatcher, FilesError> {
 /// matches are the same however the work was split; once the finished prefix
 /// of files holds more than 256 matches, the walk and the searchers stop.
 pub(crate) fn grep(
-    root: &Path,
+    walk_root: WalkRoot<'_>,
     start_rel: &str,
     start_is_file: bool,
     pattern: &str,
@@ -171,6 +189,7 @@ pub(crate) fn grep(
             pattern: pattern.to_owned(),
             message: e.to_string(),
         })?;
+    let root = walk_root.path;
     let wanted = |rel: &str| filter.is_none_or(|glob| glob.is_match(rel));
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let (tx, rx) = mpsc::channel::<(usize, String)>();
@@ -205,12 +224,15 @@ pub(crate) fn grep(
         };
         let walked = if start_is_file {
             let mut visibility = SearchVisibility::new(LocalIgnoreFiles { root });
-            if visibility.is_visible(start_rel, false) && wanted(start_rel) {
+            if visibility.is_visible(start_rel, false)
+                && !walk_root.is_hidden(start_rel)
+                && wanted(start_rel)
+            {
                 send(start_rel);
             }
             Ok(())
         } else {
-            walk(root, start_rel, true, &mut |rel, kind| {
+            walk(walk_root, start_rel, true, &mut |rel, kind| {
                 if stop.load(Ordering::Relaxed) {
                     return ControlFlow::Break(());
                 }

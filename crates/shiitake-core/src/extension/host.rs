@@ -47,6 +47,7 @@ pub(crate) struct Registered {
 /// A prompt an extension admitted, to be accepted with the transaction.
 #[derive(Clone, Debug)]
 pub(crate) struct Admission {
+    pub(crate) command_id: shiitake_protocol::CommandId,
     pub(crate) text: shiitake_protocol::PromptText,
     pub(crate) delivery: shiitake_protocol::PromptDelivery,
     pub(crate) correlation: String,
@@ -66,6 +67,8 @@ pub(crate) struct Finished<T> {
     pub(crate) value: T,
     pub(crate) ops: Vec<Op>,
     pub(crate) admissions: Vec<Admission>,
+    /// Chat lines to append ([`Tx::append_line`]).
+    pub(crate) lines: Vec<shiitake_protocol::PromptText>,
     pub(crate) attention: Vec<AttentionChange>,
     pub(crate) session_writes: Writes,
     pub(crate) agent_writes: Writes,
@@ -75,7 +78,10 @@ pub(crate) struct Finished<T> {
 impl<T> Finished<T> {
     /// Whether committing it would change nothing: no rows, timers, attention or admissions.
     pub(crate) fn changes_nothing(&self) -> bool {
-        self.ops.is_empty() && self.admissions.is_empty() && self.attention.is_empty()
+        self.ops.is_empty()
+            && self.admissions.is_empty()
+            && self.lines.is_empty()
+            && self.attention.is_empty()
     }
 }
 
@@ -361,6 +367,7 @@ fn finish<T>(
         value,
         ops: Vec::new(),
         admissions: Vec::new(),
+        lines: Vec::new(),
         attention: Vec::new(),
         session_writes: Vec::new(),
         agent_writes: Vec::new(),
@@ -397,16 +404,19 @@ fn finish<T>(
     for effect in tx.effects {
         match effect {
             Effect::Admit {
+                command_id,
                 text,
                 delivery,
                 correlation,
             } => {
                 finished.admissions.push(Admission {
+                    command_id,
                     text,
                     delivery,
                     correlation,
                 });
             }
+            Effect::AppendLine { text } => finished.lines.push(text),
             Effect::SetTimer {
                 id,
                 due_at,

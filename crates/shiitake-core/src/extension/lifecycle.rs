@@ -8,8 +8,8 @@ use serde_json::Value;
 use shiitake_protocol::catalog::{CatalogEntry, SessionCatalogs};
 use shiitake_protocol::{ExtensionId, ExtensionRunState, ExtensionStatusV0, ShiitakeError};
 
-use super::definition::MigrationTx;
 use super::agent_scope::AgentScope;
+use super::definition::MigrationTx;
 use super::host::{Failure, Host, Registered};
 use super::{Grant, HookError};
 use crate::agent_core::AgentCore;

@@ -55,7 +55,10 @@ pub enum HookError {
     Failed(String),
 }
 
-/// A run of the Session settled; what settled hooks see.
+/// An accepted prompt of the Session settled; what settled hooks see.
+///
+/// That is a run that ended (with the steers it absorbed), or a prompt cancelled
+/// before it ran (outcome `cancelled`, no tool calls).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settled {
     /// The work item.
@@ -66,6 +69,10 @@ pub struct Settled {
     pub origin: Option<Origin>,
     /// The Agent that sent it, when the host admitted it for another Agent.
     pub sender: Option<Sender>,
+    /// How many tool calls the run's model asked for, those made before a restart
+    /// included, so an extension can tell a turn that did work from one that only
+    /// talked. Work settled without running again (interrupted on open) counts 0.
+    pub tool_calls: u32,
 }
 
 /// A call of one of this extension's tools got its committed result; what
@@ -176,7 +183,8 @@ pub trait Extension: Send + Sync + 'static {
         Err(HookError::UnknownCommand(command.to_owned()))
     }
 
-    /// Runs in the transaction that commits a run's terminal.
+    /// Runs in the transaction that commits a run's terminal, or the terminal of a
+    /// prompt cancelled before it ran.
     fn on_settled(&self, _tx: &mut Tx<'_>, _settled: &Settled) -> Result<(), HookError> {
         Ok(())
     }
@@ -202,6 +210,16 @@ pub trait Extension: Send + Sync + 'static {
     fn projection(&self, _state: &StateView<'_>) -> Option<Value> {
         None
     }
+
+    /// A client is reading this Session: a snapshot was read, or a watch or a
+    /// subscription began. Called with the `projection` grant, on the Session's owner
+    /// outside any transaction, so it must return at once and do no I/O.
+    ///
+    /// It is for an extension whose projection shows something read from elsewhere (other
+    /// Sessions, other Agents): it learns that someone looks, refreshes on its own task,
+    /// and shows the result with
+    /// [`LocalSession::republish_extensions`](crate::LocalSession::republish_extensions).
+    fn on_observed(&self, _session_id: &SessionId) {}
 
     /// What this extension adds to a run that is starting.
     fn contribute(&self, _run: &RunContext<'_>, _tools: host::ToolTx) -> Contribution {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shiitake_protocol::{ExtensionId, PromptDelivery, PromptText, RequestId, SessionId};
+use shiitake_protocol::{CommandId, ExtensionId, PromptDelivery, PromptText, RequestId, SessionId};
 
 use super::cadence::next_after as next_cron;
 use super::{Grant, Grants, HookError, StateScope};
@@ -106,6 +106,7 @@ pub enum Due {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Effect {
     Admit {
+        command_id: CommandId,
         text: PromptText,
         delivery: PromptDelivery,
         correlation: String,
@@ -119,6 +120,9 @@ pub(crate) enum Effect {
     ClearTimer(TimerId),
     /// A [`Delivery`](super::Delivery), encoded.
     AdmitInto(Value),
+    AppendLine {
+        text: PromptText,
+    },
     RaiseAttention {
         kind: String,
         inbox: bool,
@@ -314,12 +318,15 @@ impl<'a> Tx<'a> {
 
     /// Admits a prompt into this Session through the accepted-command door, tagged with this
     /// extension and `correlation`; it is queued work once the transaction commits.
+    ///
+    /// Answers the command id the prompt will have, so the extension can record which
+    /// work is its own (its messages carry that id) before the run starts.
     pub fn admit(
         &mut self,
         text: &str,
         delivery: PromptDelivery,
         correlation: impl Into<String>,
-    ) -> Result<(), HookError> {
+    ) -> Result<CommandId, HookError> {
         self.require(Grant::Admissions)?;
         if self.session_id.is_none() {
             return Err(HookError::Invalid(
@@ -327,12 +334,14 @@ impl<'a> Tx<'a> {
             ));
         }
         let text = PromptText::new(text).map_err(|error| HookError::Invalid(error.to_string()))?;
+        let command_id = crate::ids::command_id();
         self.effects.push(Effect::Admit {
+            command_id: command_id.clone(),
             text,
             delivery,
             correlation: correlation.into(),
         });
-        Ok(())
+        Ok(command_id)
     }
 
     /// Admits a prompt into the named Session through its accepted-command door,
@@ -365,6 +374,25 @@ impl<'a> Tx<'a> {
         let payload = serde_json::to_value(&delivery)
             .map_err(|error| HookError::Failed(format!("admission does not encode: {error}")))?;
         self.effects.push(Effect::AdmitInto(payload));
+        Ok(())
+    }
+
+    /// Adds one chat line to this Session's transcript without a run: a user message
+    /// marked `"author": "extension"` with this extension's `extensionId`, so clients
+    /// can show it as the extension's note (a goal that was achieved).
+    ///
+    /// It goes through the accepted-command door like an operator line: committed
+    /// with this transaction, appended now when no work runs, else at the running
+    /// work's next model-call boundary or when it ends, also after a restart.
+    pub fn append_line(&mut self, text: &str) -> Result<(), HookError> {
+        self.require(Grant::Admissions)?;
+        if self.session_id.is_none() {
+            return Err(HookError::Invalid(
+                "a line can only be added to a Session".into(),
+            ));
+        }
+        let text = PromptText::new(text).map_err(|error| HookError::Invalid(error.to_string()))?;
+        self.effects.push(Effect::AppendLine { text });
         Ok(())
     }
 

@@ -10,9 +10,7 @@ use shiitake_protocol::message::Message;
 use shiitake_protocol::{CommandId, EntryId, ShiitakeError, TerminalOutcome};
 
 use super::{Owner, take};
-use crate::store::{
-    CommandState, Op, SessionHeader, StoredCommand, StoredEntry, StoredTerminal,
-};
+use crate::store::{CommandState, Op, SessionHeader, StoredCommand, StoredEntry, StoredTerminal};
 
 /// Rows of one change of one Session, not yet committed.
 pub(super) struct Change {

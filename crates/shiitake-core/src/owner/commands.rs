@@ -7,9 +7,10 @@ use shiitake_protocol::{
     TerminalOutcome, TooLate,
 };
 
+use super::extensions::Staged;
 use super::{Owner, Published, QueuedPrompt, WaitingLine, take};
 use crate::clock::now_ms;
-use crate::extension::{Origin, Provenance, Sender};
+use crate::extension::{Origin, Provenance, Sender, Settled};
 use crate::ids;
 use crate::store::{CommandKind, CommandState, Op, SessionHeader, StoredCommand, StoredEntry};
 
@@ -24,6 +25,22 @@ pub(crate) fn operator_message(author: OperatorAuthor, text: &PromptText) -> Mes
         OperatorAuthor::Party => "party",
     };
     message.extra.insert("author".to_owned(), author.into());
+    Message::User(message)
+}
+
+/// A chat line an extension added ([`crate::extension::Tx::append_line`]): a user
+/// message marked with its author `extension` and the extension's id.
+pub(crate) fn extension_line(
+    extension_id: &shiitake_protocol::ExtensionId,
+    text: &PromptText,
+) -> Message {
+    let mut message = UserMessage::text(text.as_str(), now_ms());
+    message
+        .extra
+        .insert("author".to_owned(), "extension".into());
+    message
+        .extra
+        .insert("extensionId".to_owned(), extension_id.as_str().into());
     Message::User(message)
 }
 
@@ -156,6 +173,17 @@ impl Owner {
         payload: String,
         provenance: Provenance,
     ) -> Result<Accepted, ShiitakeError> {
+        let bound = self.core.config.max_queued_prompts;
+        if self.queue.len() >= bound {
+            // A retry of an accepted prompt is its original answer, full queue or not.
+            if let Some(command_id) = self.replayed(&request_id, &payload).await? {
+                return Ok(Accepted { command_id });
+            }
+            return Err(ShiitakeError::too_large(format!(
+                "this Session already has {bound} queued prompts, its bound; wait for some to \
+                 run or cancel some, then send again"
+            )));
+        }
         let mut header = self.next_header();
         if header.title.is_empty() {
             header.title = title_from(&text);
@@ -225,10 +253,41 @@ impl Owner {
             .iter()
             .position(|queued| &queued.command_id == command_id)
         {
+            let core = self.core.clone();
+            // Settled hooks may read or write Agent state: then the Agent lock holds.
+            let _serialised = if core.host.keeps_agent_state() {
+                Some(core.host.agent_transactions.lock().await)
+            } else {
+                None
+            };
             let mut change = self.change();
             change.terminal(command_id, TerminalOutcome::Cancelled, None);
             let removed = self.queue.remove(index);
-            change.header.inbox_state = self.inbox_state();
+            // A prompt cancelled before it ran settles too: settled hooks see it
+            // (cancelled, no tool calls) in the commit of its terminal.
+            let provenance = removed
+                .as_ref()
+                .map(|queued| queued.provenance.clone())
+                .unwrap_or_default();
+            let settled = Settled {
+                command_id: command_id.clone(),
+                outcome: TerminalOutcome::Cancelled,
+                origin: provenance.origin,
+                sender: provenance.sender,
+                tool_calls: 0,
+            };
+            let mut staged = Staged::default();
+            {
+                let agent_rows = core.host.agent_read();
+                self.settled_hooks(
+                    &settled,
+                    &agent_rows,
+                    &mut change.header,
+                    &mut change.ops,
+                    &mut staged,
+                );
+            }
+            change.header.inbox_state = self.inbox_state_with(&staged);
             let committed = match self.commit_change(change).await {
                 Ok(committed) => committed,
                 Err(error) => {
@@ -239,7 +298,9 @@ impl Owner {
                     return Err(error);
                 }
             };
+            self.origins.remove(command_id);
             self.publish_committed(committed);
+            self.adopt(staged).await;
             return Ok(CancelResult::Accepted(Accepted {
                 command_id: command_id.clone(),
             }));

@@ -10,7 +10,7 @@ use shiitake_protocol::{
     CommandId, ExtensionId, PromptDelivery, SessionCommand, SessionExtensionSlots, ShiitakeError,
 };
 
-use super::{Owner, QueuedPrompt, take};
+use super::{Owner, QueuedPrompt, WaitingLine, take};
 use crate::extension::host::{
     Failure, Finished, Host, Place, Raised, Registered, ToolTransaction, ToolTx, Writes,
     apply_writes, bound_prompt_section, run_hook,
@@ -32,6 +32,10 @@ pub(super) struct Staged {
     pub(super) agent_writes: Vec<(ExtensionId, Writes)>,
     pub(super) attention: Vec<(ExtensionId, String, Raised)>,
     pub(super) queued: Vec<QueuedPrompt>,
+    /// Extension lines appended by the commit, to publish.
+    pub(super) entries: Vec<crate::store::StoredEntry>,
+    /// Extension lines that wait for the running work's next boundary.
+    pub(super) waiting_lines: Vec<WaitingLine>,
     pub(super) stops: Vec<(ExtensionId, String)>,
     pub(super) timers_changed: bool,
 }
@@ -91,7 +95,7 @@ impl Owner {
                 sender: None,
             };
             let stored = StoredCommand {
-                id: crate::ids::command_id(),
+                id: admission.command_id,
                 request_id: Some(request_id),
                 origin: provenance.to_stored(),
                 kind: CommandKind::Prompt,
@@ -112,6 +116,9 @@ impl Owner {
                 command: stored,
             });
         }
+        for text in finished.lines {
+            self.stage_line(&id, text, header, ops, staged);
+        }
         for (kind, change) in finished.attention {
             staged.attention.push((id.clone(), kind, change));
         }
@@ -121,6 +128,75 @@ impl Owner {
         staged.agent_writes.push((id, finished.agent_writes));
         staged.timers_changed |= finished.timers_changed;
         finished.value
+    }
+
+    /// Stages one extension chat line: an operator-kind command carrying the
+    /// extension as its origin, appended now when no work runs, else waiting for the
+    /// running work's next boundary (like an operator line).
+    fn stage_line(
+        &self,
+        id: &ExtensionId,
+        text: shiitake_protocol::PromptText,
+        header: &mut SessionHeader,
+        ops: &mut Vec<Op>,
+        staged: &mut Staged,
+    ) {
+        let request_id = crate::ids::request_id();
+        let command = SessionCommand::Operator {
+            request_id: request_id.clone(),
+            author: shiitake_protocol::OperatorAuthor::Operator,
+            text: text.clone(),
+        };
+        let provenance = Provenance {
+            origin: Some(Origin {
+                extension_id: id.clone(),
+                correlation: String::new(),
+            }),
+            sender: None,
+        };
+        let waits = self.run.is_some();
+        let stored = StoredCommand {
+            id: crate::ids::command_id(),
+            request_id: Some(request_id),
+            origin: provenance.to_stored(),
+            kind: CommandKind::Operator,
+            payload: serde_json::to_string(&command).unwrap_or_default(),
+            accepted_sequence: take(header),
+            state: if waits {
+                CommandState::Pending
+            } else {
+                CommandState::Settled
+            },
+            run_id: None,
+            recoveries: 0,
+        };
+        let message = super::commands::extension_line(id, &text);
+        let command_id = stored.id.clone();
+        ops.push(Op::InsertCommand {
+            session_id: self.header.id.clone(),
+            command: stored,
+        });
+        if waits {
+            staged.waiting_lines.push(WaitingLine {
+                command_id,
+                message,
+            });
+            return;
+        }
+        // A lineage entry after the current leaf, which moves to it.
+        let entry = crate::store::StoredEntry {
+            id: crate::ids::entry_id(),
+            parent: header.leaf.clone(),
+            sequence: super::take(header),
+            command_id: None,
+            message,
+        };
+        header.leaf = Some(entry.id.clone());
+        ops.push(Op::InsertEntry {
+            session_id: self.header.id.clone(),
+            entry: entry.clone(),
+        });
+        staged.entries.push(entry);
     }
 
     /// Adopts what a committed transaction staged.
@@ -165,8 +241,9 @@ impl Owner {
             self.steer_waiting.send_replace(true);
         }
         self.queue.extend(staged.queued);
+        self.waiting_lines.extend(staged.waiting_lines);
         self.refresh_activity();
-        self.publish_changes(Vec::new(), Vec::new());
+        self.publish_changes(staged.entries, Vec::new());
         if started {
             self.start_next_run().await;
         }
@@ -449,11 +526,6 @@ impl Owner {
         }
         let waits = attention.values().any(|(inbox, _)| *inbox);
         self.inbox_state_given(waits, !staged.queued.is_empty())
-    }
-
-    /// Whether attention raised on this Session waits on a person.
-    pub(super) fn waits_on_person(&self) -> bool {
-        self.attention.values().any(|(inbox, _)| *inbox)
     }
 
     /// The extension slots of this Session for snapshots and frames.

@@ -5,10 +5,13 @@
 //! that was not committed. The owner also starts runs, answers its runner at
 //! model-call boundaries, and settles runs with their terminals.
 
+mod adopt;
 mod change;
 mod commands;
 mod extensions;
+mod follower;
 mod observe;
+mod observed;
 mod open;
 pub(crate) mod registry;
 pub(crate) mod remote;
@@ -19,10 +22,9 @@ use std::sync::Arc;
 
 use shiitake_protocol::message::Message;
 use shiitake_protocol::{
-    CommandId, ExtensionId, ModelPreference, ProgressFrame, PromptDelivery, PromptText,
-    QueueState, ReadOptions, SessionActivity, SessionCommand, SessionFrame,
-    SessionInboxState, SessionProgress, SessionSnapshot, ShiitakeError, SubscribeOptions,
-    TerminalOutcome, UpdateFrame,
+    CommandId, ExtensionId, ModelPreference, ProgressFrame, PromptDelivery, PromptText, QueueState,
+    ReadOptions, SessionActivity, SessionCommand, SessionFrame, SessionInboxState, SessionProgress,
+    SessionSnapshot, ShiitakeError, SubscribeOptions, TerminalOutcome, UpdateFrame,
 };
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -88,6 +90,8 @@ pub(crate) enum Request {
         origin: crate::extension::Origin,
         reply: Reply<shiitake_protocol::Accepted>,
     },
+    /// Publish the extension slots again without a change; answers whether anyone watched.
+    Republish(Reply<bool>),
     /// Fire a due timer of this Session in the transaction that claims it.
     FireTimer(crate::store::TimerRow, Reply<()>),
     /// Stop now (the Session is being deleted, or the Agent closes): runs are
@@ -278,7 +282,11 @@ impl Owner {
                 });
             }
             (CommandState::Pending, SessionCommand::Operator { author, text, .. }) => {
-                let message = commands::operator_message(author, &text);
+                let message = match &provenance.origin {
+                    // A line an extension added: stored as an operator command with its origin.
+                    Some(origin) => commands::extension_line(&origin.extension_id, &text),
+                    None => commands::operator_message(author, &text),
+                };
                 self.waiting_lines.push_back(WaitingLine {
                     command_id: command.id,
                     message,
@@ -324,11 +332,6 @@ impl Owner {
             self.activity.retry = None;
             self.activity.active_tool = None;
         }
-    }
-
-    /// The inbox state the header should carry now.
-    fn inbox_state(&self) -> SessionInboxState {
-        self.inbox_state_given(self.waits_on_person(), false)
     }
 
     /// The inbox state, given whether attention waits on a person and whether work is about to queue.
@@ -434,8 +437,12 @@ impl Owner {
                 self.stop_run_without_terminal();
                 return Flow::Exit;
             }
-            Request::Read(options, reply) => self.answer(reply, self.snapshot(&options).await),
+            Request::Read(options, reply) => {
+                self.observed();
+                self.answer(reply, self.snapshot(&options).await);
+            }
             Request::Watch(options, reply) => {
+                self.observed();
                 let result = self
                     .snapshot(&options)
                     .await
@@ -443,16 +450,23 @@ impl Owner {
                 self.answer(reply, result);
             }
             Request::Subscribe(options, reply) => {
+                self.observed();
                 let result = self.subscribe(&options).await;
                 self.answer(reply, result);
             }
             Request::Preference(reply) => {
                 self.answer(reply, Ok(self.header.model_preference.clone()))
             }
+            Request::Republish(reply) => self.answer(reply, Ok(self.republish())),
             Request::SetPreference(preference, reply) => {
-                let mut header = self.header.clone();
-                header.model_preference = Some(preference);
-                let result = self.commit(Vec::new(), header).await;
+                let result = match self.core.config.models.permits(&preference) {
+                    Err(reason) => Err(ShiitakeError::not_granted(reason)),
+                    Ok(()) => {
+                        let mut header = self.header.clone();
+                        header.model_preference = Some(preference);
+                        self.commit(Vec::new(), header).await
+                    }
+                };
                 self.answer(reply, result);
             }
             Request::ExtensionCall(id, command, input, reply) => {
@@ -581,7 +595,9 @@ pub(crate) async fn run_owner(
                     )
                     .await
                     {
-                        remote::StandIn::Owner { token, pending } => Ok((token, pending)),
+                        remote::StandIn::Owner { token, pending } => {
+                            Ok((token, pending.map(|request| *request)))
+                        }
                         remote::StandIn::Gone => {
                             core.owners.retire(&session_id, generation);
                             return;
@@ -689,6 +705,7 @@ fn refuse_all(
             Request::ExtensionCall(_, _, _, reply) => send(reply, Err(failure)),
             Request::ExtensionTx { reply, .. } => send(reply, Err(failure)),
             Request::FireTimer(_, reply) => send(reply, Err(failure)),
+            Request::Republish(reply) => send(reply, Err(failure)),
             Request::Admit { reply, .. } => send(reply, Err(failure)),
             Request::Replay(_, reply) => send(reply, Err(failure)),
             Request::Stop(done) => {

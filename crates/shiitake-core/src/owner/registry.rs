@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use shiitake_protocol::SessionId;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use super::{Request, run_owner};
 use crate::agent_core::AgentCore;
@@ -59,13 +60,17 @@ impl Registry {
                 mailbox: sender.clone(),
             },
         );
-        tokio::spawn(run_owner(
-            core.clone(),
-            session_id.clone(),
-            generation,
-            sender.clone(),
-            receiver,
-        ));
+        let span = tracing::info_span!("owner", session = %session_id, generation);
+        tokio::spawn(
+            run_owner(
+                core.clone(),
+                session_id.clone(),
+                generation,
+                sender.clone(),
+                receiver,
+            )
+            .instrument(span),
+        );
         sender
     }
 

@@ -5,35 +5,27 @@
 //! ([`Ownership::forward`]) and waits for the owner's answer, and it tries to
 //! take the lease itself whenever the owner may have gone (the lease lapsed or
 //! was given back), then becomes the owner and handles the request here. Watches
-//! and subscriptions get a **follower**: on every commit the database announces
-//! for the Session, it asks the owner for the frames after its cursor and
-//! publishes them, so a subscriber sees every committed change whichever
-//! process made it (progress and activity-only updates stay in the owner's
-//! process, as they are never stored).
-//!
-//! [`watch`] is this process's side: it wakes owners here for requests
-//! forwarded to them, stops owners whose lease was taken over, and adopts
-//! Sessions with work whose owner went away.
+//! and subscriptions get a follower (`follower.rs`); [`watch`] (`adopt.rs`) is
+//! this process's side of shared ownership.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use shiitake_protocol::{
-    Accepted, CancelResult, CommandOutcome, Cursor, ExtensionId, ForkedSession, FrameDelivery,
-    ModelPreference, PromptDelivery, PromptText, ReadOptions, RequestId, SessionCommand,
-    SessionFrame, SessionId, SessionSnapshot, ShiitakeError, SubscribeOptions,
+    Accepted, CancelResult, CommandOutcome, Cursor, ExtensionId, ForkedSession, ModelPreference,
+    PromptDelivery, PromptText, ReadOptions, RequestId, SessionCommand, SessionFrame, SessionId,
+    SessionSnapshot, ShiitakeError, SubscribeOptions,
 };
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::{Owner, PUBLISH_BUFFER, Published, Reply, Request, send};
+pub(crate) use super::adopt::watch;
+use super::follower::follow;
+use super::{Owner, Reply, Request, send};
 use crate::agent_core::AgentCore;
-use crate::cursor::Position;
 use crate::extension::{Origin, Sender};
-use crate::session::LocalSession;
 use crate::store::ownership::{Claim, OwnershipEvent};
 use crate::store::{FencingToken, Ownership};
 
@@ -109,6 +101,7 @@ impl Forwarded {
             },
             Request::ExtensionTx { .. }
             | Request::FireTimer(..)
+            | Request::Republish(_)
             | Request::Stop(_)
             | Request::Run(_)
             | Request::Drain
@@ -286,7 +279,8 @@ pub(super) enum StandIn {
     /// This process took the lease: run the owner, handling `pending` first.
     Owner {
         token: FencingToken,
-        pending: Option<Request>,
+        /// Boxed: a request is large, and a stand-in that stops carries nothing.
+        pending: Option<Box<Request>>,
     },
     /// It stopped (idle, the Agent closing, the mailbox gone).
     Gone,
@@ -335,6 +329,9 @@ pub(super) async fn stand_in(
                     Ok(Claim::Elsewhere | Claim::Missing) => {}
                     Err(error) => tracing::warn!(%error, session = %session_id, "could not claim"),
                 },
+                // The owner's process publishes to the watchers it serves; the watchers
+                // here follow its frames, so nothing here is republished.
+                Request::Republish(reply) => send(reply, Ok(false)),
                 // Only an owner can run these: take the lease if it is free now,
                 // else they run in the process that owns the Session.
                 request @ (Request::ExtensionTx { .. } | Request::FireTimer(..)) => {
@@ -342,7 +339,7 @@ pub(super) async fn stand_in(
                         Ok(Claim::Held(token)) => {
                             return StandIn::Owner {
                                 token,
-                                pending: Some(request),
+                                pending: Some(Box::new(request)),
                             };
                         }
                         Ok(Claim::Elsewhere | Claim::Missing) => {
@@ -361,7 +358,7 @@ pub(super) async fn stand_in(
             Call::TookOver(token) => {
                 return StandIn::Owner {
                     token,
-                    pending: Some(request),
+                    pending: Some(Box::new(request)),
                 };
             }
             Call::Answered { answer, took_over } => {
@@ -398,6 +395,7 @@ pub(super) fn refuse(request: Request, error: ShiitakeError) {
         Request::ExtensionTx { reply, .. } => send(reply, Err(error)),
         Request::FireTimer(_, reply) => send(reply, Err(error)),
         Request::Admit { reply, .. } => send(reply, Err(error)),
+        Request::Republish(reply) => send(reply, Err(error)),
         Request::Stop(done) => {
             if done.send(()).is_err() {
                 tracing::trace!("stop requester left");
@@ -554,219 +552,6 @@ async fn call(
             Err(error) => return Call::Failed(error.into()),
         }
     }
-}
-
-/// Starts a follower for one watch or subscription; its receiver gets every change
-/// committed after `cursor`.
-fn follow(
-    core: &Arc<AgentCore>,
-    session_id: &SessionId,
-    cursor: Option<Cursor>,
-    include_sandbox_failures: bool,
-    events: broadcast::Receiver<OwnershipEvent>,
-) -> broadcast::Receiver<Published> {
-    let (publisher, receiver) = broadcast::channel(PUBLISH_BUFFER);
-    let follower = Follower {
-        session: LocalSession::new(core.clone(), session_id.clone()),
-        closing: core.closing.clone(),
-        cursor,
-        include_sandbox_failures,
-        publisher,
-    };
-    tokio::spawn(follower.run(events));
-    receiver
-}
-
-/// Turns announced commits of one Session into frames for one subscriber.
-struct Follower {
-    session: LocalSession,
-    closing: tokio_util::sync::CancellationToken,
-    cursor: Option<Cursor>,
-    include_sandbox_failures: bool,
-    publisher: broadcast::Sender<Published>,
-}
-
-impl Follower {
-    async fn run(mut self, mut events: broadcast::Receiver<OwnershipEvent>) {
-        // Whatever was committed between the answer and this task starting.
-        let mut look = true;
-        loop {
-            if look {
-                match self.catch_up().await {
-                    CaughtUp::Yes => {}
-                    CaughtUp::Nobody => return,
-                    // The owner could not be reached (it is moving): look again soon
-                    // rather than wait for a commit that may not come.
-                    CaughtUp::Later => {
-                        tokio::select! {
-                            () = self.closing.cancelled() => return,
-                            () = self.publisher.closed() => return,
-                            () = tokio::time::sleep(FOLLOWER_RETRY) => {}
-                        }
-                        continue;
-                    }
-                }
-            }
-            look = tokio::select! {
-                () = self.closing.cancelled() => return,
-                () = self.publisher.closed() => return,
-                event = events.recv() => match event {
-                    Ok(OwnershipEvent::Committed { session_id, head_sequence }) => {
-                        &session_id == shiitake_protocol::SessionApi::session_id(&self.session)
-                            && Some(head_sequence) != self.head()
-                    }
-                    Ok(OwnershipEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => true,
-                    Ok(_) => false,
-                    Err(broadcast::error::RecvError::Closed) => return,
-                },
-            };
-        }
-    }
-
-    /// The sequence this follower has published up to.
-    fn head(&self) -> Option<u64> {
-        self.cursor
-            .as_ref()
-            .and_then(Position::decode)
-            .map(|position| position.sequence)
-    }
-
-    /// Publishes every frame after the cursor.
-    async fn catch_up(&mut self) -> CaughtUp {
-        let after = self.cursor.clone().unwrap_or_else(|| {
-            Position {
-                epoch: 0,
-                sequence: 0,
-            }
-            .encode()
-        });
-        let options = SubscribeOptions {
-            after: Some(after),
-            include_sandbox_failures: Some(self.include_sandbox_failures),
-        };
-        let frames = match self.session.replay(options).await {
-            Ok(frames) => frames,
-            Err(error) => {
-                tracing::debug!(%error, session = %shiitake_protocol::SessionApi::session_id(&self.session), "a follower could not catch up yet");
-                return if self.publisher.receiver_count() > 0 {
-                    CaughtUp::Later
-                } else {
-                    CaughtUp::Nobody
-                };
-            }
-        };
-        for frame in frames {
-            let published = match frame {
-                SessionFrame::Update(mut update) => {
-                    update.delivery = FrameDelivery::Live;
-                    if update.cursor.is_some() {
-                        self.cursor = update.cursor.clone();
-                    }
-                    Published::Update(Arc::new(update))
-                }
-                SessionFrame::Reset(reset) => {
-                    self.cursor = reset.cursor.clone();
-                    Published::Reset(Arc::new(reset.baseline))
-                }
-                SessionFrame::Progress(progress) => Published::Progress(Arc::new(progress)),
-            };
-            if self.publisher.send(published).is_err() {
-                return CaughtUp::Nobody;
-            }
-        }
-        CaughtUp::Yes
-    }
-}
-
-/// What one catch-up of a follower came to.
-enum CaughtUp {
-    /// Everything committed so far was published.
-    Yes,
-    /// Nobody listens any more.
-    Nobody,
-    /// The owner could not be asked now; try again after [`FOLLOWER_RETRY`].
-    Later,
-}
-
-/// How long a follower waits before asking again after the owner could not answer.
-const FOLLOWER_RETRY: Duration = Duration::from_millis(200);
-
-/// This process's side of shared ownership, until the Agent closes: wakes owners
-/// here for requests forwarded to them, stops owners whose lease was taken over,
-/// and adopts Sessions with work whose owner went away.
-pub(crate) async fn watch(core: Arc<AgentCore>, ownership: Arc<dyn Ownership>) {
-    let mut events = ownership.events();
-    let mut look_at = Instant::now();
-    loop {
-        tokio::select! {
-            () = core.closing.cancelled() => return,
-            event = events.recv() => match event {
-                Ok(OwnershipEvent::Forwarded { session_id }) => {
-                    wake(&core, &session_id, Request::Drain);
-                }
-                Ok(OwnershipEvent::Lost { session_id, token }) => {
-                    wake(&core, &session_id, Request::LeaseLost(token));
-                }
-                Ok(OwnershipEvent::Released { .. }) => look_at = Instant::now(),
-                Ok(OwnershipEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                    for mailbox in core.owners.all() {
-                        if mailbox.try_send(Request::Drain).is_err() {
-                            tracing::trace!("an owner is busy; it drains on its next wake");
-                        }
-                    }
-                    look_at = Instant::now();
-                }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Closed) => return,
-            },
-            () = tokio::time::sleep_until(look_at) => {
-                look_at = Instant::now() + adopt_orphans(&core, &ownership).await;
-            }
-        }
-    }
-}
-
-/// Sends a live owner (or stand-in) of this process a wake-up, if it has one.
-fn wake(core: &AgentCore, session_id: &SessionId, request: Request) {
-    if let Some(mailbox) = core.owners.live_mailbox(session_id)
-        && mailbox.try_send(request).is_err()
-    {
-        tracing::trace!(session = %session_id, "an owner's mailbox is full; it drains on its next wake");
-    }
-}
-
-/// Claims Sessions whose owner went away; returns how long until the next look.
-async fn adopt_orphans(core: &Arc<AgentCore>, ownership: &Arc<dyn Ownership>) -> Duration {
-    let ttl = ownership.lease_ttl();
-    let orphans = match ownership.orphans().await {
-        Ok(orphans) => orphans,
-        Err(error) => {
-            tracing::warn!(%error, "could not look for Sessions whose owner went away");
-            return ttl / 2;
-        }
-    };
-    if !orphans.sessions.is_empty() {
-        tracing::info!(
-            sessions = orphans.sessions.len(),
-            "adopting Sessions whose owner went away"
-        );
-    }
-    for session_id in &orphans.sessions {
-        let mailbox = core.owners.mailbox(core, session_id);
-        if mailbox.try_send(Request::Drain).is_err() {
-            tracing::trace!(session = %session_id, "an owner's mailbox is full");
-        }
-    }
-    if !orphans.sessions.is_empty() {
-        // Their timers may be due: the scheduler looks again.
-        core.host.timers_changed.notify_one();
-    }
-    tracing::debug!(next_lapse = ?orphans.next_lapse, "looked for Sessions whose owner went away");
-    // A lease renewed just now lapses one lease period from now; look a little after.
-    orphans
-        .next_lapse
-        .map_or(ttl, |lapse| lapse + Duration::from_millis(50))
-        .min(ttl)
 }
 
 #[cfg(test)]

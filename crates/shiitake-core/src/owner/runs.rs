@@ -8,6 +8,7 @@ use shiitake_protocol::{
     TerminalOutcome,
 };
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::change::Change;
 use super::commands::prompt_message;
@@ -17,9 +18,7 @@ use super::{ActiveRun, Owner, Published, RunEvent, take};
 use crate::clock::now_ms;
 use crate::extension::Settled;
 use crate::runner::{self, RunStart};
-use crate::store::{
-    CommandState, Op, StoredCommand, StoredCompaction, StoredSandboxFailure,
-};
+use crate::store::{CommandState, Op, StoredCommand, StoredCompaction, StoredSandboxFailure};
 
 impl Owner {
     /// Starts the next run when none is active and a prompt waits.
@@ -76,7 +75,9 @@ impl Owner {
             prompt_sections,
             modules,
         };
-        let task = tokio::spawn(runner::run(start));
+        // A child of the owner's span: a run's lines carry its Session and command.
+        let span = tracing::info_span!("run", command = %command_id, recovering);
+        let task = tokio::spawn(runner::run(start).instrument(span));
         self.activity.last_model_choice_sequence = None;
         self.run = Some(ActiveRun {
             command_id,
@@ -119,8 +120,8 @@ impl Owner {
                 self.settle(
                     &command.id,
                     &joined,
-                    TerminalOutcome::Interrupted,
-                    Some(diagnostic),
+                    (TerminalOutcome::Interrupted, Some(diagnostic)),
+                    0,
                 )
                 .await;
                 continue;
@@ -196,10 +197,16 @@ impl Owner {
             RunEvent::Finished {
                 outcome,
                 diagnostic,
+                tool_calls,
             } => {
                 let Some(run) = self.run.take() else { return };
-                self.settle(&run.command_id, &run.absorbed, outcome, diagnostic)
-                    .await;
+                self.settle(
+                    &run.command_id,
+                    &run.absorbed,
+                    (outcome, diagnostic),
+                    tool_calls,
+                )
+                .await;
                 self.append_waiting_lines().await;
                 self.start_next_run().await;
             }
@@ -223,7 +230,11 @@ impl Owner {
         let mut change = self.change();
         self.waiting_line_rows(&mut change);
         for steer in &steers {
-            change.command_state(&steer.command_id, CommandState::Running, Some(run_id.clone()));
+            change.command_state(
+                &steer.command_id,
+                CommandState::Running,
+                Some(run_id.clone()),
+            );
             change.entry(Some(steer.command_id.clone()), prompt_message(&steer.text));
         }
         let committed = self.commit_change(change).await?;
@@ -261,7 +272,9 @@ impl Owner {
         };
         let is_assistant = matches!(message, Message::Assistant(_));
         let mut change = self.change();
-        let sequence = change.entry_with_id(entry_id, Some(run_id), message).sequence;
+        let sequence = change
+            .entry_with_id(entry_id, Some(run_id), message)
+            .sequence;
         let mut staged = Staged::default();
         if let Some(outcome) = &tool {
             self.tool_result_hook(
@@ -287,13 +300,14 @@ impl Owner {
     }
 
     /// Commits the terminals of a run and of the steers it absorbed, with every
-    /// extension's settled hook in the same transaction.
+    /// extension's settled hook in the same transaction. `tool_calls` is what the
+    /// run's model asked for (0 for work settled without a runner).
     async fn settle(
         &mut self,
         command_id: &CommandId,
         absorbed: &[CommandId],
-        outcome: TerminalOutcome,
-        diagnostic: Option<String>,
+        (outcome, diagnostic): (TerminalOutcome, Option<String>),
+        tool_calls: u32,
     ) {
         let core = self.core.clone();
         // Settles of different Sessions queue on the Agent lock only when some
@@ -313,6 +327,7 @@ impl Owner {
             outcome,
             origin: provenance.origin,
             sender: provenance.sender,
+            tool_calls,
         };
         let mut staged = Staged::default();
         {

@@ -11,10 +11,10 @@ use shiitake_model::{AssistantEvent, Model, ModelContext, ModelOptions, ToolChoi
 use shiitake_protocol::ShiitakeError;
 use shiitake_protocol::message::{Message, UserMessage};
 
+use super::RunEvent;
 use super::transcript::Transcript;
 use super::{OwnerLink, RunStart};
 use crate::clock::now_ms;
-use super::RunEvent;
 
 /// When and how much to compact.
 #[derive(Clone, Debug, PartialEq, Eq)]

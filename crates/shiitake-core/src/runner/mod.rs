@@ -119,10 +119,11 @@ pub(crate) enum RunEvent {
     },
     /// A sandbox refused a tool call.
     SandboxFailure { capability: String, message: String },
-    /// The run settled.
+    /// The run settled; `tool_calls` counts the tool calls its model asked for.
     Finished {
         outcome: TerminalOutcome,
         diagnostic: Option<String>,
+        tool_calls: u32,
     },
 }
 
@@ -206,7 +207,8 @@ pub(crate) async fn run(start: RunStart) {
     let link = OwnerLink {
         owner: start.owner.clone(),
     };
-    let settled = match drive(&start, &link).await {
+    let mut tool_calls = 0;
+    let settled = match drive(&start, &link, &mut tool_calls).await {
         Ok(settled) => settled,
         Err(error) => Settled::failed(error.message),
     };
@@ -218,17 +220,25 @@ pub(crate) async fn run(start: RunStart) {
     link.tell(RunEvent::Finished {
         outcome: settled.outcome,
         diagnostic: settled.diagnostic,
+        tool_calls,
     })
     .await;
 }
 
-async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeError> {
+/// Drives the run to its terminal; `called` counts the tool calls the model asked
+/// for in this run (those committed before a restart included), for settled hooks.
+async fn drive(
+    start: &RunStart,
+    link: &OwnerLink,
+    called: &mut u32,
+) -> Result<Settled, ShiitakeError> {
     let core = &start.agent;
     let model = match core.config.models.resolve(start.preference.as_ref()) {
         Ok(model) => model,
         Err(diagnostic) => return Ok(Settled::failed(diagnostic)),
     };
-    let mut transcript = load_transcript(start).await?;
+    let (mut transcript, earlier_calls) = load_transcript(start).await?;
+    *called = earlier_calls;
     if start.recovering {
         match plan_resume(&transcript.messages()) {
             Resume::Finish(outcome) => {
@@ -285,6 +295,7 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
         let entry = Message::Assistant(message);
         let entry_id = link.commit_as(entry_id, entry.clone()).await?;
         transcript.push(entry_id, entry);
+        *called = called.saturating_add(u32::try_from(tool_calls.len()).unwrap_or(u32::MAX));
         match stop_reason {
             StopReason::Aborted => return Ok(Settled::cancelled()),
             StopReason::Error => {
@@ -312,14 +323,25 @@ async fn drive(start: &RunStart, link: &OwnerLink) -> Result<Settled, ShiitakeEr
     }
 }
 
-/// The selected lineage, root first, behind its latest compaction summary.
-async fn load_transcript(start: &RunStart) -> Result<Transcript, ShiitakeError> {
+/// The selected lineage, root first, behind its latest compaction summary, and the
+/// tool calls this run's model already asked for on it (before a restart).
+async fn load_transcript(start: &RunStart) -> Result<(Transcript, u32), ShiitakeError> {
     let Some(leaf) = &start.leaf else {
-        return Ok(Transcript::default());
+        return Ok((Transcript::default(), 0));
     };
     let store = &start.agent.store;
     let mut path = store.lineage(&start.session_id, leaf, usize::MAX).await?;
     path.reverse();
+    let earlier_calls = path
+        .iter()
+        .filter(|entry| entry.command_id.as_ref() == Some(&start.command_id))
+        .map(|entry| match &entry.message {
+            Message::Assistant(message) => message.tool_calls().count(),
+            _ => 0,
+        })
+        .fold(0u32, |total, calls| {
+            total.saturating_add(u32::try_from(calls).unwrap_or(u32::MAX))
+        });
     let mut transcript = Transcript::new(
         path.into_iter()
             .map(|entry| (entry.id, entry.message))
@@ -335,7 +357,7 @@ async fn load_transcript(start: &RunStart) -> Result<Transcript, ShiitakeError> 
             break;
         }
     }
-    Ok(transcript)
+    Ok((transcript, earlier_calls))
 }
 
 /// The system prompt followed by the extensions' sections, each as its own paragraph.

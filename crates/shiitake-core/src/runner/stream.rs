@@ -5,9 +5,9 @@ use shiitake_model::{AssistantEvent, Model, ModelContext, ModelErrorKind, ModelO
 use shiitake_protocol::message::AssistantMessage;
 use shiitake_protocol::{RetryState, SessionProgress, ShiitakeError};
 
+use super::RunEvent;
 use super::{OwnerLink, RunStart};
 use crate::clock::now_ms;
-use super::RunEvent;
 
 /// What one model call produced.
 #[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation

@@ -7,9 +7,9 @@ use shiitake_capabilities::{
 use shiitake_protocol::message::{InputContent, Message, TextContent, ToolCall, ToolResultMessage};
 use shiitake_protocol::{EntryId, ShiitakeError};
 
+use super::RunEvent;
 use super::{OwnerLink, RunStart, RunTools};
 use crate::clock::now_ms;
-use super::RunEvent;
 
 /// The text of a call skipped because a steer arrived.
 pub(crate) const SKIPPED: &str = "skipped: a newer message arrived";

@@ -82,6 +82,8 @@ pub fn client(url: &str) -> RemoteAgent {
 mod harness;
 
 pub use harness::config;
+#[allow(unused_imports)]
+pub use harness::open as harness_open;
 
 /// A core Agent on a file in `dir`.
 pub async fn local_agent(dir: &TempDir, tools: Arc<TestTools>, model: Arc<ScriptedModel>) -> Agent {

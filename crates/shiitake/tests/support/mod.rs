@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The binary under test.
@@ -33,18 +34,24 @@ pub struct Serve {
     pub child: Child,
     pub url: String,
     pub data_dir: PathBuf,
+    pub printed: Arc<Mutex<Vec<String>>>,
 }
 
 impl Serve {
     /// Starts `serve` on `port` and waits for its "listening on" line.
     pub fn start(data_dir: &Path, workspace: &Path, port: u16, model: Option<&str>) -> Self {
+        let workspace = workspace.display().to_string();
+        Self::start_with(data_dir, &["--workspace", &workspace], port, model)
+    }
+
+    /// Starts `serve` with `args` besides the data directory, port and model.
+    pub fn start_with(data_dir: &Path, args: &[&str], port: u16, model: Option<&str>) -> Self {
         let mut command = Command::new(binary());
         command
             .args(["serve", "--port", &port.to_string()])
             .arg("--data-dir")
             .arg(data_dir)
-            .arg("--workspace")
-            .arg(workspace)
+            .args(args)
             .env_remove("SHIITAKE_MODEL")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -52,6 +59,8 @@ impl Serve {
         command.args(["--model", model.unwrap_or("none")]);
         let mut child = command.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let lines = printed.clone();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -59,6 +68,7 @@ impl Serve {
                 if let Some(url) = line.strip_prefix("shiitake: listening on ") {
                     let _ = tx.send(url.to_owned());
                 }
+                lines.lock().unwrap().push(line);
             }
         });
         let url = rx
@@ -68,7 +78,13 @@ impl Serve {
             child,
             url,
             data_dir: data_dir.to_path_buf(),
+            printed,
         }
+    }
+
+    /// What `serve` printed on stdout so far, line by line.
+    pub fn printed(&self) -> Vec<String> {
+        self.printed.lock().unwrap().clone()
     }
 
     /// A client command against this server.

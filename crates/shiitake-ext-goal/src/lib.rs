@@ -1,0 +1,44 @@
+//! Goal: one objective per Session that keeps the agent working until it is achieved.
+//!
+//! A person sets a goal (`/goal`, or [`contract::SetGoal`]) or the model creates one
+//! (`goal.create`). While it is live, Goal admits one continuation prompt after each
+//! run settles, through the accepted-command door with its own correlation; only
+//! those runs get the continuation directive, every run gets the quiet goal context
+//! (both sections bounded in UTF-8 bytes). The model completes it (`goal.complete`)
+//! or blocks it (`goal.block`); both are provisional until the run settles
+//! successfully. A failed, cancelled or unresumable turn, a block, or three
+//! tool-less continuations pause it, with a closed `pauseCause.kind`; a tool-less
+//! goal turn while a recorded sub-agent command is live waits on a core timer
+//! instead. Goal turns are marked in the projection, so clients show a compact
+//! note; an achieved or cleared goal adds one chat line. The rules are in [`state`];
+//! `docs/ext-goal.md` is the page.
+//!
+//! What it does not own: the conversation-agents roster (it records sub-agent
+//! commands through [`roster`]), client rendering and notifications.
+//!
+//! With `default-features = false` only [`contract`] compiles: what a client needs,
+//! without shiitake-core.
+
+pub mod contract;
+
+#[cfg(feature = "runtime")]
+mod catalog;
+#[cfg(feature = "runtime")]
+mod extension;
+#[cfg(feature = "runtime")]
+pub mod flow;
+#[cfg(feature = "runtime")]
+mod migrate;
+#[cfg(feature = "runtime")]
+pub mod roster;
+#[cfg(feature = "runtime")]
+pub mod state;
+#[cfg(feature = "runtime")]
+mod store;
+#[cfg(feature = "runtime")]
+pub mod text;
+#[cfg(feature = "runtime")]
+mod tools;
+
+#[cfg(feature = "runtime")]
+pub use extension::{GoalExtension, extension_id, goal_grants};

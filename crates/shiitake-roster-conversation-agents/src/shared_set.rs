@@ -1,0 +1,65 @@
+//! The shared extension set (the seed's "botanical" Agent extensions): questions,
+//! goals, loops, plans, Almanac schedules and skills, each with exactly its grants.
+
+use std::sync::Arc;
+
+use shiitake_core::AgentBuilder;
+use shiitake_ext_almanac::{AlmanacExtension, almanac_grants};
+use shiitake_ext_goal::{GoalExtension, goal_grants};
+use shiitake_ext_loop::{LoopExtension, loop_grants};
+use shiitake_ext_plan::{PlanExtension, plan_grants};
+use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_ext_skills::{SkillLibrary, add_skills};
+
+/// How a host composes the shared set.
+#[derive(Clone, Debug, Default)]
+pub struct SharedSet {
+    /// An Ask raised during work another Agent sent waits on that Agent first (Local);
+    /// off, every Ask goes to a person (Hub).
+    pub waits_on_sender: bool,
+    /// The host's skills; `None` leaves Skills out.
+    pub skills: Option<Arc<SkillLibrary>>,
+}
+
+/// Why the shared set could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SharedSetError {
+    /// An extension refused to be built (its identity or definition).
+    #[error("{extension}: {reason}")]
+    Extension {
+        /// Which one.
+        extension: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn failed(extension: &'static str) -> impl Fn(String) -> SharedSetError {
+    move |reason| SharedSetError::Extension { extension, reason }
+}
+
+/// Adds the shared set to `builder`, each extension with exactly its grants.
+pub fn add_shared_set(
+    builder: AgentBuilder,
+    set: &SharedSet,
+) -> Result<AgentBuilder, SharedSetError> {
+    let question = QuestionExtension::new(QuestionConfig {
+        waits_on_sender: set.waits_on_sender,
+    })
+    .map_err(|error| failed("question")(error.to_string()))?;
+    let goal = GoalExtension::new().map_err(|error| failed("goal")(error.to_string()))?;
+    let plan = PlanExtension::new().map_err(|error| failed("plan")(error.to_string()))?;
+    let looping = LoopExtension::new().map_err(|error| failed("loop")(error.to_string()))?;
+    let almanac = AlmanacExtension::new().map_err(|error| failed("almanac")(error.to_string()))?;
+    let mut builder = builder
+        .extension(question, question_grants())
+        .extension(goal, goal_grants())
+        .extension(plan, plan_grants())
+        .extension(looping, loop_grants())
+        .extension(almanac, almanac_grants());
+    if let Some(library) = &set.skills {
+        builder = add_skills(builder, library.clone())
+            .map_err(|error| failed("skills")(error.to_string()))?;
+    }
+    Ok(builder)
+}

@@ -1,0 +1,127 @@
+//! The Hub roster: one hosted Agent with the shared set, Home and Subagents.
+//!
+//! [`HubAgent::open`] composes, with explicit grants, the shared set with every Ask
+//! going to a person ([`SharedSet::waits_on_sender`] off), Home over the host's
+//! Computers, Subagents over the conversation-agents record, and the
+//! conversation-agents tools over the host's [`AgentDirectory`]. It takes any core
+//! [`Store`], so the PostgreSQL store plugs in; until it exists the tests run on
+//! SQLite. It contains no extension rules.
+//!
+//! A host that serves one Agent per process (`shiitake serve --database postgres://…`)
+//! gives it a [`SoleAgentDirectory`]: the Agent reaches only itself, and creating
+//! Agents is refused with the host's reason.
+
+mod sole;
+
+pub use sole::SoleAgentDirectory;
+
+use std::sync::Arc;
+
+use shiitake_capabilities::Catalog;
+use shiitake_core::store::Store;
+use shiitake_core::{Agent, AgentConfig};
+use shiitake_ext_home::{Computers, add_home};
+use shiitake_ext_skills::SkillLibrary;
+use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
+use shiitake_protocol::{AgentApi, AgentName};
+pub use shiitake_roster_conversation_agents::{AgentDirectory, DirectoryError, SharedSet};
+use shiitake_roster_conversation_agents::{ConversationAgents, add_shared_set, agents_grants};
+
+/// What a Hub host supplies for one Agent.
+pub struct HubOptions {
+    /// The Agent's name in the host's directory.
+    pub name: AgentName,
+    /// Its store (PostgreSQL on the Hub).
+    pub store: Arc<dyn Store>,
+    /// The tools its runs get besides the extensions'.
+    pub tools: Arc<Catalog>,
+    /// Model, retries, clock.
+    pub config: AgentConfig,
+    /// The host's skills, if any.
+    pub skills: Option<Arc<SkillLibrary>>,
+    /// The Computers Home chooses from, each port scoped by the host.
+    pub computers: Arc<dyn Computers>,
+    /// The Agents this one may reach.
+    pub directory: Arc<dyn AgentDirectory>,
+}
+
+impl std::fmt::Debug for HubOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubOptions")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the Agent could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("Hub Agent {agent}: {reason}")]
+pub struct HubError {
+    /// Which.
+    pub agent: AgentName,
+    /// Why.
+    pub reason: String,
+}
+
+/// One Hub Agent and the tasks that serve it.
+pub struct HubAgent {
+    agent: Agent,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for HubAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubAgent").finish_non_exhaustive()
+    }
+}
+
+impl HubAgent {
+    /// Opens the Agent with the Hub composition and starts its tasks.
+    pub async fn open(options: HubOptions) -> Result<Self, HubError> {
+        let name = options.name.clone();
+        let failed = |reason: String| HubError {
+            agent: name.clone(),
+            reason,
+        };
+        let clock = options.config.clock.clone();
+        let roster = ConversationAgents::new(options.name.clone(), options.directory)
+            .map_err(|error| failed(error.to_string()))?;
+        let subagents = SubagentsExtension::new(Arc::new(roster.source()), clock)
+            .map_err(|error| failed(error.to_string()))?;
+        roster.notify(subagents.handle());
+        let refresher = subagents.refresher();
+        let builder = Agent::builder(options.store, options.tools, options.config);
+        let set = SharedSet {
+            waits_on_sender: false,
+            skills: options.skills,
+        };
+        let builder = add_shared_set(builder, &set).map_err(|error| failed(error.to_string()))?;
+        let builder =
+            add_home(builder, options.computers).map_err(|error| failed(error.to_string()))?;
+        let agents = roster
+            .extension()
+            .map_err(|error| failed(error.to_string()))?;
+        let agent = builder
+            .extension(subagents, subagents_grants())
+            .extension(agents, agents_grants())
+            .open()
+            .await
+            .map_err(|error| failed(error.message))?;
+        let mut tasks = vec![refresher.spawn(agent.clone())];
+        tasks.extend(roster.start(agent.clone()));
+        Ok(Self { agent, tasks })
+    }
+
+    /// The Agent.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// Stops its tasks and closes it; accepted work stays durable.
+    pub async fn close(self) -> Result<(), shiitake_protocol::ShiitakeError> {
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.agent.close().await
+    }
+}

@@ -1,0 +1,95 @@
+//! Opening one Local Agent: its store, its extensions with their grants, its tasks.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use shiitake_core::{Agent, SqliteStore};
+use shiitake_ext_home::add_home;
+use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
+use shiitake_ext_ui::UiExtension;
+use shiitake_protocol::AgentName;
+use shiitake_roster_conversation_agents::{
+    AgentDirectory, ConversationAgents, SharedSet, add_shared_set, agents_grants,
+};
+
+use crate::{LocalError, LocalOptions};
+
+/// One open Agent and the tasks that serve it.
+pub(crate) struct Opened {
+    pub(crate) agent: Agent,
+    pub(crate) tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// The names of the Agents stored in `agents_dir` (`<name>.db`), sorted; files that
+/// are not an Agent's database are left alone.
+pub(crate) fn stored_names(
+    agents_dir: &Path,
+    default: &AgentName,
+) -> Result<Vec<AgentName>, LocalError> {
+    let entries = std::fs::read_dir(agents_dir).map_err(|error| LocalError::Io {
+        path: agents_dir.display().to_string(),
+        reason: error.to_string(),
+    })?;
+    let mut names: Vec<AgentName> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let file = entry.file_name();
+            let stem = file.to_str()?.strip_suffix(".db")?;
+            AgentName::new(stem).ok()
+        })
+        .filter(|name| name != default)
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Opens the Agent `name` with the whole Local composition and starts its tasks.
+pub(crate) async fn open(
+    options: &LocalOptions,
+    name: &AgentName,
+    directory: Arc<dyn AgentDirectory>,
+) -> Result<Opened, LocalError> {
+    let failed = |reason: String| LocalError::Agent {
+        agent: name.clone(),
+        reason,
+    };
+    let path = options.database(name);
+    let store = SqliteStore::open(&path, options.durability)
+        .await
+        .map_err(|error| failed(format!("{}: {error}", path.display())))?;
+    let config = (options.config)(name);
+    let clock = config.clock.clone();
+    let roster = ConversationAgents::new(name.clone(), directory)
+        .map_err(|error| failed(error.to_string()))?;
+    let subagents = SubagentsExtension::new(Arc::new(roster.source()), clock)
+        .map_err(|error| failed(error.to_string()))?;
+    roster.notify(subagents.handle());
+    let refresher = subagents.refresher();
+    let builder = Agent::builder(Arc::new(store), options.tools.clone(), config);
+    let set = SharedSet {
+        waits_on_sender: true,
+        skills: options.skills.clone(),
+    };
+    let builder = add_shared_set(builder, &set).map_err(|error| failed(error.to_string()))?;
+    let builder =
+        add_home(builder, options.computers.clone()).map_err(|error| failed(error.to_string()))?;
+    let agents = roster
+        .extension()
+        .map_err(|error| failed(error.to_string()))?;
+    let builder = match &options.ui {
+        Some(bridge) if name == &options.default_agent => {
+            let ui = UiExtension::new(bridge.clone()).map_err(|error| failed(error.to_string()))?;
+            builder.extension(ui, UiExtension::grants())
+        }
+        _ => builder,
+    };
+    let agent = builder
+        .extension(subagents, subagents_grants())
+        .extension(agents, agents_grants())
+        .open()
+        .await
+        .map_err(|error| failed(error.message))?;
+    let mut tasks = vec![refresher.spawn(agent.clone())];
+    tasks.extend(roster.start(agent.clone()));
+    Ok(Opened { agent, tasks })
+}

@@ -1,0 +1,167 @@
+//! The web page (`docs/web.md`): its files, embedded in the binary, and the login
+//! routes that turn a one-time link into a session cookie.
+//!
+//! Public (no credential): `GET /` (the page), `GET /web/{file}` (its ES modules and
+//! CSS) and `GET /login?code=` (redeems a link). The page holds no data: everything
+//! it shows comes from the API routes, which need the token or the cookie.
+//! Authenticated: `POST /logout` (ends the browser session) and
+//! `POST /v1/web/login-links` (mints a link; the bearer token only).
+
+use std::time::Instant;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use shiitake_protocol::ShiitakeError;
+
+use crate::error::HttpError;
+use crate::extract::QueryParams;
+use crate::web_auth::{Via, cookie_name, session_of};
+use crate::web_login::{Pair, WebLogin};
+
+/// The page's files: (name under `/web/`, content type, bytes).
+const FILES: &[(&str, &str, &str)] = &[
+    ("app.js", JS, include_str!("web/app.js")),
+    ("api.js", JS, include_str!("web/api.js")),
+    ("inbox.js", JS, include_str!("web/inbox.js")),
+    ("session.js", JS, include_str!("web/session.js")),
+    ("footer.js", JS, include_str!("web/footer.js")),
+    ("flow.js", JS, include_str!("web/flow.js")),
+    ("dom.js", JS, include_str!("web/dom.js")),
+    (
+        "style.css",
+        "text/css; charset=utf-8",
+        include_str!("web/style.css"),
+    ),
+];
+
+const JS: &str = "text/javascript; charset=utf-8";
+const INDEX: &str = include_str!("web/index.html");
+
+/// Everything the page loads comes from this server; nothing runs inline.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+                   connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
+                   form-action 'self'; frame-ancestors 'none'";
+
+fn page_headers(content_type: &'static str) -> [(header::HeaderName, &'static str); 5] {
+    [
+        (header::CONTENT_TYPE, content_type),
+        (header::CACHE_CONTROL, "no-cache"),
+        (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+    ]
+}
+
+/// `GET /`: the page.
+pub(crate) async fn index() -> Response {
+    (page_headers("text/html; charset=utf-8"), INDEX).into_response()
+}
+
+/// `GET /web/{file}`: one of the page's modules or its style sheet.
+pub(crate) async fn file(Path(name): Path<String>) -> Response {
+    match FILES.iter().find(|(file, _, _)| *file == name) {
+        Some((_, content_type, body)) => (page_headers(content_type), *body).into_response(),
+        None => HttpError(ShiitakeError::not_found(format!("no page file {name}"))).into_response(),
+    }
+}
+
+/// Query of `GET /login`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LoginQuery {
+    code: String,
+}
+
+const LINK_SPENT: &str = "<!doctype html><meta charset=utf-8><title>Shiitake</title>\
+<p>This login link was already used, has expired, or belongs to a server that \
+restarted. Ask <code>shiitake serve</code> for a new one.</p>";
+
+/// `GET /login?code=`: spends the code, sets the session cookie and sends the browser to `/`.
+pub(crate) async fn login(
+    State(web): State<WebLogin>,
+    headers: HeaderMap,
+    QueryParams(query): QueryParams<LoginQuery>,
+) -> Response {
+    let redeemed = match Pair::parse(&query.code) {
+        Some(code) => web.lock().redeem(&code, Instant::now()),
+        None => Ok(None),
+    };
+    let session = match redeemed {
+        Ok(Some(session)) => session,
+        Ok(None) => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                page_headers("text/html; charset=utf-8"),
+                LINK_SPENT,
+            )
+                .into_response();
+        }
+        Err(error) => {
+            return HttpError(ShiitakeError::internal(error.to_string())).into_response();
+        }
+    };
+    let cookie = format!(
+        "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        cookie_name(&headers),
+        session.text(),
+        web.session_ttl.as_secs()
+    );
+    let mut response = (
+        StatusCode::SEE_OTHER,
+        [
+            (header::LOCATION, "/"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+    )
+        .into_response();
+    match HeaderValue::from_str(&cookie) {
+        Ok(value) => {
+            response.headers_mut().insert(header::SET_COOKIE, value);
+            response
+        }
+        Err(error) => HttpError(ShiitakeError::internal(error.to_string())).into_response(),
+    }
+}
+
+/// `POST /logout`: ends the browser session the cookie names and clears the cookie.
+pub(crate) async fn logout(State(web): State<WebLogin>, headers: HeaderMap) -> Response {
+    let now = Instant::now();
+    if let Some(session) = session_of(&headers, &web, now) {
+        web.lock().end(&session, now);
+    }
+    let clear = format!(
+        "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+        cookie_name(&headers)
+    );
+    match HeaderValue::from_str(&clear) {
+        Ok(value) => (StatusCode::NO_CONTENT, [(header::SET_COOKIE, value)]).into_response(),
+        Err(error) => HttpError(ShiitakeError::internal(error.to_string())).into_response(),
+    }
+}
+
+/// Answer of `POST /v1/web/login-links`.
+#[derive(Debug, Serialize)]
+pub(crate) struct LoginLink {
+    /// `/login?code=...`, to append to the server's base URL.
+    path: String,
+}
+
+/// `POST /v1/web/login-links`: a fresh one-time link, for the bearer token only
+/// (a browser session cannot mint more of itself).
+pub(crate) async fn mint_link(
+    State(web): State<WebLogin>,
+    via: Option<axum::Extension<Via>>,
+) -> Response {
+    if !matches!(via, Some(axum::Extension(Via::Bearer))) {
+        let refused = ShiitakeError::not_granted("only the bearer token can mint login links");
+        return HttpError(refused).into_response();
+    }
+    match web.login_path() {
+        Ok(path) => Json(LoginLink { path }).into_response(),
+        Err(error) => HttpError(ShiitakeError::internal(error.to_string())).into_response(),
+    }
+}

@@ -1,0 +1,260 @@
+//! The Hub benchmark: acceptances/s and 10-step runs/s with 1, 2 and 3 processes
+//! on one PostgreSQL database, printed as ratios to one process
+//! (`cargo xtask bench` runs it; `docs/benchmarks.md` records the figures).
+//!
+//! Usage: `hub_bench <database url> [rounds]` (built with `--release`, next to
+//! `hub_node`, which it starts: one cluster of 1, 2 and 3 processes, each cluster
+//! its own Agent key on the database, all up at once).
+//!
+//! - **Acceptance.** `CALLERS` callers, each on its own Session whose run never
+//!   gets an answer (its prompt starts with `hold`), so every further prompt only
+//!   queues: each acceptance is one durable commit. Caller `i` created its Session
+//!   through process `i % P` and sends there (sticky routing, as a load balancer
+//!   keyed by Session would), `PER_CALLER` prompts one after the other.
+//! - **Runs.** `RUNS` Sessions at once, spread over the processes the same way,
+//!   each running one prompt to the end: ten model calls (each a 5 ms scripted
+//!   pause then a call of the tool `hub.mark`, which here does nothing), their ten
+//!   results, and the final answer; a run counts when its terminal reaches a
+//!   subscriber on the process that accepted it.
+//!
+//! The phases of the three clusters are interleaved round by round, so a drift of
+//! the machine's speed affects each alike; a rate is the total count over the total
+//! time of its rounds.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::future::join_all;
+use shiitake_client::{ClientOptions, RemoteAgent};
+use shiitake_protocol::{
+    AgentApi, PromptText, RequestId, SendOptions, SessionApi, SessionFrame, SessionId, WatchOptions,
+};
+
+/// The token of every Hub node (see `hub_node.rs`).
+const TOKEN: &str = "hub-test-token-0123456789abcdef";
+/// Concurrent callers of the acceptance phase.
+const CALLERS: usize = 48;
+/// Prompts each caller sends in one round.
+const PER_CALLER: usize = 10;
+/// Runs started at once in one round.
+const RUNS: usize = 30;
+/// Tool calls of a run.
+const STEPS: usize = 10;
+/// Lease period of the nodes (no failover here; long enough not to matter).
+const LEASE_MS: &str = "5000";
+
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// One Hub process, killed when dropped.
+struct Node {
+    child: Child,
+    client: RemoteAgent,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Err(error) = self.child.kill() {
+            eprintln!("hub_bench: could not stop a node: {error}");
+        }
+        // Reaps it; its status does not matter.
+        let _status = self.child.wait();
+    }
+}
+
+fn node_binary() -> Result<PathBuf, Failure> {
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .ok_or("the benchmark binary has no directory")?;
+    Ok(dir.join("hub_node"))
+}
+
+fn spawn_node(binary: &Path, database: &str, key: &str) -> Result<Node, Failure> {
+    let mut child = Command::new(binary)
+        .args([database, key, LEASE_MS, "-", &STEPS.to_string()])
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|error| format!("cannot start {}: {error}", binary.display()))?;
+    let stdout = child.stdout.take().ok_or("no stdout of the node")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let ready = loop {
+        match lines.next() {
+            Some(line) => {
+                let line = line?;
+                if let Some(rest) = line.strip_prefix("READY ") {
+                    break rest.to_owned();
+                }
+            }
+            None => return Err("a node exited before it was ready".into()),
+        }
+    };
+    let url = ready.split(' ').next().ok_or("READY without a url")?;
+    let client = RemoteAgent::new(ClientOptions::new(url).with_token(TOKEN))?;
+    Ok(Node { child, client })
+}
+
+/// The processes of one Agent and the Sessions the phases use.
+struct Cluster {
+    nodes: Vec<Node>,
+    /// The acceptance Sessions, each held by a run that never ends.
+    held: Vec<SessionId>,
+    /// Phase totals: (count, time).
+    accepted: (usize, Duration),
+    ran: (usize, Duration),
+    round: usize,
+}
+
+impl Cluster {
+    async fn start(binary: &Path, database: &str, processes: usize) -> Result<Self, Failure> {
+        let key = format!(
+            "bench-{processes}-{}",
+            ulid::Ulid::generate().to_string().to_lowercase()
+        );
+        let nodes = (0..processes)
+            .map(|_| spawn_node(binary, database, &key))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut cluster = Self {
+            nodes,
+            held: Vec::new(),
+            accepted: (0, Duration::ZERO),
+            ran: (0, Duration::ZERO),
+            round: 0,
+        };
+        for caller in 0..CALLERS {
+            let client = cluster.client(caller);
+            let session = client
+                .create_session(RequestId::new(format!("held-{caller}"))?)
+                .await?;
+            client
+                .session(session.clone())
+                .send(PromptText::new("hold")?, SendOptions::default())
+                .await?;
+            cluster.held.push(session);
+        }
+        Ok(cluster)
+    }
+
+    fn client(&self, index: usize) -> RemoteAgent {
+        self.nodes[index % self.nodes.len()].client.clone()
+    }
+
+    /// One round of the acceptance phase.
+    async fn accept_round(&mut self) -> Result<(), Failure> {
+        let round = self.round;
+        let started = Instant::now();
+        let callers = self.held.iter().enumerate().map(|(caller, session)| {
+            let session = self.client(caller).session(session.clone());
+            async move {
+                for prompt in 0..PER_CALLER {
+                    let text = PromptText::new(format!("hold {round}.{prompt}"))?;
+                    session.send(text, SendOptions::default()).await?;
+                }
+                Ok::<(), Failure>(())
+            }
+        });
+        for result in join_all(callers).await {
+            result?;
+        }
+        self.accepted.0 += CALLERS * PER_CALLER;
+        self.accepted.1 += started.elapsed();
+        Ok(())
+    }
+
+    /// One round of the runs phase: fresh Sessions (created before the clock starts).
+    async fn run_round(&mut self) -> Result<(), Failure> {
+        let round = self.round;
+        let mut sessions = Vec::with_capacity(RUNS);
+        for run in 0..RUNS {
+            let client = self.client(run);
+            let id = client
+                .create_session(RequestId::new(format!("run-{round}-{run}"))?)
+                .await?;
+            sessions.push(client.session(id));
+        }
+        let started = Instant::now();
+        let runs = sessions.into_iter().map(|session| async move {
+            let watch = session.watch(WatchOptions::default()).await?;
+            let accepted = session
+                .send(PromptText::new("run")?, SendOptions::default())
+                .await?;
+            let mut changes = watch.changes;
+            while let Some(frame) = changes.next().await {
+                let done = match frame? {
+                    SessionFrame::Update(update) => update
+                        .terminals
+                        .iter()
+                        .any(|terminal| terminal.command_id == accepted.command_id),
+                    SessionFrame::Reset(reset) => reset
+                        .baseline
+                        .terminals
+                        .iter()
+                        .any(|terminal| terminal.command_id == accepted.command_id),
+                    SessionFrame::Progress(_) => false,
+                };
+                if done {
+                    return Ok::<(), Failure>(());
+                }
+            }
+            Err("a subscription ended before its run did".into())
+        });
+        for result in join_all(runs).await {
+            result?;
+        }
+        self.ran.0 += RUNS;
+        self.ran.1 += started.elapsed();
+        self.round += 1;
+        Ok(())
+    }
+}
+
+fn rate((count, time): (usize, Duration)) -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    let count = count as f64;
+    count / time.as_secs_f64().max(f64::MIN_POSITIVE)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Failure> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let database = args
+        .first()
+        .ok_or("usage: hub_bench <database url> [rounds]")?;
+    let rounds: usize = args.get(1).map_or(Ok(5), |rounds| rounds.parse())?;
+    let binary = node_binary()?;
+    let mut clusters = Vec::new();
+    for processes in 1..=3 {
+        clusters.push(Cluster::start(&binary, database, processes).await?);
+    }
+    for round in 0..rounds {
+        for cluster in &mut clusters {
+            cluster.accept_round().await?;
+        }
+        for cluster in &mut clusters {
+            cluster.run_round().await?;
+        }
+        eprintln!("hub_bench: round {} of {rounds} done", round + 1);
+    }
+    let base_accept = rate(clusters[0].accepted);
+    let base_runs = rate(clusters[0].ran);
+    println!(
+        "Hub on PostgreSQL, {rounds} rounds: {CALLERS} callers x {PER_CALLER} prompts; {RUNS} runs of {STEPS} steps"
+    );
+    println!("| processes | acceptances/s | ratio | 10-step runs/s | ratio |");
+    println!("| --- | --- | --- | --- | --- |");
+    for (index, cluster) in clusters.iter().enumerate() {
+        let accept = rate(cluster.accepted);
+        let runs = rate(cluster.ran);
+        println!(
+            "| {} | {accept:.0} | {:.2}x | {runs:.1} | {:.2}x |",
+            index + 1,
+            accept / base_accept,
+            runs / base_runs
+        );
+    }
+    Ok(())
+}
