@@ -73,13 +73,15 @@ const IN_FLIGHT: usize = 1_000;
 const IDLE_HISTORY: usize = 20;
 const CHILD_ENV: &str = "SHIITAKE_BENCH_RUN_CHILD";
 
-/// Answers with a tool call until the current run has `tools` tool results, then with text.
+/// Answers with a tool call until the current run has `tools` tool results, then with
+/// text; asked for a summary (a call that offers no tools), it gives one.
 ///
 /// Which turn comes next is read from the context (counting back to the last user
 /// message), so Sessions running at once each get their own ten calls.
 struct RunModel {
     tool: ScriptedModel,
     answer: ScriptedModel,
+    summary: ScriptedModel,
     tools: usize,
 }
 
@@ -94,6 +96,13 @@ impl RunModel {
                 .with_recording(Recording::Off),
             answer: ScriptedModel::new(
                 Script::new(vec![Turn::text("The file holds the crate root.")]).cycle(true),
+            )
+            .with_recording(Recording::Off),
+            summary: ScriptedModel::new(
+                Script::new(vec![Turn::text(
+                    "The person asked again and again to read src/lib.rs; it holds the crate root.",
+                )])
+                .cycle(true),
             )
             .with_recording(Recording::Off),
             tools,
@@ -113,6 +122,9 @@ impl Model for RunModel {
         options: ModelOptions,
         cancel: CancellationToken,
     ) -> Result<AssistantStream, ModelError> {
+        if context.tools.is_empty() {
+            return self.summary.stream(context, options, cancel).await;
+        }
         let results = context
             .messages
             .iter()
@@ -398,6 +410,13 @@ fn median(values: &mut [Duration]) -> Duration {
     values[values.len() / 2]
 }
 
+/// The median turn of the first and of the last [`WINDOW`] turns.
+fn turn_medians(turns: &mut [Duration]) -> (Duration, Duration) {
+    let mut early = turns[..WINDOW].to_vec();
+    let late = median(&mut turns[TURNS - WINDOW..]);
+    (median(&mut early), late)
+}
+
 /// Times [`TURNS`] follow-up turns of one Session, each one tool call then an answer.
 async fn long_session(dir: &Path, tools: Arc<Catalog>) -> Vec<Duration> {
     let (agent, _) = open_agent(&dir.join("turns.db"), Arc::new(RunModel::new(1)), tools).await;
@@ -544,7 +563,13 @@ async fn checkpointed_bytes(path: &Path) -> u64 {
 
 async fn profile(phase: &str, dir: &Path, tools: Arc<Catalog>) {
     if phase == "turns" {
-        long_session(dir, tools).await;
+        let mut turns = long_session(dir, tools).await;
+        let (early, late) = turn_medians(&mut turns);
+        println!(
+            "turns: median first {WINDOW} {:.2} ms, last {WINDOW} {:.2} ms",
+            early.as_secs_f64() * 1e3,
+            late.as_secs_f64() * 1e3
+        );
         return;
     }
     let (agent, _) = open_agent(
@@ -629,9 +654,7 @@ async fn main() {
     let total_runs = 1 + ROUNDS * (SEQUENTIAL + PARALLEL);
     let bytes_per_run = checkpointed_bytes(&runs_path).await as f64 / total_runs as f64;
     let mut turns = long_session(dir.path(), tools).await;
-    let mut early = turns[..WINDOW].to_vec();
-    let late_median = median(&mut turns[TURNS - WINDOW..]);
-    let early_median = median(&mut early);
+    let (early_median, late_median) = turn_medians(&mut turns);
     let (restart, live, calls) = restart_at_scale(dir.path()).await;
 
     let commits_per_run = commits as f64 / (ROUNDS * SEQUENTIAL) as f64;

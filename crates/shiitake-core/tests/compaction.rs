@@ -11,7 +11,8 @@ use futures::StreamExt;
 use shiitake_conformance::TestTools;
 use shiitake_conformance::support::*;
 use shiitake_core::config::CompactionPolicy;
-use shiitake_model::{Script, ScriptedModel, Turn};
+use serde_json::json;
+use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::*;
 
 #[tokio::test]
@@ -159,4 +160,88 @@ async fn a_later_run_reads_the_stored_summary() {
         "the transcript keeps every message"
     );
     assert_eq!(snapshot.compactions.unwrap().len(), 1);
+
+    // A new process reads the lineage from the store and applies the stored summary.
+    let session_id = session.session_id().clone();
+    agent.close().await.unwrap();
+    let model = Arc::new(ScriptedModel::new(Script::new(vec![Turn::text("four")])));
+    let mut config = harness::config(model.clone());
+    config.compaction = Some(CompactionPolicy {
+        budget_tokens: 400,
+        keep_recent: 1,
+    });
+    let agent = harness::open(
+        &dir.path().join("agent.db"),
+        Arc::new(TestTools::default()),
+        config,
+    )
+    .await;
+    let session = agent.session(session_id);
+    let command = send(&session, "four?").await;
+    assert_eq!(
+        terminal_of(&session, &command).await.outcome,
+        TerminalOutcome::Completed
+    );
+    assert_eq!(
+        outline(&model.requests()[0].messages),
+        vec![
+            "user: Summary of the earlier conversation:\n\nSUMMARY ONE",
+            "user: two?",
+            "assistant: two",
+            "user: three?",
+            "assistant: three",
+            "user: four?",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_model_that_gives_no_summary_is_asked_once_a_run() {
+    let long = "word ".repeat(400);
+    let script = Script::new(vec![
+        Turn::text(long),
+        // The second run: the summary comes back empty, then two tool calls and an answer.
+        Turn::text(""),
+        Turn::new(vec![Step::tool_call("test__echo", json!({"n": 1}))]),
+        Turn::new(vec![Step::tool_call("test__echo", json!({"n": 2}))]),
+        Turn::text("done"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(script));
+    let mut config = harness::config(model.clone());
+    config.compaction = Some(CompactionPolicy {
+        budget_tokens: 400,
+        keep_recent: 1,
+    });
+    let agent = harness::open(
+        &dir.path().join("agent.db"),
+        Arc::new(TestTools::default()),
+        config,
+    )
+    .await;
+    let session = new_session(&agent).await;
+    for prompt in ["one?", "two?"] {
+        let command = send(&session, prompt).await;
+        assert_eq!(
+            terminal_of(&session, &command).await.outcome,
+            TerminalOutcome::Completed
+        );
+    }
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        5,
+        "one failed summary, then three calls with the full context"
+    );
+    assert!(requests[1].tools.is_empty(), "the summary call");
+    for request in &requests[2..] {
+        assert!(!request.tools.is_empty(), "no second summary call");
+        assert_eq!(
+            outline(&request.messages)[0],
+            "user: one?",
+            "the full context is sent"
+        );
+    }
+    let snapshot = session.read(ReadOptions::default()).await.unwrap();
+    assert!(snapshot.compactions.unwrap_or_default().is_empty());
 }

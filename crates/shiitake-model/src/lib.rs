@@ -46,7 +46,7 @@
 //! let model = select("openai-compatible:http://127.0.0.1:8090/v1#smollm2", &ModelEnv::from_env())?;
 //! let context = ModelContext {
 //!     system_prompt: "Be brief.".into(),
-//!     messages: vec![Message::User(UserMessage::text("Hello", 0))],
+//!     messages: vec![Message::User(UserMessage::text("Hello", 0))].into(),
 //!     tools: vec![],
 //! };
 //! let mut events = model.stream(context, ModelOptions::default(), CancellationToken::new()).await?;

@@ -89,7 +89,11 @@ pub struct ModelContext {
     /// Instructions sent ahead of the transcript; empty means none.
     pub system_prompt: String,
     /// The transcript, oldest first; providers apply [`crate::replay::prepare`] to it.
-    pub messages: Vec<Message>,
+    ///
+    /// Shared, so handing a long transcript to a model costs nothing: the runner
+    /// appends to its own copy once the call is over, and copies only when a
+    /// model still holds this one.
+    pub messages: Arc<Vec<Message>>,
     /// Tools the model may call.
     pub tools: Vec<ToolSpec>,
 }

@@ -186,6 +186,9 @@ pub(crate) struct Owner {
     queue: VecDeque<QueuedPrompt>,
     waiting_lines: VecDeque<WaitingLine>,
     run: Option<ActiveRun>,
+    /// The transcript the last run ended with, handed to the next run so a turn
+    /// does not read the whole lineage again; dropped with the owner when it idles.
+    kept_transcript: Option<crate::runner::Transcript>,
     activity: SessionActivity,
     progress: Option<SessionProgress>,
     /// Raised while a steer waits, so the runner skips tool calls not yet started
@@ -237,6 +240,7 @@ impl Owner {
             queue: VecDeque::new(),
             waiting_lines: VecDeque::new(),
             run: None,
+            kept_transcript: None,
             activity: SessionActivity::default(),
             progress: None,
             steer_waiting: tokio::sync::watch::Sender::new(false),

@@ -74,6 +74,7 @@ impl Owner {
             recovering,
             prompt_sections,
             modules,
+            transcript: self.kept_transcript.take(),
         };
         // A child of the owner's span: a run's lines carry its Session and command.
         let span = tracing::info_span!("run", command = %command_id, recovering);
@@ -198,8 +199,10 @@ impl Owner {
                 outcome,
                 diagnostic,
                 tool_calls,
+                transcript,
             } => {
                 let Some(run) = self.run.take() else { return };
+                self.kept_transcript = transcript;
                 self.settle(
                     &run.command_id,
                     &run.absorbed,

@@ -6,6 +6,8 @@
 //! made just before a user message, so a tool call is never separated from its
 //! result, and keeps at least the configured number of recent messages.
 
+use std::sync::Arc;
+
 use futures::StreamExt;
 use shiitake_model::{AssistantEvent, Model, ModelContext, ModelOptions, ToolChoice};
 use shiitake_protocol::ShiitakeError;
@@ -51,6 +53,18 @@ pub(crate) fn cut_index(messages: &[Message], keep_recent: usize) -> Option<usiz
         .find(|&index| matches!(messages[index], Message::User(_)))
 }
 
+/// What a compaction attempt came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Compaction {
+    /// The context is within budget, or there is no safe cut: nothing to do.
+    NotNeeded,
+    /// Older messages were summarised and the summary recorded.
+    Done,
+    /// The model gave no summary; the full context is sent. The run does not try
+    /// again, so a model that cannot summarise costs one extra call, not one a turn.
+    Failed,
+}
+
 /// Summarises and records a compaction when the context is over budget.
 pub(crate) async fn maybe_compact(
     start: &RunStart,
@@ -58,22 +72,16 @@ pub(crate) async fn maybe_compact(
     model: &dyn Model,
     transcript: &mut Transcript,
     system_prompt_tokens: usize,
-) -> Result<(), ShiitakeError> {
+) -> Result<Compaction, ShiitakeError> {
     let Some(policy) = &start.agent.config.compaction else {
-        return Ok(());
+        return Ok(Compaction::NotNeeded);
     };
-    let context = transcript.context();
-    let tokens: usize = system_prompt_tokens + context.iter().map(estimate_tokens).sum::<usize>();
-    if tokens <= policy.budget_tokens {
-        return Ok(());
+    if system_prompt_tokens + transcript.tokens() <= policy.budget_tokens {
+        return Ok(Compaction::NotNeeded);
     }
-    let read: Vec<Message> = transcript
-        .read_entries()
-        .iter()
-        .map(|(_, m)| m.clone())
-        .collect();
-    let Some(cut) = cut_index(&read, policy.keep_recent) else {
-        return Ok(());
+    let read = transcript.read_messages();
+    let Some(cut) = cut_index(read, policy.keep_recent) else {
+        return Ok(Compaction::NotNeeded);
     };
     let mut to_summarise = Vec::with_capacity(cut + 2);
     if let Some(previous) = transcript.summary() {
@@ -86,9 +94,12 @@ pub(crate) async fn maybe_compact(
     )));
     let Some(summary) = summarise(start, model, to_summarise).await else {
         tracing::warn!(session = %start.session_id, "compaction failed; the full context is sent");
-        return Ok(());
+        return Ok(Compaction::Failed);
     };
-    let first_kept = transcript.read_entries()[cut].0.clone();
+    let Some((first_kept, _)) = transcript.read_entries().nth(cut) else {
+        return Ok(Compaction::NotNeeded);
+    };
+    let first_kept = first_kept.clone();
     link.ask(|reply| RunEvent::Compacted {
         first_kept: first_kept.clone(),
         summary: summary.clone(),
@@ -96,13 +107,13 @@ pub(crate) async fn maybe_compact(
     })
     .await?;
     transcript.summarised_before(&first_kept, summary);
-    Ok(())
+    Ok(Compaction::Done)
 }
 
 async fn summarise(start: &RunStart, model: &dyn Model, messages: Vec<Message>) -> Option<String> {
     let context = ModelContext {
         system_prompt: INSTRUCTIONS.to_owned(),
-        messages,
+        messages: Arc::new(messages),
         tools: Vec::new(),
     };
     let options = ModelOptions {

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::AgentConfig;
 use crate::store::Store;
-use transcript::Transcript;
+pub(crate) use transcript::Transcript;
 
 pub(crate) use recovery::{Resume, plan_resume};
 
@@ -60,6 +60,9 @@ pub(crate) struct RunStart {
         shiitake_protocol::ExtensionId,
         shiitake_capabilities::Module,
     )>,
+    /// The transcript the Session's previous run ended with, if the owner kept it:
+    /// the run reads only the entries committed after it.
+    pub(crate) transcript: Option<Transcript>,
 }
 
 /// How a run ended.
@@ -120,10 +123,12 @@ pub(crate) enum RunEvent {
     /// A sandbox refused a tool call.
     SandboxFailure { capability: String, message: String },
     /// The run settled; `tool_calls` counts the tool calls its model asked for.
+    /// `transcript` is what it ended with, for the next run (none after an error).
     Finished {
         outcome: TerminalOutcome,
         diagnostic: Option<String>,
         tool_calls: u32,
+        transcript: Option<Transcript>,
     },
 }
 
@@ -203,14 +208,21 @@ impl OwnerLink {
 }
 
 /// Runs to a terminal and reports it to the owner.
-pub(crate) async fn run(start: RunStart) {
+pub(crate) async fn run(mut start: RunStart) {
     let link = OwnerLink {
         owner: start.owner.clone(),
     };
+    let kept = start.transcript.take();
     let mut tool_calls = 0;
-    let settled = match drive(&start, &link, &mut tool_calls).await {
-        Ok(settled) => settled,
-        Err(error) => Settled::failed(error.message),
+    let (settled, transcript) = match load_transcript(&start, kept).await {
+        Ok((mut transcript, earlier_calls)) => {
+            tool_calls = earlier_calls;
+            match drive(&start, &link, &mut transcript, &mut tool_calls).await {
+                Ok(settled) => (settled, Some(transcript)),
+                Err(error) => (Settled::failed(error.message), None),
+            }
+        }
+        Err(error) => (Settled::failed(error.message), None),
     };
     let settled = if start.cancel.is_cancelled() && settled.outcome == TerminalOutcome::Failed {
         Settled::cancelled()
@@ -221,15 +233,18 @@ pub(crate) async fn run(start: RunStart) {
         outcome: settled.outcome,
         diagnostic: settled.diagnostic,
         tool_calls,
+        transcript,
     })
     .await;
 }
 
-/// Drives the run to its terminal; `called` counts the tool calls the model asked
-/// for in this run (those committed before a restart included), for settled hooks.
+/// Drives the run to its terminal on `transcript`, which holds every message it
+/// commits; `called` counts the tool calls the model asked for in this run (those
+/// committed before a restart included), for settled hooks.
 async fn drive(
     start: &RunStart,
     link: &OwnerLink,
+    transcript: &mut Transcript,
     called: &mut u32,
 ) -> Result<Settled, ShiitakeError> {
     let core = &start.agent;
@@ -237,10 +252,8 @@ async fn drive(
         Ok(model) => model,
         Err(diagnostic) => return Ok(Settled::failed(diagnostic)),
     };
-    let (mut transcript, earlier_calls) = load_transcript(start).await?;
-    *called = earlier_calls;
     if start.recovering {
-        match plan_resume(&transcript.messages()) {
+        match plan_resume(transcript.read_messages()) {
             Resume::Finish(outcome) => {
                 return Ok(Settled {
                     outcome,
@@ -262,6 +275,7 @@ async fn drive(
     let tools = RunTools::capture(start).await?;
     let system_prompt = system_prompt(&core.config.system_prompt, &start.prompt_sections);
     let mut calls = 0;
+    let mut compaction_failed = false;
     let system_tokens = system_prompt.len().div_ceil(4);
     loop {
         for (id, message) in link.boundary().await? {
@@ -277,7 +291,11 @@ async fn drive(
                 core.config.max_model_calls
             )));
         }
-        compaction::maybe_compact(start, link, &*model, &mut transcript, system_tokens).await?;
+        if !compaction_failed {
+            let attempt =
+                compaction::maybe_compact(start, link, &*model, transcript, system_tokens).await?;
+            compaction_failed = attempt == compaction::Compaction::Failed;
+        }
         let context = ModelContext {
             system_prompt: system_prompt.clone(),
             messages: transcript.context(),
@@ -323,25 +341,40 @@ async fn drive(
     }
 }
 
+/// How far back from the leaf a run looks for the end of the transcript its owner
+/// kept; further than this (a branch elsewhere, a long detour) it reads the lineage.
+const KEPT_REACH: usize = 64;
+
 /// The selected lineage, root first, behind its latest compaction summary, and the
 /// tool calls this run's model already asked for on it (before a restart).
-async fn load_transcript(start: &RunStart) -> Result<(Transcript, u32), ShiitakeError> {
+///
+/// A transcript `kept` from the previous run is extended with the entries committed
+/// after it when its last entry is an ancestor of the leaf (entries never change,
+/// so the path up to it is the same); otherwise the whole lineage is read.
+async fn load_transcript(
+    start: &RunStart,
+    kept: Option<Transcript>,
+) -> Result<(Transcript, u32), ShiitakeError> {
     let Some(leaf) = &start.leaf else {
         return Ok((Transcript::default(), 0));
     };
     let store = &start.agent.store;
+    if let Some(mut transcript) = kept
+        && let Some(end) = transcript.last_id().cloned()
+    {
+        let recent = store.lineage(&start.session_id, leaf, KEPT_REACH).await?;
+        if let Some(after) = recent.iter().position(|entry| entry.id == end) {
+            let newer: Vec<_> = recent.into_iter().take(after).rev().collect();
+            let earlier_calls = calls_of(&newer, &start.command_id);
+            for entry in newer {
+                transcript.push(entry.id, entry.message);
+            }
+            return Ok((transcript, earlier_calls));
+        }
+    }
     let mut path = store.lineage(&start.session_id, leaf, usize::MAX).await?;
     path.reverse();
-    let earlier_calls = path
-        .iter()
-        .filter(|entry| entry.command_id.as_ref() == Some(&start.command_id))
-        .map(|entry| match &entry.message {
-            Message::Assistant(message) => message.tool_calls().count(),
-            _ => 0,
-        })
-        .fold(0u32, |total, calls| {
-            total.saturating_add(u32::try_from(calls).unwrap_or(u32::MAX))
-        });
+    let earlier_calls = calls_of(&path, &start.command_id);
     let mut transcript = Transcript::new(
         path.into_iter()
             .map(|entry| (entry.id, entry.message))
@@ -358,6 +391,20 @@ async fn load_transcript(start: &RunStart) -> Result<(Transcript, u32), Shiitake
         }
     }
     Ok((transcript, earlier_calls))
+}
+
+/// The tool calls the model asked for in these entries of `command_id`'s run.
+fn calls_of(entries: &[crate::store::StoredEntry], command_id: &CommandId) -> u32 {
+    entries
+        .iter()
+        .filter(|entry| entry.command_id.as_ref() == Some(command_id))
+        .map(|entry| match &entry.message {
+            Message::Assistant(message) => message.tool_calls().count(),
+            _ => 0,
+        })
+        .fold(0u32, |total, calls| {
+            total.saturating_add(u32::try_from(calls).unwrap_or(u32::MAX))
+        })
 }
 
 /// The system prompt followed by the extensions' sections, each as its own paragraph.

@@ -15,7 +15,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream;
-use shiitake_protocol::message::{InputContent, Message, StopReason, UserContent};
+use shiitake_protocol::message::{
+    AssistantContent, InputContent, Message, StopReason, UserContent,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::builder::MessageBuilder;
@@ -31,8 +33,10 @@ pub const SCRIPTED_API: &str = "scripted";
 
 /// How many received contexts a [`ScriptedModel`] keeps for [`ScriptedModel::requests`].
 ///
-/// Recording clones every context, so an unbounded record grows with the square of a
-/// long Session's history; a benchmark turns it off.
+/// A context is shared with the runner that sent it, so a recorded context makes the
+/// runner copy its transcript at its next append, and an unbounded record would keep
+/// every copy (growing with the square of a long Session's history); a benchmark
+/// turns it off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recording {
     /// Keep no context: each call costs the same however many came before.
@@ -148,6 +152,64 @@ fn last_user_text(context: &ModelContext) -> String {
         }
     }
     "(nothing to echo: the context has no user message)".to_owned()
+}
+
+/// The characters of the context the model reads: the system prompt, the text of
+/// every message (tool call arguments as their JSON) and the tools' descriptions.
+///
+/// Counted without serialising the whole context, so a long transcript costs the
+/// scripted model a walk, not a copy.
+fn context_chars(context: &ModelContext) -> usize {
+    let input = |blocks: &[InputContent]| -> usize {
+        blocks
+            .iter()
+            .map(|block| match block {
+                InputContent::Text(text) => text.text.len(),
+                InputContent::Image(image) => image.data.len(),
+            })
+            .sum()
+    };
+    let messages: usize = context
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::User(user) => match &user.content {
+                UserContent::Text(text) => text.len(),
+                UserContent::Blocks(blocks) => input(blocks),
+            },
+            Message::Assistant(assistant) => assistant
+                .content
+                .iter()
+                .map(|block| match block {
+                    AssistantContent::Text(text) => text.text.len(),
+                    AssistantContent::Thinking(thinking) => thinking.thinking.len(),
+                    AssistantContent::ToolCall(call) => {
+                        call.name.len() + json_chars(&call.arguments)
+                    }
+                })
+                .sum(),
+            Message::ToolResult(result) => result.tool_name.len() + input(&result.content),
+        })
+        .sum();
+    let tools: usize = context
+        .tools
+        .iter()
+        .map(|tool| tool.name.len() + tool.description.len())
+        .sum();
+    context.system_prompt.len() + messages + tools
+}
+
+/// The characters of the strings and keys in a JSON object, without writing it out.
+fn json_chars(object: &serde_json::Map<String, serde_json::Value>) -> usize {
+    fn value(item: &serde_json::Value) -> usize {
+        match item {
+            serde_json::Value::String(text) => text.len(),
+            serde_json::Value::Array(items) => items.iter().map(value).sum(),
+            serde_json::Value::Object(object) => json_chars(object),
+            serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => 1,
+        }
+    }
+    object.iter().map(|(key, item)| key.len() + value(item)).sum()
 }
 
 /// A rough, deterministic token estimate: four characters a token.
@@ -350,9 +412,7 @@ impl Model for ScriptedModel {
                 }
             }
         }
-        let context_chars: usize = serde_json::to_string(&context)
-            .map(|s| s.len())
-            .unwrap_or(0);
+        let context_chars = context_chars(&context);
         let player = Player {
             actions,
             builder: MessageBuilder::new(&self.info),

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 pub fn ask(text: &str) -> ModelContext {
     ModelContext {
         system_prompt: "You are a test.".into(),
-        messages: vec![Message::User(UserMessage::text(text, 1))],
+        messages: vec![Message::User(UserMessage::text(text, 1))].into(),
         tools: vec![],
     }
 }

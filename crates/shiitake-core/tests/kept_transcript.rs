@@ -1,0 +1,72 @@
+//! A run starts from the transcript the Session's previous run ended with, plus
+//! what was committed since; what the model reads is the same as a fresh read of
+//! the lineage, however much was committed in between.
+
+#![allow(clippy::unwrap_used)]
+
+mod harness;
+
+use std::sync::Arc;
+
+use shiitake_conformance::TestTools;
+use shiitake_conformance::support::*;
+use shiitake_model::{Script, ScriptedModel, Turn};
+use shiitake_protocol::*;
+
+/// Two runs with `lines` operator lines between them; returns what the second
+/// run's model read.
+async fn second_context(lines: usize) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(Script::new(vec![
+        Turn::text("a1"),
+        Turn::text("a2"),
+    ])));
+    let agent = harness::open(
+        &dir.path().join("agent.db"),
+        Arc::new(TestTools::default()),
+        harness::config(model.clone()),
+    )
+    .await;
+    let session = new_session(&agent).await;
+    let first = send(&session, "p1").await;
+    terminal_of(&session, &first).await;
+    for n in 0..lines {
+        session
+            .operator(
+                request(&format!("line-{n}")),
+                OperatorAuthor::Party,
+                text(&format!("line {n}")),
+            )
+            .await
+            .unwrap();
+    }
+    let second = send(&session, "p2").await;
+    assert_eq!(
+        terminal_of(&session, &second).await.outcome,
+        TerminalOutcome::Completed
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    outline(&requests[1].messages)
+}
+
+fn expected(lines: usize) -> Vec<String> {
+    let mut expected = vec!["user: p1".to_owned(), "assistant: a1".to_owned()];
+    expected.extend((0..lines).map(|n| format!("user: line {n}")));
+    expected.push("user: p2".to_owned());
+    expected
+}
+
+#[tokio::test]
+async fn entries_committed_between_runs_join_the_kept_transcript() {
+    assert_eq!(second_context(0).await, expected(0));
+    assert_eq!(second_context(3).await, expected(3));
+}
+
+#[tokio::test]
+async fn more_entries_than_the_run_looks_back_over_read_the_whole_lineage() {
+    // The run looks back 64 entries for the end of its kept transcript: 63 lines
+    // and the prompt are within reach, 64 lines and the prompt are not.
+    assert_eq!(second_context(63).await, expected(63));
+    assert_eq!(second_context(64).await, expected(64));
+}
