@@ -17,7 +17,8 @@
 //! `Durability::Full`. Phases are interleaved in rounds so every ratio compares phases
 //! that saw the same disk (see `benches/acceptance.rs`).
 //!
-//! `SHIITAKE_BENCH_PROFILE=seq|par|turns` repeats one phase for `perf record`.
+//! `SHIITAKE_BENCH_PROFILE=seq|par|turns` repeats one phase for `perf record`;
+//! with `SHIITAKE_BENCH_KEEP=1` it keeps its database and prints where.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -599,6 +600,9 @@ async fn main() {
     let tools = catalog().await;
     if let Ok(phase) = std::env::var("SHIITAKE_BENCH_PROFILE") {
         profile(&phase, dir.path(), tools).await;
+        if std::env::var_os("SHIITAKE_BENCH_KEEP").is_some() {
+            println!("kept {}", dir.keep().display());
+        }
         return;
     }
     let load_before = load_average();

@@ -7,7 +7,6 @@ use shiitake_model::{Model, ModelEnv};
 use shiitake_protocol::ModelPreference;
 
 use crate::clock::{Clock, SystemClock};
-pub use crate::runner::compaction::CompactionPolicy;
 
 /// Chooses the model for a run from the Session's preference.
 pub trait ModelResolver: Send + Sync {
@@ -149,6 +148,24 @@ impl std::fmt::Debug for AgentConfig {
             .field("tool_timeout", &self.tool_timeout)
             .field("max_model_calls", &self.max_model_calls)
             .finish_non_exhaustive()
+    }
+}
+
+/// When and how much to compact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactionPolicy {
+    /// Estimated tokens of context above which older messages are summarised.
+    pub budget_tokens: usize,
+    /// Most recent messages always kept verbatim.
+    pub keep_recent: usize,
+}
+
+impl Default for CompactionPolicy {
+    fn default() -> Self {
+        Self {
+            budget_tokens: 96_000,
+            keep_recent: 8,
+        }
     }
 }
 

@@ -7,22 +7,7 @@ use serde_json::Value;
 use shiitake_protocol::ExtensionId;
 
 use super::HookError;
-
-/// Where an extension's state lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum StateScope {
-    /// One copy per Session.
-    Session,
-    /// One copy for the whole Agent.
-    Agent,
-}
-
-impl StateScope {
-    /// Its stored word (`crate::store::StoredWord` holds the pair).
-    pub(crate) fn as_str(self) -> &'static str {
-        crate::store::StoredWord::word(self)
-    }
-}
+use crate::store::StateScope;
 
 /// One step from the previous schema version to `to_version`.
 #[derive(Clone, Copy)]

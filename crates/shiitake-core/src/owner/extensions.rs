@@ -170,7 +170,7 @@ impl Owner {
             run_id: None,
             recoveries: 0,
         };
-        let message = super::commands::extension_line(id, &text);
+        let message = super::lines::extension_line(id, &text);
         let command_id = stored.id.clone();
         ops.push(Op::InsertCommand {
             session_id: self.header.id.clone(),

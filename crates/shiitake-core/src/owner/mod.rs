@@ -10,6 +10,7 @@ mod change;
 mod commands;
 mod extensions;
 mod follower;
+mod lines;
 mod observe;
 mod observed;
 mod open;
@@ -288,8 +289,8 @@ impl Owner {
             (CommandState::Pending, SessionCommand::Operator { author, text, .. }) => {
                 let message = match &provenance.origin {
                     // A line an extension added: stored as an operator command with its origin.
-                    Some(origin) => commands::extension_line(&origin.extension_id, &text),
-                    None => commands::operator_message(author, &text),
+                    Some(origin) => lines::extension_line(&origin.extension_id, &text),
+                    None => lines::operator_message(author, &text),
                 };
                 self.waiting_lines.push_back(WaitingLine {
                     command_id: command.id,

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::change::Change;
-use super::commands::prompt_message;
+use super::lines::prompt_message;
 use super::extensions::Staged;
 use super::observe::Changes;
 use super::{ActiveRun, Owner, Published, RunEvent, take};

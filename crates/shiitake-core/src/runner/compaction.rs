@@ -18,32 +18,9 @@ use super::transcript::Transcript;
 use super::{OwnerLink, RunStart};
 use crate::clock::now_ms;
 
-/// When and how much to compact.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CompactionPolicy {
-    /// Estimated tokens of context above which older messages are summarised.
-    pub budget_tokens: usize,
-    /// Most recent messages always kept verbatim.
-    pub keep_recent: usize,
-}
-
-impl Default for CompactionPolicy {
-    fn default() -> Self {
-        Self {
-            budget_tokens: 96_000,
-            keep_recent: 8,
-        }
-    }
-}
-
 const INSTRUCTIONS: &str = "You compress conversations. Summarise the conversation you are \
      given for your own later use: keep facts, decisions, names of files and tools, results, and \
      open tasks. Be concise. Answer with the summary only.";
-
-/// Estimated tokens of a message.
-pub(crate) fn estimate_tokens(message: &Message) -> usize {
-    serde_json::to_string(message).map_or(0, |json| json.len().div_ceil(4))
-}
 
 /// The index (into `messages`) of the first message to keep, or `None` when no safe cut exists.
 pub(crate) fn cut_index(messages: &[Message], keep_recent: usize) -> Option<usize> {
@@ -175,12 +152,5 @@ mod tests {
         );
         assert_eq!(cut_index(&messages, 7), None);
         assert_eq!(cut_index(&[], 1), None);
-    }
-
-    #[test]
-    fn tokens_are_a_quarter_of_the_json() {
-        let message = user("abcd");
-        let json = serde_json::to_string(&message).unwrap();
-        assert_eq!(estimate_tokens(&message), json.len().div_ceil(4));
     }
 }

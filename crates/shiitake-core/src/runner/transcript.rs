@@ -11,7 +11,6 @@ use std::sync::Arc;
 use shiitake_protocol::EntryId;
 use shiitake_protocol::message::{Message, UserMessage};
 
-use super::compaction::estimate_tokens;
 use crate::clock::now_ms;
 
 /// The lineage of a run as the model reads it, with the entry id of every message.
@@ -105,6 +104,11 @@ impl Transcript {
     }
 }
 
+/// Estimated tokens of a message.
+pub(crate) fn estimate_tokens(message: &Message) -> usize {
+    serde_json::to_string(message).map_or(0, |json| json.len().div_ceil(4))
+}
+
 /// How a summary enters the model's context.
 pub(crate) fn summary_message(summary: &str) -> Message {
     Message::User(UserMessage::text(
@@ -170,5 +174,12 @@ mod tests {
         transcript.push(id, message);
         assert_eq!(held.len(), 2);
         assert_eq!(transcript.context().len(), 3);
+    }
+
+    #[test]
+    fn tokens_are_a_quarter_of_the_json() {
+        let message = Message::User(UserMessage::text("abcd", 0));
+        let json = serde_json::to_string(&message).unwrap();
+        assert_eq!(estimate_tokens(&message), json.len().div_ceil(4));
     }
 }

@@ -24,7 +24,6 @@ use shiitake_protocol::{
     SessionInboxState, TerminalOutcome,
 };
 
-use crate::extension::StateScope;
 
 /// Why the store failed. Backend-neutral: each store turns its driver's errors
 /// into these, so core never sees which database it runs on.
@@ -218,6 +217,25 @@ pub struct StoredSandboxFailure {
     pub capability: String,
     /// What the sandbox said.
     pub message: String,
+}
+
+/// Where an extension's state lives (re-exported as `extension::StateScope`).
+///
+/// Defined with the store, which keeps rows of either scope, so the store needs
+/// nothing of the extension host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StateScope {
+    /// One copy per Session.
+    Session,
+    /// One copy for the whole Agent.
+    Agent,
+}
+
+impl StateScope {
+    /// Its stored word ([`StoredWord`] holds the pair).
+    pub(crate) fn as_str(self) -> &'static str {
+        StoredWord::word(self)
+    }
 }
 
 /// Whose an extension row is: one Session's, or the whole Agent's.

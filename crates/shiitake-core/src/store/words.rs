@@ -10,7 +10,7 @@
 use shiitake_protocol::{SessionInboxState, TerminalOutcome};
 
 use super::{CommandKind, CommandState, TimerKind};
-use crate::extension::StateScope;
+use super::StateScope;
 
 /// An enum a store writes as one fixed word.
 pub trait StoredWord: Sized + Copy + 'static {
