@@ -22,17 +22,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::Path;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shiitake_capabilities::Catalog;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, LocalSession, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession, SqliteStore};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::{AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-use sqlx::{ConnectOptions, Connection, SqliteConnection};
+use support::{Phase, durability, raw_commits, raw_connection};
 
 /// Interleaved rounds of the three phases.
 const ROUNDS: usize = 30;
@@ -42,45 +42,6 @@ const CALLERS: usize = 64;
 /// Prompts each of the many callers sends per round.
 const PER_CALLER: usize = 4;
 const IDLE_SESSIONS: usize = 10_000;
-
-/// `SHIITAKE_BENCH_DURABILITY=normal` measures both sides with `synchronous = NORMAL`
-/// (no fsync per commit), which isolates the CPU cost of acceptance.
-fn durability() -> (Durability, SqliteSynchronous) {
-    match std::env::var("SHIITAKE_BENCH_DURABILITY").as_deref() {
-        Ok("normal") => (Durability::Normal, SqliteSynchronous::Normal),
-        _ => (Durability::Full, SqliteSynchronous::Full),
-    }
-}
-
-async fn raw_connection(dir: &Path) -> SqliteConnection {
-    let options = SqliteConnectOptions::from_str("sqlite://")
-        .unwrap()
-        .filename(dir.join("raw.db"))
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(durability().1);
-    let mut conn = options.connect().await.unwrap();
-    sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY, payload TEXT NOT NULL)")
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn
-}
-
-/// `count` raw commits; returns the time they took.
-async fn raw_commits(conn: &mut SqliteConnection, count: usize) -> Duration {
-    let started = Instant::now();
-    for n in 0..count {
-        let mut tx = conn.begin().await.unwrap();
-        sqlx::query("INSERT INTO t (payload) VALUES (?)")
-            .bind(format!("{{\"type\":\"prompt\",\"text\":\"prompt {n}\"}}"))
-            .execute(&mut *tx)
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
-    }
-    started.elapsed()
-}
 
 async fn agent(dir: &Path, idle: Duration) -> Agent {
     let store = SqliteStore::open(&dir.join("agent.db"), durability().0)
@@ -145,23 +106,6 @@ async fn many_callers(sessions: &[LocalSession]) -> Duration {
     started.elapsed()
 }
 
-/// CPU time (user + system) this process has used so far, from `/proc/self/stat`.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |n: usize| {
-        fields
-            .get(n)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 fn resident_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -214,46 +158,6 @@ fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     values.fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), v| {
         (low.min(v), high.max(v))
     })
-}
-
-/// One phase's chunks: how long each took, and the CPU it used.
-#[derive(Default)]
-struct Phase {
-    chunks: Vec<Duration>,
-    cpu: f64,
-}
-
-impl Phase {
-    async fn time<F: std::future::Future<Output = Duration>>(&mut self, chunk: F) {
-        let cpu = cpu_seconds();
-        self.chunks.push(chunk.await);
-        self.cpu += cpu_seconds() - cpu;
-    }
-
-    fn rate(&self, per_chunk: usize) -> f64 {
-        let total: Duration = self.chunks.iter().sum();
-        (per_chunk * self.chunks.len()) as f64 / total.as_secs_f64()
-    }
-
-    fn cpu_micros(&self, per_chunk: usize) -> f64 {
-        self.cpu * 1e6 / (per_chunk * self.chunks.len()) as f64
-    }
-
-    /// Per-round ratios of this phase's rate to `other`'s.
-    fn ratios<'a>(
-        &'a self,
-        per_chunk: usize,
-        other: &'a Phase,
-        other_per_chunk: usize,
-    ) -> impl Iterator<Item = f64> + 'a {
-        self.chunks
-            .iter()
-            .zip(&other.chunks)
-            .map(move |(mine, theirs)| {
-                (per_chunk as f64 / mine.as_secs_f64())
-                    / (other_per_chunk as f64 / theirs.as_secs_f64())
-            })
-    }
 }
 
 #[tokio::main]

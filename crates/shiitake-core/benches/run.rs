@@ -17,10 +17,14 @@
 //! `Durability::Full`. Phases are interleaved in rounds so every ratio compares phases
 //! that saw the same disk (see `benches/acceptance.rs`).
 //!
+//! `SHIITAKE_BENCH_DURABILITY=normal` runs both sides without an fsync per commit, to
+//! separate the run's own latency from the disk's.
 //! `SHIITAKE_BENCH_PROFILE=seq|par|turns` repeats one phase for `perf record`;
 //! with `SHIITAKE_BENCH_KEEP=1` it keeps its database and prints where.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -37,7 +41,7 @@ use shiitake_capabilities::{
     Catalog, Module, ModulePath, Operation, OperationName, Replay, SourceId, StaticSource,
 };
 use shiitake_core::store::{Op, SessionHeader, Store, StoredEntry};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, LocalSession, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession, SqliteStore};
 use shiitake_model::{
     AssistantStream, Model, ModelContext, ModelError, ModelInfo, ModelOptions, Recording, Script,
     ScriptedModel, Step, Turn,
@@ -47,8 +51,9 @@ use shiitake_protocol::{
     AgentApi, EntryId, PageLimit, PromptText, ReadOptions, RequestId, SendOptions, SessionApi,
     SessionFrame, SessionId, SessionInboxState, SubscribeOptions,
 };
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-use sqlx::{ConnectOptions, Connection, SqliteConnection};
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{ConnectOptions, Connection};
+use support::{Phase, durability, load_average, raw_commits, raw_connection};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -210,40 +215,11 @@ async fn open_agent(
     model: Arc<dyn Model>,
     tools: Arc<Catalog>,
 ) -> (Agent, Arc<SqliteStore>) {
-    let store = Arc::new(SqliteStore::open(path, Durability::Full).await.unwrap());
+    let store = Arc::new(SqliteStore::open(path, durability().0).await.unwrap());
     let mut config = AgentConfig::new(Arc::new(FixedModel(model)));
     config.owner_idle = Duration::from_secs(60);
     let agent = Agent::open(store.clone(), tools, config).await.unwrap();
     (agent, store)
-}
-
-async fn raw_connection(dir: &Path) -> SqliteConnection {
-    let options = SqliteConnectOptions::from_str("sqlite://")
-        .unwrap()
-        .filename(dir.join("raw.db"))
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Full);
-    let mut conn = options.connect().await.unwrap();
-    sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY, payload TEXT NOT NULL)")
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn
-}
-
-async fn raw_commits(conn: &mut SqliteConnection, count: usize) -> Duration {
-    let started = Instant::now();
-    for n in 0..count {
-        let mut tx = conn.begin().await.unwrap();
-        sqlx::query("INSERT INTO t (payload) VALUES (?)")
-            .bind(format!("{{\"type\":\"prompt\",\"text\":\"prompt {n}\"}}"))
-            .execute(&mut *tx)
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
-    }
-    started.elapsed()
 }
 
 fn prompt(text: &str) -> PromptText {
@@ -357,55 +333,6 @@ async fn acceptances(sessions: &[LocalSession]) -> Duration {
     started.elapsed()
 }
 
-/// CPU time (user + system) this process has used so far, from `/proc/self/stat`.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |n: usize| {
-        fields
-            .get(n)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// One phase's chunks: how long each took, and the CPU it used.
-#[derive(Default)]
-struct Phase {
-    chunks: Vec<Duration>,
-    cpu: f64,
-}
-
-impl Phase {
-    async fn time<F: std::future::Future<Output = Duration>>(&mut self, chunk: F) {
-        let cpu = cpu_seconds();
-        self.chunks.push(chunk.await);
-        self.cpu += cpu_seconds() - cpu;
-    }
-
-    fn rate(&self, per_chunk: usize) -> f64 {
-        let total: Duration = self.chunks.iter().sum();
-        (per_chunk * self.chunks.len()) as f64 / total.as_secs_f64()
-    }
-
-    fn cpu_micros(&self, per_chunk: usize) -> f64 {
-        self.cpu * 1e6 / (per_chunk * self.chunks.len()) as f64
-    }
-}
-
 fn median(values: &mut [Duration]) -> Duration {
     values.sort();
     values[values.len() / 2]
@@ -459,7 +386,7 @@ fn entry_id(n: usize) -> EntryId {
 /// The child of the restart phase: stores the Sessions, starts the runs, says `ready`
 /// and waits to be killed.
 async fn prepare_restart(path: &Path) {
-    let store = SqliteStore::open(path, Durability::Full).await.unwrap();
+    let store = SqliteStore::open(path, durability().0).await.unwrap();
     let mut ops = Vec::new();
     for n in 0..STORED - IN_FLIGHT {
         let id = SessionId::new(format!("ses_idle_{n:08}")).unwrap();

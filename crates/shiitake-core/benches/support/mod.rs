@@ -1,0 +1,122 @@
+//! What the core benches share: the raw commit baseline on the same SQLite
+//! settings, the process's CPU time, and phases timed in interleaved chunks.
+
+#![allow(dead_code, clippy::unwrap_used)] // each bench uses a part
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use shiitake_core::Durability;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection, SqliteConnection};
+
+/// `SHIITAKE_BENCH_DURABILITY=normal` measures both sides with `synchronous = NORMAL`
+/// (no fsync per commit), which isolates the CPU cost; the default is full durability.
+pub fn durability() -> (Durability, SqliteSynchronous) {
+    match std::env::var("SHIITAKE_BENCH_DURABILITY").as_deref() {
+        Ok("normal") => (Durability::Normal, SqliteSynchronous::Normal),
+        _ => (Durability::Full, SqliteSynchronous::Full),
+    }
+}
+
+/// The baseline's database, `raw.db` in `dir`: WAL and the same `synchronous` setting.
+pub async fn raw_connection(dir: &Path) -> SqliteConnection {
+    let options = SqliteConnectOptions::from_str("sqlite://")
+        .unwrap()
+        .filename(dir.join("raw.db"))
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(durability().1);
+    let mut conn = options.connect().await.unwrap();
+    sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY, payload TEXT NOT NULL)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn
+}
+
+/// `count` raw `BEGIN; INSERT; COMMIT`s; returns the time they took.
+pub async fn raw_commits(conn: &mut SqliteConnection, count: usize) -> Duration {
+    let started = Instant::now();
+    for n in 0..count {
+        let mut tx = conn.begin().await.unwrap();
+        sqlx::query("INSERT INTO t (payload) VALUES (?)")
+            .bind(format!("{{\"type\":\"prompt\",\"text\":\"prompt {n}\"}}"))
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    started.elapsed()
+}
+
+/// CPU time (user + system) this process has used so far, from `/proc/self/stat`.
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |n: usize| {
+        fields
+            .get(n)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The machine's load averages, for the printout.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One phase's chunks: how long each took, and the CPU it used.
+#[derive(Default)]
+pub struct Phase {
+    pub chunks: Vec<Duration>,
+    pub cpu: f64,
+}
+
+impl Phase {
+    /// Times one chunk and adds the CPU it used.
+    pub async fn time<F: std::future::Future<Output = Duration>>(&mut self, chunk: F) {
+        let cpu = cpu_seconds();
+        self.chunks.push(chunk.await);
+        self.cpu += cpu_seconds() - cpu;
+    }
+
+    /// Items per second over all chunks, each chunk `per_chunk` items.
+    pub fn rate(&self, per_chunk: usize) -> f64 {
+        let total: Duration = self.chunks.iter().sum();
+        (per_chunk * self.chunks.len()) as f64 / total.as_secs_f64()
+    }
+
+    /// CPU microseconds per item.
+    pub fn cpu_micros(&self, per_chunk: usize) -> f64 {
+        self.cpu * 1e6 / (per_chunk * self.chunks.len()) as f64
+    }
+
+    /// Per-round ratios of this phase's rate to `other`'s.
+    pub fn ratios<'a>(
+        &'a self,
+        per_chunk: usize,
+        other: &'a Phase,
+        other_per_chunk: usize,
+    ) -> impl Iterator<Item = f64> + 'a {
+        self.chunks
+            .iter()
+            .zip(&other.chunks)
+            .map(move |(mine, theirs)| {
+                (per_chunk as f64 / mine.as_secs_f64())
+                    / (other_per_chunk as f64 / theirs.as_secs_f64())
+            })
+    }
+}
