@@ -8,10 +8,10 @@ mod harness;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use serde_json::json;
 use shiitake_conformance::TestTools;
 use shiitake_conformance::support::*;
 use shiitake_core::config::CompactionPolicy;
-use serde_json::json;
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::*;
 

@@ -111,7 +111,8 @@ async fn the_request_carries_headers_tools_thinking_and_merged_tool_results() {
             Message::Assistant(assistant),
             result("t1", "A", false),
             Message::User(UserMessage::text("and hurry", 5)),
-        ].into(),
+        ]
+        .into(),
         tools: vec![ToolSpec {
             name: "read".into(),
             description: "Read a file.".into(),

@@ -84,7 +84,8 @@ async fn the_request_carries_tools_options_headers_and_the_replayed_transcript()
             Message::Assistant(failed),
             Message::Assistant(assistant_with_call(StopReason::ToolUse, "gpt-test")),
             Message::User(UserMessage::text("never mind", 3)),
-        ].into(),
+        ]
+        .into(),
         tools: vec![ToolSpec {
             name: "read".into(),
             description: "Read a file.".into(),
@@ -145,7 +146,8 @@ async fn tool_results_and_images_are_encoded() {
                 timestamp: 3,
                 extra: Default::default(),
             }),
-        ].into(),
+        ]
+        .into(),
         tools: vec![],
     };
     call(&model, context, ModelOptions::default())

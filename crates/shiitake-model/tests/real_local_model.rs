@@ -196,7 +196,8 @@ async fn a_replayed_tool_exchange_is_accepted() {
                 timestamp: 3,
                 extra: Default::default(),
             }),
-        ].into(),
+        ]
+        .into(),
         tools: vec![weather_tool()],
     };
     let (events, message) = call(&model, context, options(32, ToolChoice::None))

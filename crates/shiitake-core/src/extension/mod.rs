@@ -30,10 +30,10 @@ use shiitake_capabilities::Module;
 use shiitake_protocol::catalog::Catalog;
 use shiitake_protocol::{CommandId, SessionId, TerminalOutcome};
 
+pub use crate::store::StateScope;
 pub(crate) use admission::Delivery;
 pub use admission::{AdmissionOutcome, Admitted};
 pub(crate) use cadence::next_after as tx_next_cron;
-pub use crate::store::StateScope;
 pub use definition::{ExtensionDefinition, Migration, MigrationTx};
 pub use grants::{Grant, Grants};
 pub(crate) use tx::Provenance;

@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::change::Change;
-use super::lines::prompt_message;
 use super::extensions::Staged;
+use super::lines::prompt_message;
 use super::observe::Changes;
 use super::{ActiveRun, Owner, Published, RunEvent, take};
 use crate::clock::now_ms;

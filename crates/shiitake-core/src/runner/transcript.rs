@@ -160,7 +160,10 @@ mod tests {
         assert_eq!(context.len(), 3);
         assert!(texts(&context)[0].ends_with("second"));
         assert_eq!(texts(&context)[1..], ["message 4", "message 5"]);
-        assert_eq!(texts(transcript.read_messages()), ["message 4", "message 5"]);
+        assert_eq!(
+            texts(transcript.read_messages()),
+            ["message 4", "message 5"]
+        );
         assert_eq!(transcript.tokens(), sum(&context));
         assert_eq!(transcript.last_id(), Some(&entry(5).0));
         assert!(!transcript.summarised_before(&entry(1).0, "gone".into()));

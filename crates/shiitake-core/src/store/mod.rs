@@ -24,7 +24,6 @@ use shiitake_protocol::{
     SessionInboxState, TerminalOutcome,
 };
 
-
 /// Why the store failed. Backend-neutral: each store turns its driver's errors
 /// into these, so core never sees which database it runs on.
 #[derive(Debug, thiserror::Error)]

@@ -9,8 +9,8 @@
 
 use shiitake_protocol::{SessionInboxState, TerminalOutcome};
 
-use super::{CommandKind, CommandState, TimerKind};
 use super::StateScope;
+use super::{CommandKind, CommandState, TimerKind};
 
 /// An enum a store writes as one fixed word.
 pub trait StoredWord: Sized + Copy + 'static {

@@ -206,10 +206,15 @@ fn json_chars(object: &serde_json::Map<String, serde_json::Value>) -> usize {
             serde_json::Value::String(text) => text.len(),
             serde_json::Value::Array(items) => items.iter().map(value).sum(),
             serde_json::Value::Object(object) => json_chars(object),
-            serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => 1,
+            serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => {
+                1
+            }
         }
     }
-    object.iter().map(|(key, item)| key.len() + value(item)).sum()
+    object
+        .iter()
+        .map(|(key, item)| key.len() + value(item))
+        .sum()
 }
 
 /// A rough, deterministic token estimate: four characters a token.
