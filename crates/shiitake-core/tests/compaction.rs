@@ -15,6 +15,28 @@ use shiitake_core::config::CompactionPolicy;
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::*;
 
+/// An Agent on `dir`'s database whose model plays `script` and whose context is
+/// compacted above `budget_tokens`, keeping at least the last message.
+async fn open_with_budget(
+    dir: &std::path::Path,
+    script: Script,
+    budget_tokens: usize,
+) -> (shiitake_core::Agent, Arc<ScriptedModel>) {
+    let model = Arc::new(ScriptedModel::new(script));
+    let mut config = harness::config(model.clone());
+    config.compaction = Some(CompactionPolicy {
+        budget_tokens,
+        keep_recent: 1,
+    });
+    let agent = harness::open(
+        &dir.join("agent.db"),
+        Arc::new(TestTools::default()),
+        config,
+    )
+    .await;
+    (agent, model)
+}
+
 #[tokio::test]
 async fn an_over_budget_context_is_summarised_and_marked() {
     let long = "word ".repeat(200);
@@ -24,18 +46,7 @@ async fn an_over_budget_context_is_summarised_and_marked() {
         Turn::text("second answer"),
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new(script));
-    let mut config = harness::config(model.clone());
-    config.compaction = Some(CompactionPolicy {
-        budget_tokens: 150,
-        keep_recent: 1,
-    });
-    let agent = harness::open(
-        &dir.path().join("agent.db"),
-        Arc::new(TestTools::default()),
-        config,
-    )
-    .await;
+    let (agent, model) = open_with_budget(dir.path(), script, 150).await;
     let session = new_session(&agent).await;
     let first = send(&session, "first question").await;
     terminal_of(&session, &first).await;
@@ -121,18 +132,7 @@ async fn a_later_run_reads_the_stored_summary() {
         Turn::text("three"),
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new(script));
-    let mut config = harness::config(model.clone());
-    config.compaction = Some(CompactionPolicy {
-        budget_tokens: 400,
-        keep_recent: 1,
-    });
-    let agent = harness::open(
-        &dir.path().join("agent.db"),
-        Arc::new(TestTools::default()),
-        config,
-    )
-    .await;
+    let (agent, model) = open_with_budget(dir.path(), script, 400).await;
     let session = new_session(&agent).await;
     for prompt in ["one?", "two?", "three?"] {
         let command = send(&session, prompt).await;
@@ -164,18 +164,8 @@ async fn a_later_run_reads_the_stored_summary() {
     // A new process reads the lineage from the store and applies the stored summary.
     let session_id = session.session_id().clone();
     agent.close().await.unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(vec![Turn::text("four")])));
-    let mut config = harness::config(model.clone());
-    config.compaction = Some(CompactionPolicy {
-        budget_tokens: 400,
-        keep_recent: 1,
-    });
-    let agent = harness::open(
-        &dir.path().join("agent.db"),
-        Arc::new(TestTools::default()),
-        config,
-    )
-    .await;
+    let (agent, model) =
+        open_with_budget(dir.path(), Script::new(vec![Turn::text("four")]), 400).await;
     let session = agent.session(session_id);
     let command = send(&session, "four?").await;
     assert_eq!(
@@ -207,18 +197,7 @@ async fn a_model_that_gives_no_summary_is_asked_once_a_run() {
         Turn::text("done"),
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new(script));
-    let mut config = harness::config(model.clone());
-    config.compaction = Some(CompactionPolicy {
-        budget_tokens: 400,
-        keep_recent: 1,
-    });
-    let agent = harness::open(
-        &dir.path().join("agent.db"),
-        Arc::new(TestTools::default()),
-        config,
-    )
-    .await;
+    let (agent, model) = open_with_budget(dir.path(), script, 400).await;
     let session = new_session(&agent).await;
     for prompt in ["one?", "two?"] {
         let command = send(&session, prompt).await;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use shiitake_conformance::support::*;
+use shiitake_core::LocalSession;
 use shiitake_ext_subagents::contract::{POLL_EVERY_MS, QUIET_AFTER_MS, REFRESH_AFTER_MS};
 use shiitake_protocol::*;
 use support::*;
@@ -27,6 +28,26 @@ async fn read(session: &impl SessionApi) {
 
 fn ms(value: u64) -> Duration {
     Duration::from_millis(value)
+}
+
+/// A parent Agent and one of its Sessions whose one child, in the Agent `working`,
+/// has work running (its model never answers).
+async fn parent_of_a_working_child(dir: &tempfile::TempDir) -> (Parent, LocalSession) {
+    let parent = parent(dir).await;
+    let working = child(dir, "working", vec![busy()]).await;
+    let child_session = new_session(&working).await;
+    send(&child_session, "Build it").await;
+    parent
+        .source
+        .agents
+        .lock()
+        .unwrap()
+        .insert("working".into(), working.clone());
+    let session = new_session(&parent.agent).await;
+    parent
+        .source
+        .add_child(session.session_id(), "working", child_session.session_id());
+    (parent, session)
 }
 
 #[tokio::test]
@@ -57,20 +78,7 @@ async fn a_read_refreshes_rows_only_when_they_are_a_second_old() {
 #[tokio::test]
 async fn a_working_child_polls_every_five_seconds_until_thirty_quiet_seconds() {
     let dir = tempfile::tempdir().unwrap();
-    let parent = parent(&dir).await;
-    let working = child(&dir, "working", vec![busy()]).await;
-    let child_session = new_session(&working).await;
-    send(&child_session, "Build it").await;
-    parent
-        .source
-        .agents
-        .lock()
-        .unwrap()
-        .insert("working".into(), working.clone());
-    let session = new_session(&parent.agent).await;
-    parent
-        .source
-        .add_child(session.session_id(), "working", child_session.session_id());
+    let (parent, session) = parent_of_a_working_child(&dir).await;
     read(&session).await;
     eventually(|| parent.source.reads() == 1).await;
     let mut reads = 1;
@@ -105,20 +113,7 @@ async fn a_working_child_polls_every_five_seconds_until_thirty_quiet_seconds() {
 #[tokio::test]
 async fn a_watcher_receiving_the_rows_keeps_a_working_child_polled() {
     let dir = tempfile::tempdir().unwrap();
-    let parent = parent(&dir).await;
-    let working = child(&dir, "working", vec![busy()]).await;
-    let child_session = new_session(&working).await;
-    send(&child_session, "Build it").await;
-    parent
-        .source
-        .agents
-        .lock()
-        .unwrap()
-        .insert("working".into(), working.clone());
-    let session = new_session(&parent.agent).await;
-    parent
-        .source
-        .add_child(session.session_id(), "working", child_session.session_id());
+    let (parent, session) = parent_of_a_working_child(&dir).await;
     let watch = session.watch(WatchOptions::default()).await.unwrap();
     eventually(|| parent.source.reads() == 1).await;
     for polls in 1..=((2 * QUIET_AFTER_MS) / POLL_EVERY_MS) as usize {

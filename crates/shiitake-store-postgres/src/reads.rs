@@ -28,6 +28,35 @@ fn session_id(id: String) -> Result<SessionId, StoreError> {
     SessionId::new(id).map_err(|error| StoreError::Corrupt(format!("session id: {error}")))
 }
 
+impl PostgresStore {
+    /// The rows `select` names of one Session of this Agent whose sequence lies in
+    /// `(after, up_to]`, in sequence order, at most `limit` of them.
+    async fn sequence_range<R>(
+        &self,
+        select: &str,
+        session_id: &SessionId,
+        (after, up_to): (u64, u64),
+        limit: usize,
+    ) -> Result<Vec<R>, StoreError>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+    {
+        let sql = format!(
+            "{select} WHERE agent_id = $1 AND session_id = $2 \
+             AND sequence > $3 AND sequence <= $4 ORDER BY sequence LIMIT $5"
+        );
+        sqlx::query_as(&sql)
+            .bind(self.agent().as_str())
+            .bind(session_id.as_str())
+            .bind(int(after))
+            .bind(int(up_to))
+            .bind(int(limit as u64))
+            .fetch_all(&self.shared.pool)
+            .await
+            .map_err(db)
+    }
+}
+
 #[async_trait]
 impl Store for PostgresStore {
     async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
@@ -218,19 +247,14 @@ impl Store for PostgresStore {
         up_to: u64,
         limit: usize,
     ) -> Result<Vec<StoredTerminal>, StoreError> {
-        let rows: Vec<TerminalRow> = sqlx::query_as(
-            "SELECT command_id, outcome, sequence, diagnostic, anchor_entry FROM terminals \
-             WHERE agent_id = $1 AND session_id = $2 AND sequence > $3 AND sequence <= $4 \
-             ORDER BY sequence LIMIT $5",
-        )
-        .bind(self.agent().as_str())
-        .bind(session_id.as_str())
-        .bind(int(after))
-        .bind(int(up_to))
-        .bind(int(limit as u64))
-        .fetch_all(&self.shared.pool)
-        .await
-        .map_err(db)?;
+        let rows: Vec<TerminalRow> = self
+            .sequence_range(
+                "SELECT command_id, outcome, sequence, diagnostic, anchor_entry FROM terminals",
+                session_id,
+                (after, up_to),
+                limit,
+            )
+            .await?;
         rows.into_iter().map(TerminalRow::decode).collect()
     }
 
@@ -257,19 +281,14 @@ impl Store for PostgresStore {
         up_to: u64,
         limit: usize,
     ) -> Result<Vec<StoredSandboxFailure>, StoreError> {
-        let rows: Vec<SandboxFailureRow> = sqlx::query_as(
-            "SELECT id, sequence, at, capability, message FROM sandbox_failures \
-             WHERE agent_id = $1 AND session_id = $2 AND sequence > $3 AND sequence <= $4 \
-             ORDER BY sequence LIMIT $5",
-        )
-        .bind(self.agent().as_str())
-        .bind(session_id.as_str())
-        .bind(int(after))
-        .bind(int(up_to))
-        .bind(int(limit as u64))
-        .fetch_all(&self.shared.pool)
-        .await
-        .map_err(db)?;
+        let rows: Vec<SandboxFailureRow> = self
+            .sequence_range(
+                "SELECT id, sequence, at, capability, message FROM sandbox_failures",
+                session_id,
+                (after, up_to),
+                limit,
+            )
+            .await?;
         rows.into_iter().map(SandboxFailureRow::decode).collect()
     }
 

@@ -40,6 +40,16 @@ fn session_id() -> SessionId {
     SessionId::new(format!("ses_{}", ulid::Ulid::generate())).unwrap()
 }
 
+/// Two processes of one Agent (leases of 60 s: renewals, every 20 s, cannot interfere
+/// with a test's clock moves) and a Session the first created.
+async fn two_processes() -> (PostgresStore, PostgresStore, SessionId) {
+    let key = fresh_key();
+    let first = store(&key, Duration::from_secs(60)).await;
+    let second = store(&key, Duration::from_secs(60)).await;
+    let session = create(&first).await;
+    (first, second, session)
+}
+
 async fn create(store: &PostgresStore) -> SessionId {
     let id = session_id();
     store
@@ -89,11 +99,7 @@ async fn a_stale_owner_is_fenced_and_nothing_of_its_commit_lands() {
     if !support::ready() {
         return;
     }
-    let key = fresh_key();
-    // Long leases: renewals (every 20 s) cannot interfere with the test's clock moves.
-    let first = store(&key, Duration::from_secs(60)).await;
-    let second = store(&key, Duration::from_secs(60)).await;
-    let session = create(&first).await;
+    let (first, second, session) = two_processes().await;
     let stale = held(first.claim(&session).await.unwrap());
     assert_eq!(second.claim(&session).await.unwrap(), Claim::Elsewhere);
 
@@ -149,10 +155,7 @@ async fn a_lease_is_held_until_its_expiry_and_free_one_past_it() {
     if !support::ready() {
         return;
     }
-    let key = fresh_key();
-    let first = store(&key, Duration::from_secs(60)).await;
-    let second = store(&key, Duration::from_secs(60)).await;
-    let session = create(&first).await;
+    let (first, second, session) = two_processes().await;
     held(first.claim(&session).await.unwrap());
     sql(
         "UPDATE session_leases SET expires_at = clock_timestamp() + interval '1 second' \
@@ -176,10 +179,7 @@ async fn the_token_grows_every_time_the_lease_changes_hands() {
     if !support::ready() {
         return;
     }
-    let key = fresh_key();
-    let first = store(&key, Duration::from_secs(60)).await;
-    let second = store(&key, Duration::from_secs(60)).await;
-    let session = create(&first).await;
+    let (first, second, session) = two_processes().await;
     let one = held(first.claim(&session).await.unwrap());
     let again = held(first.claim(&session).await.unwrap());
     assert!(again > one, "taking one's own lease again is a new tenure");
@@ -353,10 +353,7 @@ async fn a_forwarded_request_reaches_the_owner_and_its_answer_comes_back() {
     if !support::ready() {
         return;
     }
-    let key = fresh_key();
-    let owner = store(&key, Duration::from_secs(60)).await;
-    let other = store(&key, Duration::from_secs(60)).await;
-    let session = create(&owner).await;
+    let (owner, other, session) = two_processes().await;
     let mut owner_events = owner.events();
     let mut other_events = other.events();
     let id = other
@@ -404,10 +401,7 @@ async fn orphans_are_sessions_with_open_work_whose_lease_lapsed() {
     if !support::ready() {
         return;
     }
-    let key = fresh_key();
-    let first = store(&key, Duration::from_secs(60)).await;
-    let second = store(&key, Duration::from_secs(60)).await;
-    let busy = create(&first).await;
+    let (first, second, busy) = two_processes().await;
     let idle = create(&first).await;
     let mut open = header(&busy);
     open.open_from = Some(CommandId::new("cmd_0001").unwrap());

@@ -73,8 +73,8 @@ impl Outstanding {
 #[cfg(test)]
 mod tests {
     use shiitake_protocol::{
-        FrameDelivery, PromptDelivery, PromptText, SessionPendingPrompt, TerminalOutcome,
-        UpdateFrame,
+        FrameDelivery, PromptDelivery, PromptText, ResetFrame, ResetReason, SessionId,
+        SessionPendingPrompt, SessionSnapshot, TerminalOutcome, UpdateFrame,
     };
 
     use super::*;
@@ -146,6 +146,34 @@ mod tests {
         ));
         assert!(!outstanding.is_empty(), "cmd_b is still unseen");
         outstanding.observe(&update(&[], QueueState::Idle, &["cmd_b"]));
+        assert!(outstanding.is_empty());
+    }
+
+    #[test]
+    fn a_reset_baseline_speaks_for_every_sent_command() {
+        let mut outstanding = Outstanding::default();
+        outstanding.sent(id("cmd_a"));
+        outstanding.sent(id("cmd_b"));
+        let baseline = SessionSnapshot {
+            session_id: SessionId::new("ses_reset").expect("a valid Session id"),
+            cursor: None,
+            has_more: false,
+            oldest_cursor: None,
+            messages: Vec::new(),
+            terminals: Vec::new(),
+            compactions: None,
+            sandbox_failures: None,
+            pending: SessionPendingPrompts::default(),
+            activity: SessionActivity::default(),
+            progress: None,
+            extensions: Default::default(),
+        };
+        // An empty page that names neither command still ends the wait.
+        outstanding.observe(&SessionFrame::Reset(Box::new(ResetFrame {
+            reason: ResetReason::HistoryUnavailable,
+            cursor: None,
+            baseline,
+        })));
         assert!(outstanding.is_empty());
     }
 }

@@ -12,107 +12,20 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::IntoResponse;
-use rmcp::ServerHandler;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::{RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::{Value, json};
-use support::{binary, free_port, script, wait_with_timeout};
+use serde_json::json;
+use support::{binary, free_port, mcp, script, wait_with_timeout};
 
 const TOKEN: &str = "cli-token-5e0b-d2a4";
 
-/// One tool, `create-note {title}`, answering structured content.
-#[derive(Clone)]
-struct Notes;
-
-impl ServerHandler for Notes {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let Value::Object(schema) = json!({
-            "type": "object",
-            "properties": { "title": { "type": "string" } },
-            "required": ["title"]
-        }) else {
-            unreachable!()
-        };
-        let schema: JsonObject = schema;
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "create-note",
-            "Creates a note.",
-            Arc::new(schema),
-        )]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let title = request
-            .arguments
-            .and_then(|a| a.get("title").cloned())
-            .unwrap_or(Value::Null);
-        Ok(CallToolResult::structured(json!({ "id": 1, "title": title })).into())
-    }
-}
-
-/// Serves `Notes` at `/mcp` requiring `Bearer <token>`, on a thread of its own.
+/// Serves the one tool `create-note {title}` requiring `Bearer <token>`.
 fn start_server(token: &'static str) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let service: StreamableHttpService<Notes, LocalSessionManager> =
-                StreamableHttpService::new(
-                    || Ok(Notes),
-                    Default::default(),
-                    StreamableHttpServerConfig::default(),
-                );
-            let expected = HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
-            let router =
-                axum::Router::new()
-                    .nest_service("/mcp", service)
-                    .layer(axum::middleware::from_fn(
-                        move |request: axum::extract::Request, next: axum::middleware::Next| {
-                            let expected = expected.clone();
-                            async move {
-                                if request.headers().get(header::AUTHORIZATION) == Some(&expected) {
-                                    next.run(request).await
-                                } else {
-                                    (StatusCode::UNAUTHORIZED, "no entry").into_response()
-                                }
-                            }
-                        },
-                    ));
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-            ready_tx.send(url).unwrap();
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-        });
-    });
-    (ready_rx.recv().unwrap(), stop)
+    let notes = mcp::OneTool {
+        name: "create-note",
+        description: "Creates a note.",
+        argument: "title",
+        answer: Arc::new(|title| json!({ "id": 1, "title": title })),
+    };
+    mcp::serve(notes, Some(token))
 }
 
 #[test]

@@ -30,21 +30,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::ServerHandler;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::{RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_protocol::{
     AgentApi, ModelPreference, ModelSpec, PageLimit, PromptText, ReadOptions, RequestId,
     SendOptions, SessionApi, SessionId,
 };
-use support::{binary, free_port};
+use support::{binary, free_port, mcp};
 
 fn setting(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -53,88 +45,30 @@ fn setting(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// The file-changing tool: `mark {tag}` appends the tag to a file, one line per execution.
-#[derive(Clone)]
-struct Marks {
-    file: Arc<Mutex<std::fs::File>>,
-}
-
-impl ServerHandler for Marks {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let Value::Object(schema) = json!({
-            "type": "object",
-            "properties": { "tag": { "type": "string" } },
-            "required": ["tag"]
-        }) else {
-            unreachable!()
-        };
-        let schema: JsonObject = schema;
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "mark",
-            "Appends a tag to the marks file.",
-            Arc::new(schema),
-        )]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let tag = request
-            .arguments
-            .and_then(|a| a.get("tag").and_then(Value::as_str).map(str::to_owned))
-            .unwrap_or_default();
-        {
-            let mut file = self.file.lock().unwrap();
-            writeln!(file, "{tag}").unwrap();
+/// The file-changing tool, `mark {tag}`: appends the tag to a file, one line per
+/// execution. Served on a thread of its own; it outlives every `serve` of the soak.
+fn start_marks(file: PathBuf) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let file = Mutex::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .unwrap(),
+    );
+    let marks = mcp::OneTool {
+        name: "mark",
+        description: "Appends a tag to the marks file.",
+        argument: "tag",
+        answer: Arc::new(move |tag| {
+            let tag = tag.as_str().unwrap_or_default().to_owned();
+            let mut file = file.lock().unwrap();
+            // One write a line, so lines of concurrent calls never interleave.
+            file.write_all(format!("{tag}\n").as_bytes()).unwrap();
             file.sync_data().unwrap();
-        }
-        Ok(CallToolResult::structured(json!({ "marked": tag })).into())
-    }
-}
-
-/// Serves `Marks` on a thread of its own; it outlives every `serve` of the soak.
-fn start_marks(file: PathBuf) -> String {
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let marks = Marks {
-                file: Arc::new(Mutex::new(
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(file)
-                        .unwrap(),
-                )),
-            };
-            let service: StreamableHttpService<Marks, LocalSessionManager> =
-                StreamableHttpService::new(
-                    move || Ok(marks.clone()),
-                    Default::default(),
-                    StreamableHttpServerConfig::default(),
-                );
-            let router = axum::Router::new().nest_service("/mcp", service);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            ready_tx
-                .send(format!("http://{}/mcp", listener.local_addr().unwrap()))
-                .unwrap();
-            axum::serve(listener, router).await.unwrap();
-        });
-    });
-    ready_rx.recv().unwrap()
+            json!({ "marked": tag })
+        }),
+    };
+    mcp::serve(marks, None)
 }
 
 /// The script of Session `k`: each run calls `mark {tag: "s<k>"}` once, then answers;
@@ -258,7 +192,7 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
     let workspace = dir.path().join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
     let marks_file = dir.path().join("marks.txt");
-    let marks = start_marks(marks_file.clone());
+    let (marks, _stop_marks) = start_marks(marks_file.clone());
     let models: Vec<String> = (0..sessions)
         .map(|k| {
             let script = dir.path().join(format!("script-{k}.json"));

@@ -388,7 +388,7 @@ impl Owner {
         });
         if waits {
             self.commit_change(change).await?;
-            self.waiting_lines.push_back(WaitingLine {
+            self.waiting_lines.push(WaitingLine {
                 command_id,
                 message,
             });

@@ -1,23 +1,17 @@
 //! The owner's side of the extension host: command calls, tool transactions,
-//! settled and timer hooks, slots, attention and run contributions.
+//! settled and timer hooks, staged attention and admissions.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use serde_json::Value;
-use shiitake_capabilities::Module;
-use shiitake_protocol::{
-    CommandId, ExtensionId, PromptDelivery, SessionCommand, SessionExtensionSlots, ShiitakeError,
-};
+use shiitake_protocol::{ExtensionId, PromptDelivery, SessionCommand, ShiitakeError};
 
 use super::{Owner, QueuedPrompt, WaitingLine, take};
 use crate::extension::host::{
-    Failure, Finished, Host, Place, Raised, Registered, ToolTransaction, ToolTx, Writes,
-    apply_writes, bound_prompt_section, run_hook,
+    Failure, Finished, Host, Place, Raised, Registered, ToolTransaction, Writes, apply_writes,
+    run_hook,
 };
-use crate::extension::{
-    FiredTimer, Grant, HookError, Origin, Provenance, RunContext, Settled, StateView, ToolOutcome,
-};
+use crate::extension::{FiredTimer, Grant, HookError, Origin, Provenance, Settled, ToolOutcome};
 use crate::store::{
     CommandKind, CommandState, Op, RowScope, SessionHeader, StoredCommand, TimerRow,
 };
@@ -63,7 +57,7 @@ fn caller_error(error: HookError) -> ShiitakeError {
 }
 
 impl Owner {
-    fn rows_of(&self, id: &ExtensionId) -> &Rows {
+    pub(super) fn rows_of(&self, id: &ExtensionId) -> &Rows {
         static EMPTY: Rows = BTreeMap::new();
         self.extension_rows.get(id).unwrap_or(&EMPTY)
     }
@@ -526,108 +520,5 @@ impl Owner {
         }
         let waits = attention.values().any(|(inbox, _)| *inbox);
         self.inbox_state_given(waits, !staged.queued.is_empty())
-    }
-
-    /// The extension slots of this Session for snapshots and frames.
-    pub(super) fn slots(&self) -> SessionExtensionSlots {
-        let host = &self.core.host;
-        let agent = host.agent_read();
-        let mut slots = SessionExtensionSlots::new();
-        for registered in &host.extensions {
-            let id = &registered.definition.id;
-            let agent_rows = agent.get(id);
-            let view = StateView {
-                session_id: Some(&self.header.id),
-                session: Some(self.rows_of(id)),
-                agent: agent_rows,
-            };
-            if let Some(slot) = host.slot(registered, view) {
-                slots.insert(id.clone(), slot);
-            }
-        }
-        slots
-    }
-
-    /// Prompt sections and tool modules every running extension contributes to a run.
-    pub(super) fn contributions(
-        &self,
-        command_id: &CommandId,
-        provenance: &Provenance,
-    ) -> (Vec<String>, Vec<(ExtensionId, Module)>) {
-        let host = &self.core.host;
-        let agent = host.agent_read();
-        let mut sections = Vec::new();
-        let mut modules = Vec::new();
-        for registered in &host.extensions {
-            let id = &registered.definition.id;
-            let wants_prompt = registered.grants.has(Grant::Prompt);
-            // An extension the host handed a file port may offer the tools over it with
-            // `files` alone (Home's file tools); any other tool module needs `tools`.
-            let wants_tools = registered.grants.has(Grant::Tools)
-                || (registered.grants.has(Grant::Files) && registered.files.is_some());
-            if host.stopped(id).is_some() || !(wants_prompt || wants_tools) {
-                continue;
-            }
-            let agent_rows = agent.get(id);
-            let context = RunContext {
-                files: registered.files.as_ref(),
-                grants: &registered.grants,
-                session_id: &self.header.id,
-                command_id,
-                origin: provenance.origin.as_ref(),
-                sender: provenance.sender.as_ref(),
-                state: StateView {
-                    session_id: Some(&self.header.id),
-                    session: Some(self.rows_of(id)),
-                    agent: agent_rows,
-                },
-            };
-            let tools = ToolTx {
-                mailbox: Arc::new(self.mailbox.clone()),
-                extension_id: id.clone(),
-                changes: self.changes_of(id),
-            };
-            let extension = registered.extension.clone();
-            let contributed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                extension.contribute(&context, tools)
-            }));
-            let Ok(contribution) = contributed else {
-                tracing::warn!(extension = %id, "contribute panicked; this run goes without it");
-                continue;
-            };
-            if wants_prompt && let Some(section) = contribution.prompt_section {
-                sections.push(bound_prompt_section(&section));
-            }
-            if wants_tools && let Some(module) = contribution.tools {
-                modules.push((id.clone(), module));
-            }
-        }
-        (sections, modules)
-    }
-
-    /// Makes sure every extension that offers tools has a change signal its tool
-    /// handlers can wait on; called before [`Self::contributions`].
-    pub(super) fn prepare_change_signals(&mut self) {
-        for registered in &self.core.host.extensions {
-            if registered.grants.has(Grant::Tools) {
-                self.extension_changes
-                    .entry(registered.definition.id.clone())
-                    .or_insert_with(|| tokio::sync::watch::Sender::new(0));
-            }
-        }
-    }
-
-    /// A receiver of changes to an extension's Session rows, for its tool handlers.
-    fn changes_of(&self, id: &ExtensionId) -> tokio::sync::watch::Receiver<u64> {
-        match self.extension_changes.get(id) {
-            Some(changes) => changes.subscribe(),
-            // Not prepared: a receiver whose sender is gone reports the owner stopped.
-            None => tokio::sync::watch::Sender::new(0).subscribe(),
-        }
-    }
-
-    /// The command ids and origins of a run's commands, for settled hooks.
-    pub(super) fn provenance_of(&self, command_id: &CommandId) -> Provenance {
-        self.origins.get(command_id).cloned().unwrap_or_default()
     }
 }

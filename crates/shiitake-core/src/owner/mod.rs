@@ -8,6 +8,7 @@
 mod adopt;
 mod change;
 mod commands;
+mod contributions;
 mod extensions;
 mod follower;
 mod lines;
@@ -16,22 +17,25 @@ mod observed;
 mod open;
 pub(crate) mod registry;
 pub(crate) mod remote;
+mod request;
 mod runs;
+mod waiting;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
-use shiitake_protocol::message::Message;
 use shiitake_protocol::{
-    CommandId, ExtensionId, ModelPreference, ProgressFrame, PromptDelivery, PromptText, QueueState,
-    ReadOptions, SessionActivity, SessionCommand, SessionFrame, SessionInboxState, SessionProgress,
-    SessionSnapshot, ShiitakeError, SubscribeOptions, TerminalOutcome, UpdateFrame,
+    CommandId, ExtensionId, PromptDelivery, PromptText, QueueState, SessionActivity,
+    SessionCommand, SessionInboxState, SessionProgress, ShiitakeError, TerminalOutcome,
 };
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use self::open::OpenChange;
+use self::request::send;
+pub(crate) use self::request::{Published, Reply, Request, RunEvent};
+use self::waiting::{WaitingLine, WaitingLines};
 use crate::agent_core::AgentCore;
 use crate::clock::now_ms;
 use crate::inbox::{InboxFacts, WorkPhase, inbox_state};
@@ -40,116 +44,6 @@ use crate::store::{
     CommandState, FencingToken, LoadedSession, Op, RowScope, SessionHeader, StoreError,
     StoredCommand,
 };
-
-/// The answer channel of one request.
-pub(crate) type Reply<T> = oneshot::Sender<Result<T, ShiitakeError>>;
-
-/// What an owner can be asked.
-#[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
-pub(crate) enum Request {
-    /// Execute one command; a prompt may carry the Agent that sent it (host only).
-    Command(
-        SessionCommand,
-        Option<crate::extension::Sender>,
-        Reply<shiitake_protocol::CommandOutcome>,
-    ),
-    /// A bounded snapshot.
-    Read(ReadOptions, Reply<SessionSnapshot>),
-    /// A snapshot and a live receiver taken at the same point.
-    Watch(
-        ReadOptions,
-        Reply<(SessionSnapshot, broadcast::Receiver<Published>)>,
-    ),
-    /// Replay frames after a cursor and a live receiver taken at the same point.
-    Subscribe(
-        SubscribeOptions,
-        Reply<(Vec<SessionFrame>, broadcast::Receiver<Published>)>,
-    ),
-    /// The model preference.
-    Preference(Reply<Option<ModelPreference>>),
-    /// Persist a model preference.
-    SetPreference(ModelPreference, Reply<()>),
-    /// Call a Session-scope extension command.
-    ExtensionCall(
-        ExtensionId,
-        String,
-        serde_json::Value,
-        Reply<serde_json::Value>,
-    ),
-    /// Run a transaction for an extension's tool handler.
-    ExtensionTx {
-        extension_id: ExtensionId,
-        transaction: crate::extension::host::ToolTransaction,
-        reply: Reply<serde_json::Value>,
-    },
-    /// Admit a prompt an extension sent from outside this Session (`Tx::admit_into`),
-    /// through the door like any prompt, tagged with its origin.
-    Admit {
-        request_id: shiitake_protocol::RequestId,
-        text: PromptText,
-        delivery: PromptDelivery,
-        origin: crate::extension::Origin,
-        reply: Reply<shiitake_protocol::Accepted>,
-    },
-    /// Publish the extension slots again without a change; answers whether anyone watched.
-    Republish(Reply<bool>),
-    /// Fire a due timer of this Session in the transaction that claims it.
-    FireTimer(crate::store::TimerRow, Reply<()>),
-    /// Stop now (the Session is being deleted, or the Agent closes): runs are
-    /// stopped without a terminal, so recovery resumes them on the next open.
-    Stop(oneshot::Sender<()>),
-    /// A message from this owner's runner.
-    Run(RunEvent),
-    /// The frames committed after a cursor, without a live receiver (a follower in
-    /// this or another process catching up).
-    Replay(SubscribeOptions, Reply<Vec<SessionFrame>>),
-    /// Requests were forwarded to this Session from another process (shared stores
-    /// only); a stand-in takes it as the moment to try for the lease.
-    Drain,
-    /// Another process took this Session's lease (taken with this token) over:
-    /// stop without committing.
-    LeaseLost(FencingToken),
-}
-
-pub(crate) use crate::runner::RunEvent;
-
-/// A tool handler's transaction reaches the owner through the same mailbox.
-#[async_trait::async_trait]
-impl crate::extension::host::TxMailbox for mpsc::Sender<Request> {
-    async fn send_transaction(
-        &self,
-        extension_id: ExtensionId,
-        transaction: crate::extension::host::ToolTransaction,
-        reply: Reply<serde_json::Value>,
-    ) -> bool {
-        let request = Request::ExtensionTx {
-            extension_id,
-            transaction,
-            reply,
-        };
-        self.send(request).await.is_ok()
-    }
-}
-
-/// A run tells its owner through the owner's own mailbox, so its events and
-/// every other request are served in one order.
-#[async_trait::async_trait]
-impl crate::runner::OwnerMailbox for mpsc::Sender<Request> {
-    async fn send_event(&self, event: RunEvent) -> bool {
-        self.send(Request::Run(event)).await.is_ok()
-    }
-}
-
-/// What subscribers receive from the owner after each commit.
-#[derive(Clone, Debug)]
-pub(crate) enum Published {
-    /// Committed changes.
-    Update(Arc<UpdateFrame>),
-    /// Streaming progress.
-    Progress(Arc<ProgressFrame>),
-    /// The lineage changed (a branch): start again from this baseline.
-    Reset(Arc<SessionSnapshot>),
-}
 
 /// Frames a slow subscriber may fall behind by before it is sent a reset.
 const PUBLISH_BUFFER: usize = 1024;
@@ -162,13 +56,6 @@ struct QueuedPrompt {
     delivery: PromptDelivery,
     /// The extension that admitted it and the Agent that sent it, if any.
     provenance: crate::extension::Provenance,
-}
-
-/// An operator line accepted while a run was active, appended at the next boundary.
-#[derive(Clone, Debug)]
-struct WaitingLine {
-    command_id: CommandId,
-    message: Message,
 }
 
 /// The run in progress.
@@ -185,7 +72,7 @@ pub(crate) struct Owner {
     core: Arc<AgentCore>,
     header: SessionHeader,
     queue: VecDeque<QueuedPrompt>,
-    waiting_lines: VecDeque<WaitingLine>,
+    waiting_lines: WaitingLines,
     run: Option<ActiveRun>,
     /// The transcript the last run ended with, handed to the next run so a turn
     /// does not read the whole lineage again; dropped with the owner when it idles.
@@ -239,7 +126,7 @@ impl Owner {
             core,
             header: loaded.header,
             queue: VecDeque::new(),
-            waiting_lines: VecDeque::new(),
+            waiting_lines: WaitingLines::new(),
             run: None,
             kept_transcript: None,
             activity: SessionActivity::default(),
@@ -292,7 +179,7 @@ impl Owner {
                     Some(origin) => lines::extension_line(&origin.extension_id, &text),
                     None => lines::operator_message(author, &text),
                 };
-                self.waiting_lines.push_back(WaitingLine {
+                self.waiting_lines.push(WaitingLine {
                     command_id: command.id,
                     message,
                 });
@@ -565,13 +452,6 @@ fn take(header: &mut SessionHeader) -> u64 {
     header.head_sequence
 }
 
-fn send<T>(reply: Reply<T>, result: Result<T, ShiitakeError>) {
-    // The caller may have stopped waiting; what was committed stands.
-    if reply.send(result).is_err() {
-        tracing::trace!("a caller left before its answer");
-    }
-}
-
 /// Runs one owner until it is stopped, its Session disappears, or it idles out.
 pub(crate) async fn run_owner(
     core: Arc<AgentCore>,
@@ -630,7 +510,7 @@ pub(crate) async fn run_owner(
             });
             if let Some(pending) = pending {
                 let error = ShiitakeError::not_found(format!("no Session {session_id}"));
-                remote::refuse(pending, error);
+                pending.fail(error);
             }
             return;
         }
@@ -640,7 +520,7 @@ pub(crate) async fn run_owner(
                 error.clone()
             });
             if let Some(pending) = pending {
-                remote::refuse(pending, error);
+                pending.fail(error);
             }
             return;
         }
@@ -699,26 +579,6 @@ fn refuse_all(
     core.owners.retire(session_id, generation);
     requests.close();
     while let Ok(request) = requests.try_recv() {
-        let failure = error(session_id);
-        match request {
-            Request::Command(_, _, reply) => send(reply, Err(failure)),
-            Request::Read(_, reply) => send(reply, Err(failure)),
-            Request::Watch(_, reply) => send(reply, Err(failure)),
-            Request::Subscribe(_, reply) => send(reply, Err(failure)),
-            Request::Preference(reply) => send(reply, Err(failure)),
-            Request::SetPreference(_, reply) => send(reply, Err(failure)),
-            Request::ExtensionCall(_, _, _, reply) => send(reply, Err(failure)),
-            Request::ExtensionTx { reply, .. } => send(reply, Err(failure)),
-            Request::FireTimer(_, reply) => send(reply, Err(failure)),
-            Request::Republish(reply) => send(reply, Err(failure)),
-            Request::Admit { reply, .. } => send(reply, Err(failure)),
-            Request::Replay(_, reply) => send(reply, Err(failure)),
-            Request::Stop(done) => {
-                if done.send(()).is_err() {
-                    tracing::trace!("stop requester left");
-                }
-            }
-            Request::Run(_) | Request::Drain | Request::LeaseLost(_) => {}
-        }
+        request.fail(error(session_id));
     }
 }

@@ -343,9 +343,9 @@ pub(super) async fn stand_in(
                             };
                         }
                         Ok(Claim::Elsewhere | Claim::Missing) => {
-                            refuse(request, elsewhere(session_id));
+                            request.fail(elsewhere(session_id));
                         }
-                        Err(error) => refuse(request, error.into()),
+                        Err(error) => request.fail(error.into()),
                     }
                 }
                 _ => {}
@@ -370,7 +370,7 @@ pub(super) async fn stand_in(
                     };
                 }
             }
-            Call::Failed(error) => refuse(request, error),
+            Call::Failed(error) => request.fail(error),
         }
     }
 }
@@ -379,30 +379,6 @@ fn elsewhere(session_id: &SessionId) -> ShiitakeError {
     ShiitakeError::unavailable(format!(
         "Session {session_id} is owned by another process; this runs only there"
     ))
-}
-
-/// Answers a request that cannot be served with `error`.
-pub(super) fn refuse(request: Request, error: ShiitakeError) {
-    match request {
-        Request::Command(_, _, reply) => send(reply, Err(error)),
-        Request::Read(_, reply) => send(reply, Err(error)),
-        Request::Watch(_, reply) => send(reply, Err(error)),
-        Request::Subscribe(_, reply) => send(reply, Err(error)),
-        Request::Replay(_, reply) => send(reply, Err(error)),
-        Request::Preference(reply) => send(reply, Err(error)),
-        Request::SetPreference(_, reply) => send(reply, Err(error)),
-        Request::ExtensionCall(_, _, _, reply) => send(reply, Err(error)),
-        Request::ExtensionTx { reply, .. } => send(reply, Err(error)),
-        Request::FireTimer(_, reply) => send(reply, Err(error)),
-        Request::Admit { reply, .. } => send(reply, Err(error)),
-        Request::Republish(reply) => send(reply, Err(error)),
-        Request::Stop(done) => {
-            if done.send(()).is_err() {
-                tracing::trace!("stop requester left");
-            }
-        }
-        Request::Run(_) | Request::Drain | Request::LeaseLost(_) => {}
-    }
 }
 
 /// Replies to the waiting caller with the owner's answer, starting a follower for
@@ -446,7 +422,7 @@ fn answer_locally(
             });
             send(reply, result);
         }
-        other => refuse(other, ShiitakeError::internal("not a forwarded request")),
+        other => other.fail(ShiitakeError::internal("not a forwarded request")),
     }
 }
 

@@ -71,6 +71,7 @@ impl Owner {
             owner: Arc::new(self.mailbox.clone()),
             cancel: cancel.clone(),
             steer_waiting: self.steer_waiting.subscribe(),
+            lines_waiting: self.waiting_lines.signal(),
             recovering,
             prompt_sections,
             modules,
@@ -365,7 +366,7 @@ impl Owner {
 
     /// The rows that append every waiting operator line to the lineage.
     fn waiting_line_rows(&self, change: &mut Change) {
-        for line in &self.waiting_lines {
+        for line in self.waiting_lines.iter() {
             change.command_state(&line.command_id, CommandState::Settled, None);
             change.entry(None, line.message.clone());
         }

@@ -51,6 +51,8 @@ pub(crate) struct RunStart {
     pub(crate) cancel: CancellationToken,
     /// Raised while a steer waits for the next model-call boundary.
     pub(crate) steer_waiting: tokio::sync::watch::Receiver<bool>,
+    /// Raised while operator lines wait for the next model-call boundary.
+    pub(crate) lines_waiting: tokio::sync::watch::Receiver<bool>,
     pub(crate) recovering: bool,
     /// Bounded prompt sections of extensions, captured at the start of the run.
     pub(crate) prompt_sections: Vec<String>,
@@ -278,8 +280,11 @@ async fn drive(
     let mut compaction_failed = false;
     let system_tokens = system_prompt.len().div_ceil(4);
     loop {
-        for (id, message) in link.boundary().await? {
-            transcript.push(id, message);
+        // Only a boundary with something waiting asks the owner.
+        if *start.steer_waiting.borrow() || *start.lines_waiting.borrow() {
+            for (id, message) in link.boundary().await? {
+                transcript.push(id, message);
+            }
         }
         if start.cancel.is_cancelled() {
             return Ok(Settled::cancelled());

@@ -1,0 +1,122 @@
+//! A one-tool MCP server built with rmcp, served over Streamable HTTP on a thread of
+//! its own, for the tests that give `serve` an MCP server.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::IntoResponse;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+
+/// One tool that takes one required string argument and answers structured content.
+#[derive(Clone)]
+pub struct OneTool {
+    /// The tool's name.
+    pub name: &'static str,
+    /// What it does, for the model.
+    pub description: &'static str,
+    /// Its one argument.
+    pub argument: &'static str,
+    /// The structured answer to the argument's value (`null` when it is missing).
+    pub answer: Arc<dyn Fn(&Value) -> Value + Send + Sync>,
+}
+
+impl ServerHandler for OneTool {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let Value::Object(schema) = json!({
+            "type": "object",
+            "properties": { self.argument: { "type": "string" } },
+            "required": [self.argument]
+        }) else {
+            unreachable!()
+        };
+        let schema: JsonObject = schema;
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            self.name,
+            self.description,
+            Arc::new(schema),
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let value = request
+            .arguments
+            .and_then(|arguments| arguments.get(self.argument).cloned())
+            .unwrap_or(Value::Null);
+        Ok(CallToolResult::structured((self.answer)(&value)).into())
+    }
+}
+
+/// Serves `tool` at `/mcp` (requiring `Bearer <token>` when a token is given) on a
+/// thread of its own; returns its URL and the sender that stops it.
+pub fn serve(
+    tool: OneTool,
+    token: Option<&'static str>,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let service: StreamableHttpService<OneTool, LocalSessionManager> =
+                StreamableHttpService::new(
+                    move || Ok(tool.clone()),
+                    Default::default(),
+                    StreamableHttpServerConfig::default(),
+                );
+            let expected =
+                token.map(|token| HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+            let router =
+                axum::Router::new()
+                    .nest_service("/mcp", service)
+                    .layer(axum::middleware::from_fn(
+                        move |request: axum::extract::Request, next: axum::middleware::Next| {
+                            let expected = expected.clone();
+                            async move {
+                                match &expected {
+                                    Some(expected)
+                                        if request.headers().get(header::AUTHORIZATION)
+                                            != Some(expected) =>
+                                    {
+                                        (StatusCode::UNAUTHORIZED, "no entry").into_response()
+                                    }
+                                    _ => next.run(request).await,
+                                }
+                            }
+                        },
+                    ));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+            ready_tx.send(url).unwrap();
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+        });
+    });
+    (ready_rx.recv().unwrap(), stop)
+}
