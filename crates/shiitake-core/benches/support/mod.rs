@@ -51,8 +51,32 @@ pub async fn raw_commits(conn: &mut SqliteConnection, count: usize) -> Duration 
     started.elapsed()
 }
 
-/// CPU time (user + system) this process has used so far, from `/proc/self/stat`.
+/// CPU time this process's live threads have used so far, in seconds.
+///
+/// Summed from each thread's `/proc/self/task/*/schedstat` (nanoseconds), since
+/// `/proc/self/stat` counts in 10 ms ticks, too coarse for a chunk of a few
+/// milliseconds; falls back to those ticks where schedstat is missing. A thread that
+/// exited mid-chunk takes its time with it, so chunks should not straddle thread exits
+/// (the benches' threads live as long as their Agents).
 pub fn cpu_seconds() -> f64 {
+    let threads = std::fs::read_dir("/proc/self/task").into_iter().flatten();
+    // A thread that exits between the listing and its read is skipped.
+    let nanos: u64 = threads
+        .flatten()
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            stat.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .sum();
+    if nanos > 0 {
+        nanos as f64 / 1e9
+    } else {
+        tick_seconds()
+    }
+}
+
+/// CPU time (user + system) from `/proc/self/stat`, in 10 ms ticks.
+fn tick_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
     let fields: Vec<&str> = stat

@@ -177,7 +177,7 @@ impl Owner {
                 self.publish_changes(Vec::new(), Vec::new());
             }
             RunEvent::ActiveTool(tool) => {
-                self.activity.active_tool = tool;
+                self.activity.active_tool = Some(tool);
                 self.publish_changes(Vec::new(), Vec::new());
             }
             RunEvent::Compacted {
@@ -275,6 +275,8 @@ impl Owner {
             None => None,
         };
         let is_assistant = matches!(message, Message::Assistant(_));
+        // The tool whose result this is has finished; the commit's frame says so.
+        self.activity.active_tool = None;
         let mut change = self.change();
         let sequence = change
             .entry_with_id(entry_id, Some(run_id), message)
@@ -345,6 +347,7 @@ impl Owner {
             );
         }
         let previous = self.last_outcome.replace(outcome);
+        self.activity.active_tool = None;
         change.header.settled_at = Some(now_ms());
         change.header.inbox_state = self.inbox_state_with(&staged);
         let committed = match self.commit_change(change).await {

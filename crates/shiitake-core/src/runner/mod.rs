@@ -113,8 +113,8 @@ pub(crate) enum RunEvent {
     Progress(SessionProgress),
     /// A model call failed retryably and waits (`Some`), or the wait is over (`None`).
     Retry(Option<RetryState>),
-    /// A tool started (`Some(name)`) or finished (`None`).
-    ActiveTool(Option<String>),
+    /// A tool started; committing its result (any message of the run) ends it.
+    ActiveTool(String),
     /// Older messages were summarised: the model reads the summary instead of the
     /// entries before `first_kept`.
     Compacted {

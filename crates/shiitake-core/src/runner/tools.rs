@@ -149,10 +149,9 @@ pub(crate) async fn execute_all(
         } else if *start.steer_waiting.borrow() {
             result_message(call, SKIPPED.to_owned(), true, None)
         } else {
-            link.tell(RunEvent::ActiveTool(Some(call.name.clone())))
-                .await;
+            // The commit of its result ends it: one frame, not two.
+            link.tell(RunEvent::ActiveTool(call.name.clone())).await;
             let outcome = execute_one(start, link, tools, call).await;
-            link.tell(RunEvent::ActiveTool(None)).await;
             match outcome {
                 Ok(message) => message,
                 Err(Executed::Fatal(diagnostic)) => {
