@@ -146,6 +146,17 @@ impl Host {
             .any(|registered| registered.definition.scopes.contains(&StateScope::Agent))
     }
 
+    /// The Agent-transaction lock for hooks every extension runs in a Session's commit
+    /// (settled hooks): taken only when some extension keeps Agent-scope state, so
+    /// settles of different Sessions do not queue on it for nothing.
+    pub(crate) async fn lock_if_agent_state(&self) -> Option<AgentGuard<'_>> {
+        if self.keeps_agent_state() {
+            Some(self.agent_transactions.lock().await)
+        } else {
+            None
+        }
+    }
+
     pub(crate) fn find(&self, id: &ExtensionId) -> Option<&Registered> {
         self.extensions
             .iter()

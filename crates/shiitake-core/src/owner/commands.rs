@@ -6,7 +6,6 @@ use shiitake_protocol::{
     TerminalOutcome, TooLate,
 };
 
-use super::extensions::Staged;
 use super::lines::operator_message;
 use super::{Owner, Published, QueuedPrompt, WaitingLine, take};
 use crate::clock::now_ms;
@@ -219,11 +218,7 @@ impl Owner {
         {
             let core = self.core.clone();
             // Settled hooks may read or write Agent state: then the Agent lock holds.
-            let _serialised = if core.host.keeps_agent_state() {
-                Some(core.host.agent_transactions.lock().await)
-            } else {
-                None
-            };
+            let _serialised = core.host.lock_if_agent_state().await;
             let mut change = self.change();
             change.terminal(command_id, TerminalOutcome::Cancelled, None);
             let removed = self.queue.remove(index);
@@ -240,17 +235,7 @@ impl Owner {
                 sender: provenance.sender,
                 tool_calls: 0,
             };
-            let mut staged = Staged::default();
-            {
-                let agent_rows = core.host.agent_read();
-                self.settled_hooks(
-                    &settled,
-                    &agent_rows,
-                    &mut change.header,
-                    &mut change.ops,
-                    &mut staged,
-                );
-            }
+            let staged = self.settled_hooks(&settled, &mut change);
             change.header.inbox_state = self.inbox_state_with(&staged);
             let committed = match self.commit_change(change).await {
                 Ok(committed) => committed,

@@ -1,11 +1,12 @@
 //! The owner's side of the extension host: command calls, tool transactions,
 //! settled and timer hooks, staged attention and admissions.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 use shiitake_protocol::{ExtensionId, PromptDelivery, SessionCommand, ShiitakeError};
 
+use super::change::Change;
 use super::{Owner, QueuedPrompt, WaitingLine, take};
 use crate::extension::host::{
     Failure, Finished, Host, Place, Raised, Registered, ToolTransaction, Writes, apply_writes,
@@ -402,16 +403,11 @@ impl Owner {
 
     /// Runs every extension's settled hook into the terminal's commit; failures stop
     /// only the extension that failed.
-    pub(super) fn settled_hooks(
-        &self,
-        settled: &Settled,
-        agent: &HashMap<ExtensionId, Rows>,
-        header: &mut SessionHeader,
-        ops: &mut Vec<Op>,
-        staged: &mut Staged,
-    ) {
+    pub(super) fn settled_hooks(&self, settled: &Settled, change: &mut Change) -> Staged {
         let host = &self.core.host;
+        let agent = host.agent_read();
         let empty = Rows::new();
+        let mut staged = Staged::default();
         for registered in &host.extensions {
             let id = &registered.definition.id;
             if host.stopped(id).is_some() {
@@ -423,12 +419,13 @@ impl Owner {
                 "settled",
                 |extension, tx| extension.on_settled(tx, settled),
                 StagedCommit {
-                    header: &mut *header,
-                    ops: &mut *ops,
-                    staged: &mut *staged,
+                    header: &mut change.header,
+                    ops: &mut change.ops,
+                    staged: &mut staged,
                 },
             );
         }
+        staged
     }
 
     /// Runs the tool-result hook of the extension whose tool was called into the

@@ -318,11 +318,7 @@ impl Owner {
         let core = self.core.clone();
         // Settles of different Sessions queue on the Agent lock only when some
         // extension's settled hook could read or write Agent state.
-        let _serialised = if core.host.keeps_agent_state() {
-            Some(core.host.agent_transactions.lock().await)
-        } else {
-            None
-        };
+        let _serialised = core.host.lock_if_agent_state().await;
         let mut change = self.change();
         for id in std::iter::once(command_id).chain(absorbed) {
             change.terminal(id, outcome, diagnostic.clone());
@@ -335,17 +331,7 @@ impl Owner {
             sender: provenance.sender,
             tool_calls,
         };
-        let mut staged = Staged::default();
-        {
-            let agent_rows = core.host.agent_read();
-            self.settled_hooks(
-                &settled,
-                &agent_rows,
-                &mut change.header,
-                &mut change.ops,
-                &mut staged,
-            );
-        }
+        let staged = self.settled_hooks(&settled, &mut change);
         let previous = self.last_outcome.replace(outcome);
         self.activity.active_tool = None;
         change.header.settled_at = Some(now_ms());
