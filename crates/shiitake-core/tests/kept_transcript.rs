@@ -1,6 +1,6 @@
 //! A run starts from the transcript the Session's previous run ended with, plus
-//! what was committed since; what the model reads is the same as a fresh read of
-//! the lineage, however much was committed in between.
+//! what its owner committed since; what the model reads is the same as a fresh read
+//! of the lineage, however much was committed in between.
 
 #![allow(clippy::unwrap_used)]
 
@@ -64,10 +64,8 @@ async fn entries_committed_between_runs_join_the_kept_transcript() {
 }
 
 #[tokio::test]
-async fn more_entries_than_the_run_looks_back_over_read_the_whole_lineage() {
-    // The run reads 64 entries back from the leaf, the kept transcript's end among
-    // them: 62 lines and the prompt leave that end within reach, 63 lines and the
-    // prompt do not (the run then reads the whole lineage).
+async fn many_entries_between_runs_all_join() {
+    // The owner appends every entry it commits between runs to the kept transcript.
     assert_eq!(second_context(62).await, expected(62));
     assert_eq!(second_context(63).await, expected(63));
 }

@@ -346,16 +346,12 @@ async fn drive(
     }
 }
 
-/// How far back from the leaf a run looks for the end of the transcript its owner
-/// kept; further than this (a branch elsewhere, a long detour) it reads the lineage.
-const KEPT_REACH: usize = 64;
-
 /// The selected lineage, root first, behind its latest compaction summary, and the
 /// tool calls this run's model already asked for on it (before a restart).
 ///
-/// A transcript `kept` from the previous run is extended with the entries committed
-/// after it when its last entry is an ancestor of the leaf (entries never change,
-/// so the path up to it is the same); otherwise the whole lineage is read.
+/// A transcript `kept` by the owner (the previous run's, with every entry the owner
+/// committed since) is used as it is when it ends at the leaf; otherwise the whole
+/// lineage is read.
 async fn load_transcript(
     start: &RunStart,
     kept: Option<Transcript>,
@@ -364,18 +360,11 @@ async fn load_transcript(
         return Ok((Transcript::default(), 0));
     };
     let store = &start.agent.store;
-    if let Some(mut transcript) = kept
-        && let Some(end) = transcript.last_id().cloned()
+    if let Some(transcript) = kept
+        && transcript.last_id() == Some(leaf)
     {
-        let recent = store.lineage(&start.session_id, leaf, KEPT_REACH).await?;
-        if let Some(after) = recent.iter().position(|entry| entry.id == end) {
-            let newer: Vec<_> = recent.into_iter().take(after).rev().collect();
-            let earlier_calls = calls_of(&newer, &start.command_id);
-            for entry in newer {
-                transcript.push(entry.id, entry.message);
-            }
-            return Ok((transcript, earlier_calls));
-        }
+        // A kept transcript serves a new run, never a resumed one: no earlier calls.
+        return Ok((transcript, 0));
     }
     let mut path = store.lineage(&start.session_id, leaf, usize::MAX).await?;
     path.reverse();
