@@ -32,7 +32,7 @@ use shiitake_capabilities::Catalog;
 use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession, SqliteStore};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::{AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi};
-use support::{Phase, durability, raw_commits, raw_connection};
+use support::{Phase, durability, many_callers, raw_commits, raw_connection};
 
 /// Interleaved rounds of the three phases.
 const ROUNDS: usize = 30;
@@ -82,26 +82,6 @@ async fn one_caller(session: &LocalSession, count: usize) -> Duration {
     let started = Instant::now();
     for n in 0..count {
         send(session, n).await;
-    }
-    started.elapsed()
-}
-
-/// Every Session's caller sends [`PER_CALLER`] prompts, all callers at once.
-async fn many_callers(sessions: &[LocalSession]) -> Duration {
-    let started = Instant::now();
-    let tasks: Vec<_> = sessions
-        .iter()
-        .cloned()
-        .map(|session| {
-            tokio::spawn(async move {
-                for n in 0..PER_CALLER {
-                    send(&session, n).await;
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap();
     }
     started.elapsed()
 }
@@ -181,7 +161,7 @@ async fn main() {
                         sessions
                             .push(warm_session(&agent, format!("profile-{round}-{caller}")).await);
                     }
-                    (many_count, many_callers(&sessions).await)
+                    (many_count, many_callers(&sessions, PER_CALLER).await)
                 }
             };
             println!(
@@ -201,7 +181,7 @@ async fn main() {
         }
         raw.time(raw_commits(&mut conn, CHUNK)).await;
         one.time(one_caller(&single, CHUNK)).await;
-        many.time(many_callers(&sessions)).await;
+        many.time(many_callers(&sessions, PER_CALLER)).await;
     }
     agent.close().await.unwrap();
     let idle_dir = tempfile::tempdir().unwrap();

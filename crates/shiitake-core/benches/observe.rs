@@ -9,43 +9,24 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shiitake_capabilities::Catalog;
-use shiitake_core::store::{Op, SessionHeader, Store, StoredEntry};
+use shiitake_core::store::{Op, Store, StoredEntry};
 use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::message::{Message, UserMessage};
-use shiitake_protocol::{
-    AgentApi, EntryId, PageLimit, ReadOptions, SessionApi, SessionId, SessionInboxState,
-};
+use shiitake_protocol::{AgentApi, PageLimit, ReadOptions, SessionApi, SessionId};
+use support::{entry_id, header};
 
 const SMALL: usize = 100;
 const LARGE: usize = 100_000;
 const BATCH: usize = 2_000;
 const ITERATIONS: u32 = 300;
-
-fn header(id: &SessionId, messages: usize, at: u64) -> SessionHeader {
-    SessionHeader {
-        id: id.clone(),
-        created_at: at,
-        last_activity_at: at,
-        settled_at: None,
-        title: format!("session {at}"),
-        head_sequence: messages as u64,
-        leaf: (messages > 0).then(|| entry_id(messages)),
-        epoch: 0,
-        model_preference: None,
-        inbox_state: SessionInboxState::Done,
-        open_from: None,
-    }
-}
-
-fn entry_id(n: usize) -> EntryId {
-    EntryId::new(format!("ent_{n:08}")).unwrap()
-}
 
 async fn session_with(store: &SqliteStore, name: &str, messages: usize) -> SessionId {
     let id = SessionId::new(name).unwrap();

@@ -48,12 +48,14 @@ use shiitake_model::{
 };
 use shiitake_protocol::message::{Message, UserMessage};
 use shiitake_protocol::{
-    AgentApi, EntryId, PageLimit, PromptText, ReadOptions, RequestId, SendOptions, SessionApi,
-    SessionFrame, SessionId, SessionInboxState, SubscribeOptions,
+    AgentApi, PageLimit, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionFrame,
+    SessionId, SubscribeOptions,
 };
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
-use support::{Phase, durability, load_average, raw_commits, raw_connection};
+use support::{
+    Phase, durability, entry_id, header, load_average, many_callers, raw_commits, raw_connection,
+};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -310,29 +312,6 @@ async fn warm_sessions(agent: &Agent, round: usize) -> Vec<LocalSession> {
     sessions
 }
 
-/// Every caller sends [`PER_CALLER`] prompts, all at once: durable acceptance only.
-async fn acceptances(sessions: &[LocalSession]) -> Duration {
-    let started = Instant::now();
-    let tasks: Vec<_> = sessions
-        .iter()
-        .cloned()
-        .map(|session| {
-            tokio::spawn(async move {
-                for n in 0..PER_CALLER {
-                    session
-                        .send(prompt(&format!("prompt {n}")), SendOptions::default())
-                        .await
-                        .unwrap();
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
-    started.elapsed()
-}
-
 fn median(values: &mut [Duration]) -> Duration {
     values.sort();
     values[values.len() / 2]
@@ -363,24 +342,12 @@ async fn long_session(dir: &Path, tools: Arc<Catalog>) -> Vec<Duration> {
     times
 }
 
+/// A stored idle Session: settled, with `messages` entries.
 fn idle_header(id: &SessionId, messages: usize, at: u64) -> SessionHeader {
     SessionHeader {
-        id: id.clone(),
-        created_at: at,
-        last_activity_at: at,
         settled_at: Some(at),
-        title: format!("idle {at}"),
-        head_sequence: messages as u64,
-        leaf: Some(entry_id(messages)),
-        epoch: 0,
-        model_preference: None,
-        inbox_state: SessionInboxState::Done,
-        open_from: None,
+        ..header(id, messages, at)
     }
-}
-
-fn entry_id(n: usize) -> EntryId {
-    EntryId::new(format!("ent_{n:08}")).unwrap()
 }
 
 /// The child of the restart phase: stores the Sessions, starts the runs, says `ready`
@@ -563,7 +530,7 @@ async fn main() {
         seq.time(sequential(&agent, round)).await;
         commits += store.commits() - before;
         par.time(parallel(&agent, round)).await;
-        acc.time(acceptances(&waiting)).await;
+        acc.time(many_callers(&waiting, PER_CALLER)).await;
     }
     let snapshot = agent
         .session(first)

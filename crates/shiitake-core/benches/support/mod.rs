@@ -7,7 +7,11 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use shiitake_core::Durability;
+use shiitake_core::store::SessionHeader;
+use shiitake_core::{Durability, LocalSession};
+use shiitake_protocol::{
+    EntryId, PromptText, SendOptions, SessionApi, SessionId, SessionInboxState,
+};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
 
@@ -143,4 +147,54 @@ impl Phase {
                     / (other_per_chunk as f64 / theirs.as_secs_f64())
             })
     }
+}
+
+/// Every Session's caller sends `per_caller` prompts (`prompt 0`, `prompt 1`, …),
+/// all callers at once; returns the time until every one was accepted.
+pub async fn many_callers(sessions: &[LocalSession], per_caller: usize) -> Duration {
+    let started = Instant::now();
+    let tasks: Vec<_> = sessions
+        .iter()
+        .cloned()
+        .map(|session| {
+            tokio::spawn(async move {
+                for n in 0..per_caller {
+                    session
+                        .send(
+                            PromptText::new(format!("prompt {n}")).unwrap(),
+                            SendOptions::default(),
+                        )
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    started.elapsed()
+}
+
+/// The header of a Session written straight through the store with `messages`
+/// entries ([`entry_id`] 1 to `messages`), created and last active at `at`.
+pub fn header(id: &SessionId, messages: usize, at: u64) -> SessionHeader {
+    SessionHeader {
+        id: id.clone(),
+        created_at: at,
+        last_activity_at: at,
+        settled_at: None,
+        title: format!("session {at}"),
+        head_sequence: messages as u64,
+        leaf: (messages > 0).then(|| entry_id(messages)),
+        epoch: 0,
+        model_preference: None,
+        inbox_state: SessionInboxState::Done,
+        open_from: None,
+    }
+}
+
+/// The id of a Session's `n`th entry written straight through the store.
+pub fn entry_id(n: usize) -> EntryId {
+    EntryId::new(format!("ent_{n:08}")).unwrap()
 }
