@@ -10,6 +10,7 @@ use shiitake_capabilities::ToolError;
 use shiitake_protocol::{ExtensionId, ExtensionSlotV0, SessionId};
 use tokio::sync::oneshot;
 
+pub(crate) use super::agent_lock::{AgentGuard, AgentTransactions};
 use super::definition::ExtensionDefinition;
 use super::tx::{Effect, Rows, StateView, Tx};
 use super::{Extension, Grant, Grants, HookError, StateScope};
@@ -127,14 +128,8 @@ impl Host {
         ownership: Arc<dyn crate::store::Ownership>,
     ) {
         if self.keeps_agent_state() {
-            let shared = SharedAgentState {
-                store,
-                ownership,
-                rows: self.agent_rows.clone(),
-            };
-            if self.agent_transactions.shared.set(shared).is_err() {
-                tracing::warn!("Agent state was already shared");
-            }
+            self.agent_transactions
+                .share(store, ownership, self.agent_rows.clone());
         }
     }
 
@@ -264,70 +259,6 @@ fn panic_reason(panic: &Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic".to_owned());
     format!("hook panicked: {message}")
-}
-
-/// Serialises transactions that may write Agent-scope rows: in this process, and
-/// across processes when the store is shared.
-#[derive(Default)]
-pub(crate) struct AgentTransactions {
-    local: tokio::sync::Mutex<()>,
-    shared: std::sync::OnceLock<SharedAgentState>,
-}
-
-/// What cross-process Agent transactions need.
-struct SharedAgentState {
-    store: Arc<dyn crate::store::Store>,
-    ownership: Arc<dyn crate::store::Ownership>,
-    rows: Arc<std::sync::RwLock<HashMap<ExtensionId, Rows>>>,
-}
-
-/// A held [`AgentTransactions`]: released when dropped.
-pub(crate) struct AgentGuard<'a> {
-    _local: tokio::sync::MutexGuard<'a, ()>,
-    _shared: Option<crate::store::ownership::AgentStateLock>,
-}
-
-impl AgentTransactions {
-    /// Waits for the turn of this transaction. On a shared store it also takes the
-    /// cross-process lock and reloads the Agent's rows, so the transaction reads
-    /// what every process committed.
-    pub(crate) async fn lock(&self) -> AgentGuard<'_> {
-        let local = self.local.lock().await;
-        let Some(shared) = self.shared.get() else {
-            return AgentGuard {
-                _local: local,
-                _shared: None,
-            };
-        };
-        let lock = match shared.ownership.lock_agent_state().await {
-            Ok(lock) => Some(lock),
-            Err(error) => {
-                tracing::warn!(%error, "could not take the Agent state lock; going on without it");
-                None
-            }
-        };
-        let scope = crate::store::RowScope::Agent;
-        match shared.store.extension_rows(None, Some(&scope)).await {
-            Ok(stored) => {
-                let mut fresh: HashMap<ExtensionId, Rows> = HashMap::new();
-                for stored in stored {
-                    let row = stored.row;
-                    fresh
-                        .entry(stored.extension_id)
-                        .or_default()
-                        .insert((row.collection, row.key), row.value);
-                }
-                *shared.rows.write().unwrap_or_else(PoisonError::into_inner) = fresh;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "could not reload Agent state; using this process's copy");
-            }
-        }
-        AgentGuard {
-            _local: local,
-            _shared: lock,
-        }
-    }
 }
 
 /// Where a transaction runs.

@@ -15,6 +15,7 @@
 //! smallest complete extension.
 
 mod admission;
+mod agent_lock;
 pub(crate) mod agent_scope;
 pub mod cadence;
 mod definition;

@@ -235,7 +235,7 @@ impl Owner {
                 sender: provenance.sender,
                 tool_calls: 0,
             };
-            let staged = self.settled_hooks(&settled, &mut change);
+            let staged = self.settled_hooks(&settled, &mut change.header, &mut change.ops);
             change.header.inbox_state = self.inbox_state_with(&staged);
             let committed = match self.commit_change(change).await {
                 Ok(committed) => committed,

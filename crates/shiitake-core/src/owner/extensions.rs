@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use shiitake_protocol::{ExtensionId, PromptDelivery, SessionCommand, ShiitakeError};
 
-use super::change::Change;
 use super::{Owner, QueuedPrompt, WaitingLine, take};
 use crate::extension::host::{
     Failure, Finished, Host, Place, Raised, Registered, ToolTransaction, Writes, apply_writes,
@@ -403,7 +402,12 @@ impl Owner {
 
     /// Runs every extension's settled hook into the terminal's commit; failures stop
     /// only the extension that failed.
-    pub(super) fn settled_hooks(&self, settled: &Settled, change: &mut Change) -> Staged {
+    pub(super) fn settled_hooks(
+        &self,
+        settled: &Settled,
+        header: &mut SessionHeader,
+        ops: &mut Vec<Op>,
+    ) -> Staged {
         let host = &self.core.host;
         let agent = host.agent_read();
         let empty = Rows::new();
@@ -419,8 +423,8 @@ impl Owner {
                 "settled",
                 |extension, tx| extension.on_settled(tx, settled),
                 StagedCommit {
-                    header: &mut change.header,
-                    ops: &mut change.ops,
+                    header: &mut *header,
+                    ops: &mut *ops,
                     staged: &mut staged,
                 },
             );

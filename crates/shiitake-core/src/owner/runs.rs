@@ -331,7 +331,7 @@ impl Owner {
             sender: provenance.sender,
             tool_calls,
         };
-        let staged = self.settled_hooks(&settled, &mut change);
+        let staged = self.settled_hooks(&settled, &mut change.header, &mut change.ops);
         let previous = self.last_outcome.replace(outcome);
         self.activity.active_tool = None;
         change.header.settled_at = Some(now_ms());
