@@ -40,7 +40,7 @@ async fn one_bad_request_in_a_group_fails_alone() {
         tasks.push(tokio::spawn(async move {
             let id = SessionId::new(format!("ses_{n}")).unwrap();
             let ops = if n == 17 {
-                // An entry of a Session that does not exist: the foreign key refuses it.
+                // An entry of a Session that does not exist: the insert finds no Session.
                 let entry = StoredEntry {
                     id: EntryId::new("ent_orphan").unwrap(),
                     parent: None,

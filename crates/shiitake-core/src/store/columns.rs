@@ -7,7 +7,9 @@
 //! with the column named, never a panic.
 
 use serde::de::DeserializeOwned;
-use shiitake_protocol::{CommandId, EntryId, EventId, RequestId, SessionId, SessionInboxState};
+use shiitake_protocol::{
+    CommandId, EntryId, EventId, Message, RequestId, SessionId, SessionInboxState,
+};
 use sqlx::FromRow;
 
 use crate::store::{
@@ -135,20 +137,29 @@ impl CommandRow {
 
 /// The columns of `entries` a [`StoredEntry`] is read from.
 ///
-/// The fields are the columns, named alike.
+/// The fields are the columns, named alike. `M` is how the store keeps the message: JSON
+/// text in PostgreSQL, packed bytes in SQLite (which decodes them itself).
 #[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct EntryRow {
+pub struct EntryRow<M = String> {
     pub id: String,
     pub parent_id: Option<String>,
     pub sequence: i64,
     pub command_id: Option<String>,
-    pub message: String,
+    pub message: M,
 }
 
 impl EntryRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
     pub fn decode(self) -> Result<StoredEntry, StoreError> {
+        let message = json(&self.message, "message")?;
+        self.with_message(message)
+    }
+}
+
+impl<M> EntryRow<M> {
+    /// The typed row around a message the store has already decoded.
+    pub fn with_message(self, message: Message) -> Result<StoredEntry, StoreError> {
         Ok(StoredEntry {
             id: id::<EntryId>(&self.id, "entry id")?,
             parent: self
@@ -160,7 +171,7 @@ impl EntryRow {
                 .command_id
                 .map(|c| id::<CommandId>(&c, "command id"))
                 .transpose()?,
-            message: json(&self.message, "message")?,
+            message,
         })
     }
 }

@@ -3,6 +3,7 @@
 //! Reads go through a small sqlx pool; every write goes through one writer
 //! thread that commits in groups (group commit).
 
+mod packed;
 mod statements;
 mod writer;
 
@@ -179,6 +180,7 @@ const TERMINAL_COLUMNS: &str = "command_id, outcome, sequence, diagnostic, ancho
 /// The tail of a query for [`SqliteStore::sequence_range`].
 const IN_SEQUENCE_RANGE: &str =
     "WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?";
+/// An entry as the `entry_rows` view gives it: with its parent's id, its message packed.
 const ENTRY_COLUMNS: &str = "id, parent_id, sequence, command_id, message";
 
 #[async_trait]
@@ -279,14 +281,14 @@ impl Store for SqliteStore {
         session_id: &SessionId,
         entry_id: &EntryId,
     ) -> Result<Option<StoredEntry>, StoreError> {
-        let row: Option<EntryRow> = sqlx::query_as(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND id = ?"
+        let row: Option<EntryRow<Vec<u8>>> = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entry_rows WHERE session_id = ? AND id = ?"
         ))
         .bind(session_id.as_str())
         .bind(entry_id.as_str())
         .fetch_optional(&self.reads)
         .await?;
-        row.map(EntryRow::decode).transpose()
+        row.map(decode_entry).transpose()
     }
 
     async fn entry_at(
@@ -294,14 +296,14 @@ impl Store for SqliteStore {
         session_id: &SessionId,
         sequence: u64,
     ) -> Result<Option<StoredEntry>, StoreError> {
-        let row: Option<EntryRow> = sqlx::query_as(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND sequence = ?"
+        let row: Option<EntryRow<Vec<u8>>> = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entry_rows WHERE session_id = ? AND sequence = ?"
         ))
         .bind(session_id.as_str())
         .bind(int(sequence))
         .fetch_optional(&self.reads)
         .await?;
-        row.map(EntryRow::decode).transpose()
+        row.map(decode_entry).transpose()
     }
 
     async fn lineage(
@@ -310,22 +312,28 @@ impl Store for SqliteStore {
         from: &EntryId,
         limit: usize,
     ) -> Result<Vec<StoredEntry>, StoreError> {
-        let rows: Vec<EntryRow> = sqlx::query_as(
-            "WITH RECURSIVE path (id, parent_id, sequence, command_id, message, depth) AS ( \
-               SELECT id, parent_id, sequence, command_id, message, 1 FROM entries \
-                 WHERE session_id = ?1 AND id = ?2 \
+        // The walk follows parent sequences through the primary key, then reads each
+        // entry of the path once with its parent's id.
+        let rows: Vec<EntryRow<Vec<u8>>> = sqlx::query_as(
+            "WITH RECURSIVE path (session_key, sequence, parent_sequence, depth) AS ( \
+               SELECT session_key, sequence, parent_sequence, 1 FROM entries \
+                 WHERE session_key = (SELECT key FROM sessions WHERE id = ?1) AND id = ?2 \
                UNION ALL \
-               SELECT e.id, e.parent_id, e.sequence, e.command_id, e.message, p.depth + 1 \
-                 FROM entries e JOIN path p ON e.session_id = ?1 AND e.id = p.parent_id \
+               SELECT e.session_key, e.sequence, e.parent_sequence, p.depth + 1 \
+                 FROM entries e JOIN path p \
+                   ON e.session_key = p.session_key AND e.sequence = p.parent_sequence \
                  WHERE p.depth < ?3 \
-             ) SELECT id, parent_id, sequence, command_id, message FROM path ORDER BY depth",
+             ) SELECT r.id, r.parent_id, r.sequence, r.command_id, r.message \
+               FROM path JOIN entry_rows r \
+                 ON r.session_key = path.session_key AND r.sequence = path.sequence \
+               ORDER BY path.depth",
         )
         .bind(session_id.as_str())
         .bind(from.as_str())
         .bind(int(limit as u64))
         .fetch_all(&self.reads)
         .await?;
-        rows.into_iter().map(EntryRow::decode).collect()
+        rows.into_iter().map(decode_entry).collect()
     }
 
     async fn entries_after(
@@ -334,8 +342,8 @@ impl Store for SqliteStore {
         sequence: u64,
         limit: usize,
     ) -> Result<Vec<StoredEntry>, StoreError> {
-        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries \
+        let rows: Vec<EntryRow<Vec<u8>>> = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entry_rows \
              WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
         ))
         .bind(session_id.as_str())
@@ -343,7 +351,7 @@ impl Store for SqliteStore {
         .bind(int(limit as u64))
         .fetch_all(&self.reads)
         .await?;
-        rows.into_iter().map(EntryRow::decode).collect()
+        rows.into_iter().map(decode_entry).collect()
     }
 
     async fn terminals_between(
@@ -562,4 +570,10 @@ impl Store for SqliteStore {
         }
         self.reads.close().await;
     }
+}
+
+/// An entry read from `entry_rows`, its message unpacked.
+fn decode_entry(row: EntryRow<Vec<u8>>) -> Result<StoredEntry, StoreError> {
+    let message = packed::unpack(&row.message)?;
+    row.with_message(message)
 }

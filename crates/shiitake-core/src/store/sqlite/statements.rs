@@ -3,12 +3,14 @@
 use rusqlite::ToSql;
 use rusqlite::types::{ToSqlOutput, Value as SqlValue};
 
+use super::packed;
 use crate::store::columns::int;
 use crate::store::{Op, SessionHeader, StoreError, StoredWord, inbox_rank};
 
 /// A value bound to one statement parameter.
 pub(super) enum Bind {
     Text(String),
+    Blob(Vec<u8>),
     Int(i64),
     Null,
     Bool(bool),
@@ -18,6 +20,7 @@ impl ToSql for Bind {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(match self {
             Bind::Text(text) => ToSqlOutput::from(text.as_str()),
+            Bind::Blob(bytes) => ToSqlOutput::from(bytes.as_slice()),
             Bind::Int(value) => ToSqlOutput::from(*value),
             Bind::Null => ToSqlOutput::Owned(SqlValue::Null),
             Bind::Bool(value) => ToSqlOutput::from(*value),
@@ -65,8 +68,8 @@ impl<T: Into<Bind>> From<Option<T>> for Bind {
 pub(super) struct Stmt {
     pub(super) sql: &'static str,
     pub(super) binds: Vec<Bind>,
-    /// The statement must change exactly one row, or the commit fails.
-    pub(super) claim: bool,
+    /// The statement must change exactly one row, or the commit fails with this conflict.
+    pub(super) claim: Option<&'static str>,
 }
 
 impl Stmt {
@@ -74,7 +77,7 @@ impl Stmt {
         Self {
             sql,
             binds: Vec::new(),
-            claim: false,
+            claim: None,
         }
     }
 
@@ -83,8 +86,8 @@ impl Stmt {
         self
     }
 
-    fn claiming(mut self) -> Self {
-        self.claim = true;
+    fn claiming(mut self, conflict: &'static str) -> Self {
+        self.claim = Some(conflict);
         self
     }
 
@@ -98,10 +101,11 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
     match op {
         Op::CreateSession { header, request_id } => {
             Stmt::new(
-                "INSERT INTO sessions (id, create_request_id, created_at, last_activity_at, \
+                "INSERT INTO sessions (key, id, create_request_id, created_at, last_activity_at, \
                  settled_at, title, head_sequence, leaf_entry_id, lineage_epoch, \
                  model_preference, inbox_state, inbox_rank, open_from) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 VALUES ((SELECT IFNULL(MAX(key), 0) + 1 FROM sessions), \
+                 ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(header.id.as_str())
             .bind(request_id.as_ref().map(|r| r.as_str()))
@@ -290,7 +294,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
                     .bind(id)
                     .bind(int(*due_at)),
             };
-            claim.claiming().push(batch);
+            claim.claiming("a timer was already claimed").push(batch);
         }
         Op::InsertCommand {
             session_id,
@@ -341,18 +345,31 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
             .push(batch);
         }
         Op::InsertEntry { session_id, entry } => {
-            let message = serde_json::to_string(&entry.message)
-                .map_err(|error| StoreError::Corrupt(format!("message: {error}")))?;
-            Stmt::new(
-                "INSERT INTO entries (session_id, id, parent_id, sequence, command_id, message) \
-                 VALUES (?, ?, ?, ?, ?, ?)",
-            )
-            .bind(session_id.as_str())
-            .bind(entry.id.as_str())
-            .bind(entry.parent.as_ref().map(|p| p.as_str()))
-            .bind(int(entry.sequence))
-            .bind(entry.command_id.as_ref().map(|c| c.as_str()))
-            .bind(message)
+            // The parent is named by its sequence; the insert claims its row, so a parent
+            // that is not in this Session fails the commit instead of cutting the lineage.
+            let stmt = match &entry.parent {
+                None => Stmt::new(
+                    "INSERT INTO entries (session_key, sequence, id, parent_sequence, command_id, \
+                     message) SELECT key, ?, ?, NULL, ?, ? FROM sessions WHERE id = ?",
+                ),
+                Some(_) => Stmt::new(
+                    "INSERT INTO entries (session_key, sequence, id, parent_sequence, command_id, \
+                     message) SELECT p.session_key, ?, ?, p.sequence, ?, ? FROM entries p \
+                     WHERE p.session_key = (SELECT key FROM sessions WHERE id = ?) AND p.id = ?",
+                ),
+            };
+            let stmt = stmt
+                .bind(int(entry.sequence))
+                .bind(entry.id.as_str())
+                .bind(entry.command_id.as_ref().map(|c| c.as_str()))
+                .bind(Bind::Blob(packed::pack(&entry.message)?))
+                .bind(session_id.as_str());
+            match &entry.parent {
+                None => stmt.claiming("an entry of a Session that does not exist"),
+                Some(parent) => stmt
+                    .bind(parent.as_str())
+                    .claiming("an entry whose parent is not in its Session"),
+            }
             .push(batch);
         }
         Op::InsertCompaction {

@@ -146,10 +146,8 @@ fn apply(conn: &Connection, ops: &[Op]) -> Result<(), StoreError> {
         let changed = conn
             .prepare_cached(stmt.sql)?
             .execute(params_from_iter(&stmt.binds))?;
-        if stmt.claim && changed != 1 {
-            return Err(StoreError::Conflict(
-                "a timer was already claimed".to_owned(),
-            ));
+        if let Some(conflict) = stmt.claim.filter(|_| changed != 1) {
+            return Err(StoreError::Conflict(conflict.to_owned()));
         }
     }
     Ok(())

@@ -1,0 +1,240 @@
+//! Messages as the SQLite store keeps them: zstd against a fixed dictionary.
+//!
+//! A lineage message is mostly its schema (`"role"`, `"usage"`, `"cacheRead"`, ...), which a
+//! message of a few hundred bytes cannot compress on its own. Each stored message is
+//! compressed against a dictionary of the message schema, so the schema costs a few bytes
+//! and only the values are stored (docs/benchmarks.md, "bytes per run").
+//!
+//! The first byte says how a stored message is encoded:
+//! - `{`: plain JSON, as every release before the dictionary wrote it, and as a message is
+//!   written when compressing would not make it smaller;
+//! - [`DICTIONARY_V1`]: a zstd frame against `messages-v1.dict`.
+//!
+//! A dictionary is never edited once released: a new one takes a new tag, and the old one
+//! stays to read what it wrote.
+
+use std::cell::RefCell;
+use std::sync::LazyLock;
+
+use shiitake_protocol::Message;
+use zstd::bulk::{Compressor, Decompressor};
+use zstd::dict::{DecoderDictionary, EncoderDictionary};
+
+use crate::store::StoreError;
+
+/// The tag of a message compressed against `messages-v1.dict`.
+const DICTIONARY_V1: u8 = 1;
+/// The first byte of a message stored as plain JSON (an object).
+const PLAIN_JSON: u8 = b'{';
+/// zstd's level: level 3 (its default) compresses these messages within a few percent of
+/// level 9 at half the time.
+const LEVEL: i32 = 3;
+/// The largest message a stored frame may expand to. A frame claiming more is corrupt:
+/// nothing the runner commits comes near it.
+const MAX_UNPACKED: usize = 64 << 20;
+
+const V1_BYTES: &[u8] = include_bytes!("messages-v1.dict");
+static V1_ENCODER: LazyLock<EncoderDictionary<'static>> =
+    LazyLock::new(|| EncoderDictionary::copy(V1_BYTES, LEVEL));
+static V1_DECODER: LazyLock<DecoderDictionary<'static>> =
+    LazyLock::new(|| DecoderDictionary::copy(V1_BYTES));
+
+thread_local! {
+    // A compression context is costly to make (it sizes its tables); each thread that
+    // packs keeps one. In practice that is the writer thread alone.
+    static COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
+    static DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// The stored bytes of a message: compressed when that is smaller, else its JSON.
+pub(super) fn pack(message: &Message) -> Result<Vec<u8>, StoreError> {
+    let json = serde_json::to_vec(message)
+        .map_err(|error| StoreError::Corrupt(format!("message: {error}")))?;
+    let frame = COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let compressor = match slot.as_mut() {
+            Some(compressor) => compressor,
+            None => slot.insert(new_compressor()?),
+        };
+        compressor.compress(&json)
+    });
+    match frame {
+        Ok(frame) if frame.len() + 1 < json.len() => {
+            let mut packed = Vec::with_capacity(frame.len() + 1);
+            packed.push(DICTIONARY_V1);
+            packed.extend_from_slice(&frame);
+            Ok(packed)
+        }
+        // Compression failing is not a reason to lose the message: JSON always reads.
+        Ok(_) | Err(_) => Ok(json),
+    }
+}
+
+/// Reads a stored message back, whichever way it was stored.
+pub(super) fn unpack(stored: &[u8]) -> Result<Message, StoreError> {
+    match stored.first() {
+        Some(&PLAIN_JSON) => parse(stored),
+        Some(&DICTIONARY_V1) => {
+            let frame = &stored[1..];
+            let size = zstd::zstd_safe::get_frame_content_size(frame)
+                .ok()
+                .flatten()
+                .ok_or_else(|| corrupt("a compressed message without its size"))?;
+            let size = usize::try_from(size)
+                .ok()
+                .filter(|size| *size <= MAX_UNPACKED)
+                .ok_or_else(|| corrupt(&format!("a compressed message of {size} bytes")))?;
+            let json = DECOMPRESSOR.with(|cell| {
+                let mut slot = cell.borrow_mut();
+                let decompressor = match slot.as_mut() {
+                    Some(decompressor) => decompressor,
+                    None => slot.insert(Decompressor::with_prepared_dictionary(&V1_DECODER)?),
+                };
+                decompressor.decompress(frame, size)
+            });
+            parse(&json.map_err(|error| corrupt(&error.to_string()))?)
+        }
+        Some(other) => Err(corrupt(&format!("unknown encoding {other:#04x}"))),
+        None => Err(corrupt("empty")),
+    }
+}
+
+fn new_compressor() -> std::io::Result<Compressor<'static>> {
+    let mut compressor = Compressor::with_prepared_dictionary(&V1_ENCODER)?;
+    // The tag already names the dictionary, and SQLite checks its pages.
+    compressor.include_dictid(false)?;
+    compressor.include_checksum(false)?;
+    compressor.include_contentsize(true)?;
+    Ok(compressor)
+}
+
+fn parse(json: &[u8]) -> Result<Message, StoreError> {
+    serde_json::from_slice(json).map_err(|error| corrupt(&error.to_string()))
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("message: {what}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use shiitake_protocol::message::{UserContent, UserMessage};
+
+    fn user(text: String, timestamp: u64) -> Message {
+        Message::User(UserMessage {
+            content: UserContent::Text(text),
+            timestamp,
+            extra: Default::default(),
+        })
+    }
+
+    fn tool_result(text: String, is_error: bool) -> Message {
+        serde_json::from_value(serde_json::json!({
+            "role": "toolResult", "toolCallId": "call_1", "toolName": "files__read",
+            "content": [{"type": "text", "text": text}], "isError": is_error, "timestamp": 7
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_typical_message_is_stored_in_under_half_its_json() {
+        let message: Message = serde_json::from_value(serde_json::json!({
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": "call_25_1", "name": "files__read",
+                         "arguments": {"path": "src/lib.rs"}}],
+            "api": "openai-completions", "provider": "openai", "model": "gpt-4.1",
+            "usage": {"input": 34, "output": 6, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 40,
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+            "stopReason": "toolUse", "timestamp": 1796078883273u64
+        }))
+        .unwrap();
+        let json = serde_json::to_vec(&message).unwrap();
+        let packed = pack(&message).unwrap();
+        assert_eq!(packed[0], DICTIONARY_V1);
+        assert!(
+            packed.len() * 2 < json.len(),
+            "{} of {}",
+            packed.len(),
+            json.len()
+        );
+        assert_eq!(unpack(&packed).unwrap(), message);
+    }
+
+    /// A tool result packed by the first release that stored messages against v1.
+    const PACKED_BY_V1: [u8; 61] = [
+        0x01, 0x28, 0xb5, 0x2f, 0xfd, 0x20, 0xb9, 0x9d, 0x01, 0x00, 0xb0, 0x31, 0x72, 0x6e, 0x6f,
+        0x74, 0x65, 0x73, 0x2e, 0x74, 0x62, 0x75, 0x79, 0x20, 0x6d, 0x69, 0x6c, 0x6b, 0x5c, 0x5c,
+        0x6e, 0x37, 0x7d, 0x09, 0x00, 0xf0, 0x97, 0xf4, 0xf6, 0xc5, 0x01, 0x2c, 0x23, 0x5f, 0x1c,
+        0x10, 0x33, 0x09, 0xa6, 0x6f, 0xdd, 0x1a, 0xd9, 0x8d, 0x82, 0x52, 0xbe, 0xd8, 0x25, 0x0d,
+        0x02,
+    ];
+
+    #[test]
+    fn bytes_written_by_the_first_dictionary_still_read() {
+        // Packed once by this release and kept: if messages-v1.dict changes, or zstd reads
+        // its frames differently, stored Sessions would no longer read.
+        let stored: &[u8] = &PACKED_BY_V1;
+        let message = unpack(stored).unwrap();
+        assert_eq!(
+            message,
+            tool_result(
+                "{\"path\":\"notes.txt\",\"text\":\"buy milk\\n\"}".into(),
+                false
+            )
+        );
+    }
+
+    #[test]
+    fn plain_json_as_older_releases_stored_it_reads() {
+        let message = tool_result("a line\n".into(), true);
+        let stored = serde_json::to_vec(&message).unwrap();
+        assert_eq!(unpack(&stored).unwrap(), message);
+    }
+
+    #[test]
+    fn unknown_tags_and_bad_frames_are_corrupt() {
+        for stored in [
+            &b""[..],
+            b"\x02abc",
+            b"\x01",
+            b"\x01not a frame",
+            b"[1]",
+            b"{oops",
+        ] {
+            assert!(
+                matches!(unpack(stored), Err(StoreError::Corrupt(_))),
+                "{stored:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_frame_claiming_more_than_the_bound_is_corrupt() {
+        let big = vec![b' '; MAX_UNPACKED + 1];
+        let mut stored = vec![DICTIONARY_V1];
+        stored.extend(zstd::bulk::compress(&big, 1).unwrap());
+        let error = unpack(&stored).unwrap_err();
+        assert!(error.to_string().contains("bytes"), "{error}");
+    }
+
+    proptest! {
+        #[test]
+        fn messages_read_back_as_written(text in ".{0,400}", timestamp: u64, is_error: bool) {
+            for message in [user(text.clone(), timestamp), tool_result(text.clone(), is_error)] {
+                prop_assert_eq!(unpack(&pack(&message).unwrap()).unwrap(), message);
+            }
+        }
+
+        #[test]
+        fn any_stored_bytes_read_or_fail_without_panic(
+            tag in prop_oneof![Just(DICTIONARY_V1), Just(PLAIN_JSON), any::<u8>()],
+            rest in proptest::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let mut stored = vec![tag];
+            stored.extend(rest);
+            let _ = unpack(&stored);
+        }
+    }
+}
