@@ -204,9 +204,6 @@ impl AgentApi for Agent {
 
     async fn create_session(&self, request_id: RequestId) -> Result<SessionId, ShiitakeError> {
         let store = &self.core.store;
-        if let Some(existing) = store.session_by_request(&request_id).await? {
-            return Ok(existing);
-        }
         let now = now_ms();
         let header = SessionHeader {
             id: ids::session_id(),
@@ -230,7 +227,8 @@ impl AgentApi for Agent {
             .await;
         match created {
             Ok(()) => Ok(session_id),
-            // A concurrent create with the same request id won the unique index.
+            // The unique index on request ids decides: an earlier or concurrent create
+            // with this request id won, and its Session is the answer.
             Err(error) => match store.session_by_request(&request_id).await? {
                 Some(existing) => Ok(existing),
                 None => Err(error.into()),

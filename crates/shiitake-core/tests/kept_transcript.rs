@@ -69,3 +69,32 @@ async fn many_entries_between_runs_all_join() {
     assert_eq!(second_context(62).await, expected(62));
     assert_eq!(second_context(63).await, expected(63));
 }
+
+#[tokio::test]
+async fn a_new_sessions_first_run_reads_lines_committed_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(Script::new(vec![Turn::text("a1")])));
+    let agent = harness::open(
+        &dir.path().join("agent.db"),
+        Arc::new(TestTools::default()),
+        harness::config(model.clone()),
+    )
+    .await;
+    let session = new_session(&agent).await;
+    for n in 0..2 {
+        session
+            .operator(
+                request(&format!("line-{n}")),
+                OperatorAuthor::Party,
+                text(&format!("line {n}")),
+            )
+            .await
+            .unwrap();
+    }
+    let first = send(&session, "p1").await;
+    terminal_of(&session, &first).await;
+    assert_eq!(
+        outline(&model.requests()[0].messages),
+        ["user: line 0", "user: line 1", "user: p1"]
+    );
+}

@@ -74,8 +74,9 @@ pub(crate) struct Owner {
     queue: VecDeque<QueuedPrompt>,
     waiting_lines: WaitingLines,
     run: Option<ActiveRun>,
-    /// The transcript the last run ended with, handed to the next run so a turn
-    /// does not read the whole lineage again; dropped with the owner when it idles.
+    /// The transcript the last run ended with (empty for a Session with no lineage),
+    /// handed to the next run so a turn does not read the whole lineage again;
+    /// dropped with the owner when it idles.
     kept_transcript: Option<crate::runner::Transcript>,
     activity: SessionActivity,
     progress: Option<SessionProgress>,
@@ -122,13 +123,20 @@ impl Owner {
             SessionInboxState::Errored => Some(TerminalOutcome::Failed),
             _ => None,
         };
+        // A Session with no lineage yet has nothing to read back: its first run starts
+        // from what the owner commits.
+        let kept_transcript = loaded
+            .header
+            .leaf
+            .is_none()
+            .then(crate::runner::Transcript::default);
         let mut owner = Self {
             core,
             header: loaded.header,
             queue: VecDeque::new(),
             waiting_lines: WaitingLines::new(),
             run: None,
-            kept_transcript: None,
+            kept_transcript,
             activity: SessionActivity::default(),
             progress: None,
             steer_waiting: tokio::sync::watch::Sender::new(false),

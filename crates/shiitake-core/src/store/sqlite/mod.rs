@@ -114,8 +114,11 @@ impl SqliteStore {
                 .await
                 .map_err(|error| StoreError::database(format!("opening the writer: {error}")))??;
         conn.close().await?;
+        // A connection to a local file does not go stale: pinging it before each read
+        // (sqlx's default) would only add a round trip to its worker thread.
         let reads = SqlitePoolOptions::new()
             .max_connections(4)
+            .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
