@@ -214,13 +214,27 @@ impl Store for SqliteStore {
     }
 
     async fn load_session(&self, id: &SessionId) -> Result<Option<LoadedSession>, StoreError> {
+        let header_sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?");
+        // Most Sessions have no open work when their owner starts: the header alone is
+        // one statement, so one snapshot, and needs no transaction.
+        let row: Option<SessionRow> = sqlx::query_as(&header_sql)
+            .bind(id.as_str())
+            .fetch_optional(&self.reads)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let header = row.decode()?;
+        if header.open_from.is_none() {
+            return Ok(Some(LoadedSession {
+                header,
+                open_commands: Vec::new(),
+            }));
+        }
+        // Open work: the header again, with its open commands, in one read transaction.
         let mut tx = self.reads.begin().await?;
-        let row: Option<SessionRow> = sqlx::query_as(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
-        ))
-        .bind(id.as_str())
-        .fetch_optional(&mut *tx)
-        .await?;
+        let row: Option<SessionRow> = sqlx::query_as(&header_sql)
+            .bind(id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
         let Some(row) = row else { return Ok(None) };
         let header = row.decode()?;
         // Every open command's id is at or after the watermark (the lowest open id), so
