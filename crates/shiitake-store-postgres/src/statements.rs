@@ -2,7 +2,7 @@
 //! writer runs inside a group's transaction. Every statement is keyed by the Agent.
 
 use shiitake_core::store::columns::int;
-use shiitake_core::store::{Op, SessionHeader, StoreError, StoredWord, inbox_rank};
+use shiitake_core::store::{Op, SessionHeader, StoreError, StoredWord, inbox_rank, packed};
 use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
 
@@ -11,6 +11,7 @@ use sqlx::query::Query;
 #[derive(Clone, Debug)]
 pub(crate) enum Bind {
     Text(Option<String>),
+    Bytes(Vec<u8>),
     Int(Option<i64>),
     Bool(bool),
 }
@@ -42,6 +43,12 @@ impl From<Option<&str>> for Bind {
 impl From<Option<String>> for Bind {
     fn from(value: Option<String>) -> Self {
         Bind::Text(value)
+    }
+}
+
+impl From<Vec<u8>> for Bind {
+    fn from(value: Vec<u8>) -> Self {
+        Bind::Bytes(value)
     }
 }
 
@@ -107,6 +114,7 @@ impl Stmt {
         for bind in &self.binds {
             query = match bind {
                 Bind::Text(value) => query.bind(value.as_deref()),
+                Bind::Bytes(value) => query.bind(value.as_slice()),
                 Bind::Int(value) => query.bind(*value),
                 Bind::Bool(value) => query.bind(*value),
             };
@@ -430,8 +438,7 @@ impl Statements<'_> {
                 self.push(stmt);
             }
             Op::InsertEntry { session_id, entry } => {
-                let message = serde_json::to_string(&entry.message)
-                    .map_err(|error| StoreError::Corrupt(format!("message: {error}")))?;
+                let message = packed::pack(&entry.message)?;
                 let stmt = self
                     .keyed(
                         "INSERT INTO entries (agent_id, session_id, id, parent_id, sequence, \

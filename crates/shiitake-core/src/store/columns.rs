@@ -1,15 +1,13 @@
 //! Stored rows as columns, and their decoding into store types.
 //!
 //! Both stores keep the same columns (text, 64-bit integers, booleans; JSON as
-//! text), so one set of row structs serves both: each derives `sqlx::FromRow`,
+//! text; messages packed as bytes), so one set of row structs serves both: each derives `sqlx::FromRow`,
 //! which works for any sqlx backend, and decodes into the typed rows of
 //! [`crate::store`]. A column that does not decode is [`StoreError::Corrupt`]
 //! with the column named, never a panic.
 
 use serde::de::DeserializeOwned;
-use shiitake_protocol::{
-    CommandId, EntryId, EventId, Message, RequestId, SessionId, SessionInboxState,
-};
+use shiitake_protocol::{CommandId, EntryId, EventId, RequestId, SessionId, SessionInboxState};
 use sqlx::FromRow;
 
 use crate::store::{
@@ -137,29 +135,21 @@ impl CommandRow {
 
 /// The columns of `entries` a [`StoredEntry`] is read from.
 ///
-/// The fields are the columns, named alike. `M` is how the store keeps the message: JSON
-/// text in PostgreSQL, packed bytes in SQLite (which decodes them itself).
+/// The fields are the columns, named alike; the message is stored packed
+/// ([`crate::store::packed`]).
 #[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct EntryRow<M = String> {
+pub struct EntryRow {
     pub id: String,
     pub parent_id: Option<String>,
     pub sequence: i64,
     pub command_id: Option<String>,
-    pub message: M,
+    pub message: Vec<u8>,
 }
 
 impl EntryRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
     pub fn decode(self) -> Result<StoredEntry, StoreError> {
-        let message = json(&self.message, "message")?;
-        self.with_message(message)
-    }
-}
-
-impl<M> EntryRow<M> {
-    /// The typed row around a message the store has already decoded.
-    pub fn with_message(self, message: Message) -> Result<StoredEntry, StoreError> {
         Ok(StoredEntry {
             id: id::<EntryId>(&self.id, "entry id")?,
             parent: self
@@ -171,7 +161,7 @@ impl<M> EntryRow<M> {
                 .command_id
                 .map(|c| id::<CommandId>(&c, "command id"))
                 .transpose()?,
-            message,
+            message: super::packed::unpack(&self.message)?,
         })
     }
 }

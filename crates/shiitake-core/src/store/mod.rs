@@ -9,6 +9,7 @@
 pub mod columns;
 mod op;
 pub mod ownership;
+pub mod packed;
 pub mod sqlite;
 mod words;
 

@@ -3,7 +3,6 @@
 //! Reads go through a small sqlx pool; every write goes through one writer
 //! thread that commits in groups (group commit).
 
-mod packed;
 mod statements;
 mod writer;
 
@@ -298,14 +297,14 @@ impl Store for SqliteStore {
         session_id: &SessionId,
         entry_id: &EntryId,
     ) -> Result<Option<StoredEntry>, StoreError> {
-        let row: Option<EntryRow<Vec<u8>>> = sqlx::query_as(&format!(
+        let row: Option<EntryRow> = sqlx::query_as(&format!(
             "SELECT {ENTRY_COLUMNS} FROM entry_rows WHERE session_id = ? AND id = ?"
         ))
         .bind(session_id.as_str())
         .bind(entry_id.as_str())
         .fetch_optional(&self.reads)
         .await?;
-        row.map(decode_entry).transpose()
+        row.map(EntryRow::decode).transpose()
     }
 
     async fn entry_at(
@@ -313,14 +312,14 @@ impl Store for SqliteStore {
         session_id: &SessionId,
         sequence: u64,
     ) -> Result<Option<StoredEntry>, StoreError> {
-        let row: Option<EntryRow<Vec<u8>>> = sqlx::query_as(&format!(
+        let row: Option<EntryRow> = sqlx::query_as(&format!(
             "SELECT {ENTRY_COLUMNS} FROM entry_rows WHERE session_id = ? AND sequence = ?"
         ))
         .bind(session_id.as_str())
         .bind(int(sequence))
         .fetch_optional(&self.reads)
         .await?;
-        row.map(decode_entry).transpose()
+        row.map(EntryRow::decode).transpose()
     }
 
     async fn lineage(
@@ -331,7 +330,7 @@ impl Store for SqliteStore {
     ) -> Result<Vec<StoredEntry>, StoreError> {
         // The walk follows parent sequences through the primary key, then reads each
         // entry of the path once with its parent's id.
-        let rows: Vec<EntryRow<Vec<u8>>> = sqlx::query_as(
+        let rows: Vec<EntryRow> = sqlx::query_as(
             "WITH RECURSIVE path (session_key, sequence, parent_sequence, depth) AS ( \
                SELECT session_key, sequence, parent_sequence, 1 FROM entries \
                  WHERE session_key = (SELECT key FROM sessions WHERE id = ?1) AND id = ?2 \
@@ -350,7 +349,7 @@ impl Store for SqliteStore {
         .bind(int(limit as u64))
         .fetch_all(&self.reads)
         .await?;
-        rows.into_iter().map(decode_entry).collect()
+        rows.into_iter().map(EntryRow::decode).collect()
     }
 
     async fn entries_after(
@@ -359,7 +358,7 @@ impl Store for SqliteStore {
         sequence: u64,
         limit: usize,
     ) -> Result<Vec<StoredEntry>, StoreError> {
-        let rows: Vec<EntryRow<Vec<u8>>> = sqlx::query_as(&format!(
+        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
             "SELECT {ENTRY_COLUMNS} FROM entry_rows \
              WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
         ))
@@ -368,7 +367,7 @@ impl Store for SqliteStore {
         .bind(int(limit as u64))
         .fetch_all(&self.reads)
         .await?;
-        rows.into_iter().map(decode_entry).collect()
+        rows.into_iter().map(EntryRow::decode).collect()
     }
 
     async fn terminals_between(
@@ -587,10 +586,4 @@ impl Store for SqliteStore {
         }
         self.reads.close().await;
     }
-}
-
-/// An entry read from `entry_rows`, its message unpacked.
-fn decode_entry(row: EntryRow<Vec<u8>>) -> Result<StoredEntry, StoreError> {
-    let message = packed::unpack(&row.message)?;
-    row.with_message(message)
 }

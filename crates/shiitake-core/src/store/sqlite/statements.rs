@@ -3,7 +3,6 @@
 use rusqlite::ToSql;
 use rusqlite::types::{ToSqlOutput, Value as SqlValue};
 
-use super::packed;
 use crate::store::columns::int;
 use crate::store::{Op, SessionHeader, StoreError, StoredWord, inbox_rank};
 
@@ -362,7 +361,7 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
                 .bind(int(entry.sequence))
                 .bind(entry.id.as_str())
                 .bind(entry.command_id.as_ref().map(|c| c.as_str()))
-                .bind(Bind::Blob(packed::pack(&entry.message)?))
+                .bind(Bind::Blob(crate::store::packed::pack(&entry.message)?))
                 .bind(session_id.as_str());
             match &entry.parent {
                 None => stmt.claiming("an entry of a Session that does not exist"),

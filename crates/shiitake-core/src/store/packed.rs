@@ -1,4 +1,4 @@
-//! Messages as the SQLite store keeps them: zstd against a fixed dictionary.
+//! Messages as the stores keep them: zstd against a fixed dictionary.
 //!
 //! A lineage message is mostly its schema (`"role"`, `"usage"`, `"cacheRead"`, ...), which a
 //! message of a few hundred bytes cannot compress on its own. Each stored message is
@@ -47,7 +47,9 @@ thread_local! {
 }
 
 /// The stored bytes of a message: compressed when that is smaller, else its JSON.
-pub(super) fn pack(message: &Message) -> Result<Vec<u8>, StoreError> {
+///
+/// Both stores call it when they write an entry; a store never sees anything else.
+pub fn pack(message: &Message) -> Result<Vec<u8>, StoreError> {
     let json = serde_json::to_vec(message)
         .map_err(|error| StoreError::Corrupt(format!("message: {error}")))?;
     let frame = COMPRESSOR.with(|cell| {
@@ -70,8 +72,9 @@ pub(super) fn pack(message: &Message) -> Result<Vec<u8>, StoreError> {
     }
 }
 
-/// Reads a stored message back, whichever way it was stored.
-pub(super) fn unpack(stored: &[u8]) -> Result<Message, StoreError> {
+/// Reads a stored message back, whichever way it was stored; bytes that are not a
+/// message are [`StoreError::Corrupt`].
+pub fn unpack(stored: &[u8]) -> Result<Message, StoreError> {
     match stored.first() {
         Some(&PLAIN_JSON) => parse(stored),
         Some(&DICTIONARY_V1) => {
