@@ -3,7 +3,7 @@
 --   sequence instead of repeating the Session's text id in every row and index;
 -- * an entry names its parent by the parent's sequence (an entry's parent is always
 --   in its own Session), which is also the key the lineage walk follows;
--- * `message` holds the stored bytes of the message (src/store/sqlite/packed.rs):
+-- * `message` holds the stored bytes of the message (src/store/packed.rs):
 --   rows copied here stay plain JSON, which reads as before.
 ALTER TABLE sessions ADD COLUMN key INTEGER;
 UPDATE sessions SET key = rowid;
