@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use shiitake_capabilities::Catalog;
 use shiitake_protocol::{
-    AgentApi, Cursor, ExtensionId, ExtensionStatusV0, RequestId, SessionId, SessionInboxState,
-    SessionSummary, SessionSummaryPage, SessionSummaryRow, ShiitakeError,
+    AgentApi, Cursor, ExtensionId, ExtensionStatusV0, RequestId, SessionId, SessionSummary,
+    SessionSummaryPage, SessionSummaryRow, ShiitakeError,
 };
 
 use crate::agent_core::AgentCore;
@@ -204,20 +204,7 @@ impl AgentApi for Agent {
 
     async fn create_session(&self, request_id: RequestId) -> Result<SessionId, ShiitakeError> {
         let store = &self.core.store;
-        let now = now_ms();
-        let header = SessionHeader {
-            id: ids::session_id(),
-            created_at: now,
-            last_activity_at: now,
-            settled_at: None,
-            title: String::new(),
-            head_sequence: 0,
-            leaf: None,
-            epoch: 0,
-            model_preference: None,
-            inbox_state: SessionInboxState::Done,
-            open_from: None,
-        };
+        let header = SessionHeader::new(ids::session_id(), now_ms());
         let session_id = header.id.clone();
         let created = store
             .commit(vec![Op::CreateSession {

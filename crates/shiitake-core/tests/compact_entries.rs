@@ -6,46 +6,17 @@
 #![allow(clippy::unwrap_used)]
 
 mod harness;
+mod schema;
 
-use std::borrow::Cow;
 use std::path::Path;
-use std::str::FromStr;
 
+use schema::{connect, migrated_to};
 use shiitake_conformance::support::*;
 use shiitake_core::store::{Op, SessionHeader, Store, StoreError, StoredEntry};
 use shiitake_core::{Durability, SqliteStore};
 use shiitake_model::{Script, Turn};
 use shiitake_protocol::message::{Message, UserMessage};
 use shiitake_protocol::*;
-use sqlx::migrate::Migrator;
-use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{ConnectOptions, SqliteConnection};
-
-async fn connect(path: &Path) -> SqliteConnection {
-    SqliteConnectOptions::from_str("sqlite://")
-        .unwrap()
-        .filename(path)
-        .create_if_missing(true)
-        .connect()
-        .await
-        .unwrap()
-}
-
-fn header(id: &SessionId) -> SessionHeader {
-    SessionHeader {
-        id: id.clone(),
-        created_at: 1,
-        last_activity_at: 1,
-        settled_at: None,
-        title: String::new(),
-        head_sequence: 0,
-        leaf: None,
-        epoch: 0,
-        model_preference: None,
-        inbox_state: SessionInboxState::Done,
-        open_from: None,
-    }
-}
 
 fn entry(id: &str, parent: Option<&str>, sequence: u64) -> StoredEntry {
     StoredEntry {
@@ -61,6 +32,18 @@ fn insert(session: &SessionId, entry: StoredEntry) -> Op {
     Op::InsertEntry {
         session_id: session.clone(),
         entry,
+    }
+}
+
+/// Creates `sessions`, each holding `entries`, one commit each.
+async fn create(store: &SqliteStore, sessions: &[&SessionId], entries: &[StoredEntry]) {
+    for session in sessions {
+        let mut ops = vec![Op::CreateSession {
+            header: SessionHeader::new((*session).clone(), 1),
+            request_id: None,
+        }];
+        ops.extend(entries.iter().map(|entry| insert(session, entry.clone())));
+        store.commit(ops).await.unwrap();
     }
 }
 
@@ -85,23 +68,15 @@ async fn a_branched_lineage_reads_back_through_parent_sequences() {
         SessionId::new("ses_b").unwrap(),
     );
     // Two Sessions with the same entry ids: an entry is found within its own Session.
-    for session in [&a, &b] {
-        store
-            .commit(vec![
-                Op::CreateSession {
-                    header: header(session),
-                    request_id: None,
-                },
-                insert(session, entry("ent_1", None, 1)),
-                insert(session, entry("ent_2", Some("ent_1"), 2)),
-                insert(session, entry("ent_3", Some("ent_2"), 3)),
-                // A branch from ent_1.
-                insert(session, entry("ent_4", Some("ent_1"), 4)),
-                insert(session, entry("ent_5", Some("ent_4"), 5)),
-            ])
-            .await
-            .unwrap();
-    }
+    let tree = [
+        entry("ent_1", None, 1),
+        entry("ent_2", Some("ent_1"), 2),
+        entry("ent_3", Some("ent_2"), 3),
+        // A branch from ent_1.
+        entry("ent_4", Some("ent_1"), 4),
+        entry("ent_5", Some("ent_4"), 5),
+    ];
+    create(&store, &[&a, &b], &tree).await;
     let leaf = EntryId::new("ent_5").unwrap();
     let path_back = store.lineage(&b, &leaf, 100).await.unwrap();
     assert_eq!(ids(&path_back), ["ent_5", "ent_4", "ent_1"]);
@@ -146,15 +121,7 @@ async fn a_parent_outside_the_session_fails_the_whole_commit() {
         SessionId::new("ses_a").unwrap(),
         SessionId::new("ses_b").unwrap(),
     );
-    for session in [&a, &b] {
-        store
-            .commit(vec![Op::CreateSession {
-                header: header(session),
-                request_id: None,
-            }])
-            .await
-            .unwrap();
-    }
+    create(&store, &[&a, &b], &[]).await;
     store
         .commit(vec![insert(&a, entry("ent_1", None, 1))])
         .await
@@ -185,18 +152,7 @@ async fn deleting_a_session_deletes_its_entries_and_keys_are_not_shared() {
         SessionId::new("ses_b").unwrap(),
         SessionId::new("ses_c").unwrap(),
     );
-    for session in [&a, &b] {
-        store
-            .commit(vec![
-                Op::CreateSession {
-                    header: header(session),
-                    request_id: None,
-                },
-                insert(session, entry("ent_1", None, 1)),
-            ])
-            .await
-            .unwrap();
-    }
+    create(&store, &[&a, &b], &[entry("ent_1", None, 1)]).await;
     // Deleting the Session with the highest key lets a later Session take that key again:
     // nothing of the deleted one may show through.
     store
@@ -205,13 +161,7 @@ async fn deleting_a_session_deletes_its_entries_and_keys_are_not_shared() {
         }])
         .await
         .unwrap();
-    store
-        .commit(vec![Op::CreateSession {
-            header: header(&c),
-            request_id: None,
-        }])
-        .await
-        .unwrap();
+    create(&store, &[&c], &[]).await;
     assert_eq!(store.entries_after(&c, 0, 10).await.unwrap(), vec![]);
     assert_eq!(store.entries_after(&b, 0, 10).await.unwrap(), vec![]);
     assert_eq!(
@@ -228,17 +178,7 @@ async fn a_database_from_before_keyed_entries_reads_and_grows() {
     let path = dir.path().join("agent.db");
     // The schema as migrations 1 to 6 left it: one Session with a settled prompt and its
     // answer, the messages stored as JSON text.
-    let mut migrator = Migrator::new(Path::new("migrations/sqlite")).await.unwrap();
-    migrator.migrations = Cow::Owned(
-        migrator
-            .migrations
-            .iter()
-            .filter(|migration| migration.version <= 6)
-            .cloned()
-            .collect(),
-    );
-    let mut conn = connect(&path).await;
-    migrator.run_direct(&mut conn).await.unwrap();
+    let mut conn = migrated_to(&path, 6).await;
     for (session, leaf) in [("ses_other", "ent_x"), ("ses_old", "ent_2")] {
         sqlx::query(
             "INSERT INTO sessions (id, created_at, last_activity_at, title, head_sequence, \

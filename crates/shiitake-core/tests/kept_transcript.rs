@@ -6,31 +6,14 @@
 
 mod harness;
 
-use std::sync::Arc;
-
-use shiitake_conformance::TestTools;
+use shiitake_conformance::Fixture;
 use shiitake_conformance::support::*;
-use shiitake_model::{Script, ScriptedModel, Turn};
+use shiitake_model::{Script, Turn};
 use shiitake_protocol::*;
 
-/// Two runs with `lines` operator lines between them; returns what the second
-/// run's model read.
-async fn second_context(lines: usize) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(vec![
-        Turn::text("a1"),
-        Turn::text("a2"),
-    ])));
-    let agent = harness::open(
-        &dir.path().join("agent.db"),
-        Arc::new(TestTools::default()),
-        harness::config(model.clone()),
-    )
-    .await;
-    let session = new_session(&agent).await;
-    let first = send(&session, "p1").await;
-    terminal_of(&session, &first).await;
-    for n in 0..lines {
+/// Commits `count` operator lines, `line 0` onwards.
+async fn operator_lines(session: &impl SessionApi, count: usize) {
+    for n in 0..count {
         session
             .operator(
                 request(&format!("line-{n}")),
@@ -40,6 +23,18 @@ async fn second_context(lines: usize) -> Vec<String> {
             .await
             .unwrap();
     }
+}
+
+/// Two runs with `lines` operator lines between them; returns what the second
+/// run's model read.
+async fn second_context(lines: usize) -> Vec<String> {
+    let fixture =
+        harness::Local::start(Script::new(vec![Turn::text("a1"), Turn::text("a2")])).await;
+    let (agent, model) = (fixture.agent(), &fixture.model);
+    let session = new_session(agent).await;
+    let first = send(&session, "p1").await;
+    terminal_of(&session, &first).await;
+    operator_lines(&session, lines).await;
     let second = send(&session, "p2").await;
     assert_eq!(
         terminal_of(&session, &second).await.outcome,
@@ -72,29 +67,13 @@ async fn many_entries_between_runs_all_join() {
 
 #[tokio::test]
 async fn a_new_sessions_first_run_reads_lines_committed_before_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(vec![Turn::text("a1")])));
-    let agent = harness::open(
-        &dir.path().join("agent.db"),
-        Arc::new(TestTools::default()),
-        harness::config(model.clone()),
-    )
-    .await;
-    let session = new_session(&agent).await;
-    for n in 0..2 {
-        session
-            .operator(
-                request(&format!("line-{n}")),
-                OperatorAuthor::Party,
-                text(&format!("line {n}")),
-            )
-            .await
-            .unwrap();
-    }
+    let fixture = harness::Local::start(Script::new(vec![Turn::text("a1")])).await;
+    let session = new_session(fixture.agent()).await;
+    operator_lines(&session, 2).await;
     let first = send(&session, "p1").await;
     terminal_of(&session, &first).await;
     assert_eq!(
-        outline(&model.requests()[0].messages),
+        outline(&fixture.model.requests()[0].messages),
         ["user: line 0", "user: line 1", "user: p1"]
     );
 }

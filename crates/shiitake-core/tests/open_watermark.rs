@@ -6,30 +6,17 @@
 #![allow(clippy::unwrap_used)]
 
 mod harness;
+mod schema;
 
-use std::borrow::Cow;
 use std::path::Path;
-use std::str::FromStr;
 
+use schema::{connect, migrated_to};
 use shiitake_conformance::Fixture;
 use shiitake_conformance::support::*;
 use shiitake_core::store::Store;
 use shiitake_core::{Durability, SqliteStore};
 use shiitake_model::{Script, Step, Turn};
 use shiitake_protocol::*;
-use sqlx::migrate::Migrator;
-use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{ConnectOptions, SqliteConnection};
-
-async fn connect(path: &Path) -> SqliteConnection {
-    SqliteConnectOptions::from_str("sqlite://")
-        .unwrap()
-        .filename(path)
-        .create_if_missing(true)
-        .connect()
-        .await
-        .unwrap()
-}
 
 /// The header's watermark, read straight from the file.
 async fn open_from(path: &Path, session: &SessionId) -> Option<String> {
@@ -81,17 +68,7 @@ async fn a_database_from_before_the_watermark_gets_it_and_resumes_its_work() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent.db");
     // The schema as migrations 1 to 4 left it, with one settled prompt and two open ones.
-    let mut migrator = Migrator::new(Path::new("migrations/sqlite")).await.unwrap();
-    migrator.migrations = Cow::Owned(
-        migrator
-            .migrations
-            .iter()
-            .filter(|migration| migration.version <= 4)
-            .cloned()
-            .collect(),
-    );
-    let mut conn = connect(&path).await;
-    migrator.run_direct(&mut conn).await.unwrap();
+    let mut conn = migrated_to(&path, 4).await;
     sqlx::query(
         "INSERT INTO sessions (id, created_at, last_activity_at, title, head_sequence, \
          inbox_state, inbox_rank) VALUES ('ses_old', 1, 1, 'old', 5, 'running', 1)",

@@ -3,28 +3,14 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod harness;
+
 use std::sync::Arc;
 
 use shiitake_core::store::{Op, SessionHeader, Store, StoredEntry};
 use shiitake_core::{Durability, SqliteStore};
 use shiitake_protocol::message::{Message, UserMessage};
-use shiitake_protocol::{EntryId, SessionId, SessionInboxState};
-
-fn header(id: &SessionId) -> SessionHeader {
-    SessionHeader {
-        id: id.clone(),
-        created_at: 1,
-        last_activity_at: 1,
-        settled_at: None,
-        title: String::new(),
-        head_sequence: 0,
-        leaf: None,
-        epoch: 0,
-        model_preference: None,
-        inbox_state: SessionInboxState::Done,
-        open_from: None,
-    }
-}
+use shiitake_protocol::{EntryId, SessionId};
 
 #[tokio::test]
 async fn one_bad_request_in_a_group_fails_alone() {
@@ -51,7 +37,7 @@ async fn one_bad_request_in_a_group_fails_alone() {
                 // Its first op would succeed: it must be undone with the rest.
                 vec![
                     Op::CreateSession {
-                        header: header(&id),
+                        header: SessionHeader::new(id.clone(), 1),
                         request_id: None,
                     },
                     Op::InsertEntry {
@@ -61,7 +47,7 @@ async fn one_bad_request_in_a_group_fails_alone() {
                 ]
             } else {
                 vec![Op::CreateSession {
-                    header: header(&id),
+                    header: SessionHeader::new(id.clone(), 1),
                     request_id: None,
                 }]
             };
@@ -94,7 +80,7 @@ enum Request {
 
 fn ops(request: &Request) -> Vec<Op> {
     let create = |name: String| Op::CreateSession {
-        header: header(&SessionId::new(name).unwrap()),
+        header: SessionHeader::new(SessionId::new(name).unwrap(), 1),
         request_id: None,
     };
     match request {

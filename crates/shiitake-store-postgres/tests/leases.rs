@@ -15,25 +15,13 @@ use shiitake_core::store::{
     StoredCommand, StoredEntry, TimerKind, TimerRow,
 };
 use shiitake_protocol::message::{Message, UserMessage};
-use shiitake_protocol::{CommandId, EntryId, ExtensionId, RequestId, SessionId, SessionInboxState};
+use shiitake_protocol::{CommandId, EntryId, ExtensionId, RequestId, SessionId};
 use shiitake_store_postgres::PostgresStore;
 use sqlx::Connection;
 use support::{fresh_key, store};
 
 fn header(id: &SessionId) -> SessionHeader {
-    SessionHeader {
-        id: id.clone(),
-        created_at: 1,
-        last_activity_at: 1,
-        settled_at: None,
-        title: String::new(),
-        head_sequence: 0,
-        leaf: None,
-        epoch: 0,
-        model_preference: None,
-        inbox_state: SessionInboxState::Done,
-        open_from: None,
-    }
+    SessionHeader::new(id.clone(), 1)
 }
 
 fn session_id() -> SessionId {

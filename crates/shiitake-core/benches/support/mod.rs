@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 
 use shiitake_core::store::SessionHeader;
 use shiitake_core::{Durability, LocalSession};
-use shiitake_protocol::{
-    EntryId, PromptText, SendOptions, SessionApi, SessionId, SessionInboxState,
-};
+use shiitake_protocol::{EntryId, PromptText, SendOptions, SessionApi, SessionId};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
 
@@ -180,17 +178,10 @@ pub async fn many_callers(sessions: &[LocalSession], per_caller: usize) -> Durat
 /// entries ([`entry_id`] 1 to `messages`), created and last active at `at`.
 pub fn header(id: &SessionId, messages: usize, at: u64) -> SessionHeader {
     SessionHeader {
-        id: id.clone(),
-        created_at: at,
-        last_activity_at: at,
-        settled_at: None,
         title: format!("session {at}"),
         head_sequence: messages as u64,
         leaf: (messages > 0).then(|| entry_id(messages)),
-        epoch: 0,
-        model_preference: None,
-        inbox_state: SessionInboxState::Done,
-        open_from: None,
+        ..SessionHeader::new(id.clone(), at)
     }
 }
 

@@ -114,6 +114,26 @@ pub struct SessionHeader {
     pub open_from: Option<CommandId>,
 }
 
+impl SessionHeader {
+    /// The header of a Session created at `at` (Unix milliseconds): no lineage, no
+    /// title, nothing open. Creating a Session writes exactly this.
+    pub fn new(id: SessionId, at: u64) -> Self {
+        Self {
+            id,
+            created_at: at,
+            last_activity_at: at,
+            settled_at: None,
+            title: String::new(),
+            head_sequence: 0,
+            leaf: None,
+            epoch: 0,
+            model_preference: None,
+            inbox_state: SessionInboxState::Done,
+            open_from: None,
+        }
+    }
+}
+
 /// What kind of accepted command a row holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommandKind {
