@@ -8,7 +8,7 @@
 //! The first byte says how a stored message is encoded:
 //! - `{`: plain JSON, as every release before the dictionary wrote it, and as a message is
 //!   written when compressing would not make it smaller;
-//! - [`DICTIONARY_V1`]: a zstd frame against `messages-v1.dict`.
+//! - `0x01`: a zstd frame against `messages-v1.dict`.
 //!
 //! A dictionary is never edited once released: a new one takes a new tag, and the old one
 //! stays to read what it wrote.
