@@ -116,10 +116,14 @@ impl Printer {
         self.line(&paint(NOTE, text));
     }
 
+    /// Ends an open streamed line. Any other line printed under it interrupts the
+    /// stream, so the rest of the message starts over on a labelled line of its own
+    /// instead of continuing bare under whatever came between.
     fn close_line(&mut self) {
         if self.open_line {
             self.out("\n");
             self.open_line = false;
+            self.streamed.clear();
         }
     }
 
@@ -316,5 +320,69 @@ impl Printer {
                 self.snapshot(&reset.baseline, 5);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use shiitake_protocol::{
+        EntryId, ProgressFrame, SessionActivity, SessionMessage, SessionProgress,
+    };
+
+    /// The editor's printer, keeping what it was given.
+    struct Captured(Arc<Mutex<String>>);
+
+    impl rustyline::ExternalPrinter for Captured {
+        fn print(&mut self, msg: String) -> rustyline::Result<()> {
+            self.0.lock().unwrap().push_str(&msg);
+            Ok(())
+        }
+    }
+
+    fn progress(text: &str, revision: u64) -> SessionFrame {
+        SessionFrame::Progress(ProgressFrame {
+            progress: SessionProgress {
+                message_id: EntryId::new("ent_1").unwrap(),
+                revision,
+                text: text.to_owned(),
+                thinking: String::new(),
+                text_truncated: false,
+                thinking_truncated: false,
+            },
+            activity: SessionActivity::default(),
+        })
+    }
+
+    #[test]
+    fn a_stream_interrupted_by_a_line_starts_over_labelled() {
+        let shown = Arc::new(Mutex::new(String::new()));
+        let mut printer = Printer {
+            sink: Sink::Editor(EditorSink::new(Box::new(Captured(shown.clone())))),
+            ..Printer::default()
+        };
+        printer.frame(&progress("Noted B'", 1));
+        printer.note("[?] Which database?");
+        printer.frame(&progress("Noted B's", 2));
+        let answer: Message = serde_json::from_value(serde_json::json!({
+            "role": "assistant", "content": [{"type": "text", "text": "Noted B's reply."}],
+            "api": "scripted", "provider": "scripted", "model": "scripted",
+            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+            "stopReason": "stop", "timestamp": 1
+        }))
+        .unwrap();
+        printer.message(&SessionMessage {
+            id: EntryId::new("ent_1").unwrap(),
+            sequence: 3,
+            command_id: None,
+            value: answer,
+        });
+        assert_eq!(
+            anstream::adapter::strip_str(&shown.lock().unwrap()).to_string(),
+            "assistant: Noted B'\n[?] Which database?\nassistant: Noted B's reply.\n"
+        );
     }
 }

@@ -2,11 +2,16 @@
 //! lists what the server advertises, `/answer` answers a question (the lines that
 //! follow answer the flow's questions in order), `/plan` runs a catalog command,
 //! and the footer after each run shows the open question and the plan; `/goal` sets a
-//! goal the agent then pursues in turns of its own, shown in the footer.
+//! goal the agent then pursues in turns of its own, shown in the footer; `/answer @B`
+//! answers, from A's chat, the question a sub-agent B escalated to the person.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
+
+/// The Local roster of the roster's own tests: Agents on gated scripts, served over HTTP.
+#[path = "../../shiitake-roster-local/tests/support/mod.rs"]
+mod roster;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -60,6 +65,7 @@ async fn served(turns: Vec<Turn>) -> (String, Arc<Agent>, tempfile::TempDir) {
 /// stdout line containing a needle (and returns it).
 fn piped_chat(
     url: &str,
+    token: &str,
     dir: &std::path::Path,
 ) -> (
     std::process::Child,
@@ -67,7 +73,7 @@ fn piped_chat(
     impl FnMut(&str) -> String,
 ) {
     let mut chat = Command::new(support::binary())
-        .args(["--url", url, "--token", TOKEN, "--data-dir"])
+        .args(["--url", url, "--token", token, "--data-dir"])
         .arg(dir.join("cli"))
         .arg("chat")
         .env("NO_COLOR", "1")
@@ -119,7 +125,7 @@ async fn piped_lines_run_help_answer_and_plan_flows() {
         Turn::text("PostgreSQL it is."),
     ])
     .await;
-    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, dir.path());
+    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, TOKEN, dir.path());
     writeln!(stdin, "/help").unwrap();
     wait_for("/answer — Answer a question the agent asked");
     wait_for("/plan");
@@ -176,7 +182,7 @@ async fn piped_goal_flow_sets_a_goal_the_agent_pursues_until_complete() {
         Turn::text("Shipped."),
     ])
     .await;
-    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, dir.path());
+    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, TOKEN, dir.path());
     writeln!(stdin, "Hi").unwrap();
     wait_for("assistant: Hello.");
     writeln!(stdin, "/goal set").unwrap();
@@ -210,4 +216,93 @@ async fn piped_goal_flow_sets_a_goal_the_agent_pursues_until_complete() {
         shiitake_ext_goal::contract::GoalStatus::Achieved
     );
     assert_eq!(shiitake_ext_goal::contract::Footer::of(&goal), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn piped_answer_at_agent_answers_what_a_sub_agent_escalated() {
+    // A sends B work and waits; B asks A; A escalates the question to the person, whose
+    // chat is on A. A's second call waits at the gate until B has asked.
+    let a_model = roster::Gated::new(
+        vec![
+            Turn::tool_call(
+                "agents__send",
+                json!({"agent": "B", "text": "Pick a database and build the service.",
+                       "mode": "wait"}),
+            ),
+            Turn::tool_call("agents__escalate", json!({"agent": "B"})),
+            Turn::text("A person decides."),
+            Turn::text("Noted B's reply."),
+        ],
+        1,
+    );
+    let b_model = roster::Gated::new(
+        vec![
+            roster::ask_turn(),
+            Turn::text("Asked A."),
+            Turn::text("Built it with PostgreSQL."),
+        ],
+        10,
+    );
+    let served = roster::Served::start(
+        vec![("A", a_model.clone()), ("B", b_model)],
+        Arc::new(shiitake_core::clock::SystemClock),
+    )
+    .await;
+    let (url, token, dir) = (
+        served.url.clone(),
+        served.token.clone(),
+        served.dir.path().to_owned(),
+    );
+    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, &token, &dir);
+    writeln!(stdin, "/answer @B").unwrap();
+    wait_for("[/answer] no question of @B waits on you here");
+    writeln!(stdin, "Have B build the service.").unwrap();
+
+    let a = served.remote("A");
+    let a_session = a.session(roster::only_session(&a).await);
+    roster::footer_until(&a_session, |footer| {
+        footer.rows.iter().any(|row| {
+            row.agent == "B"
+                && matches!(
+                    row.status,
+                    shiitake_ext_subagents::contract::ChildStatus::WaitingOn { .. }
+                )
+        })
+    })
+    .await;
+    a_model.release(3);
+
+    let row = wait_for("needs you: Which database should the service use? — /answer @B");
+    assert!(row.trim_start().starts_with("! agent B "), "{row}");
+    writeln!(stdin, "/answer @B").unwrap();
+    wait_for("[?] [Database] Which database should the service use?");
+    wait_for("2) PostgreSQL");
+    writeln!(stdin, "2").unwrap();
+    let receipt = wait_for("[/answer @B] ");
+    assert!(receipt.contains("\"delivery\":\"follow_up\""), "{receipt}");
+    // B runs on with the answer and finishes; A's footer shows it idle.
+    roster::footer_until(&a_session, |footer| {
+        footer.rows.iter().any(|row| {
+            row.agent == "B" && row.status == shiitake_ext_subagents::contract::ChildStatus::Idle
+        })
+    })
+    .await;
+    drop(stdin);
+    assert!(chat.wait().unwrap().success());
+
+    let b = served.remote("B");
+    let b_session = b.session(roster::only_session(&b).await);
+    let snapshot = b_session
+        .read(shiitake_protocol::ReadOptions::default())
+        .await
+        .unwrap();
+    let messages: Vec<_> = snapshot.messages.into_iter().map(|m| m.value).collect();
+    let b_texts = roster::user_texts(&messages);
+    assert!(
+        b_texts
+            .iter()
+            .any(|text| text.starts_with("A person answered")),
+        "{b_texts:?}"
+    );
+    served.stop().await;
 }
