@@ -599,22 +599,26 @@ mod rows {
     }
 }
 
-/// A directory of the one Agent `main`, as `shiitake serve` serves its Agents.
-struct OneAgent(Arc<Agent>);
+/// A directory of Agents, the first its default (`main`), as `shiitake serve` serves
+/// its roster.
+struct Agents(Vec<(AgentName, Arc<Agent>)>);
 
-impl AgentDirectoryApi for OneAgent {
+impl AgentDirectoryApi for Agents {
     type Agent = Agent;
 
     fn agent(&self, name: &AgentName) -> Option<Arc<Agent>> {
-        (name.as_str() == "main").then(|| self.0.clone())
+        self.0
+            .iter()
+            .find(|(known, _)| known == name)
+            .map(|(_, agent)| agent.clone())
     }
 
     fn names(&self) -> Vec<AgentName> {
-        vec![AgentName::default()]
+        self.0.iter().map(|(name, _)| name.clone()).collect()
     }
 
     fn default_name(&self) -> AgentName {
-        AgentName::default()
+        self.0[0].0.clone()
     }
 }
 
@@ -649,7 +653,8 @@ fn open_asks(snapshot: &serde_json::Value) -> Vec<serde_json::Value> {
 
 /// A subagent row that needs a person (the subagents contract's shape): its Answer
 /// action runs the question's answer flow on the child's Session through the Agent
-/// segment of the directory routes, and Open shows that conversation.
+/// segment of the directory routes, and Open shows that conversation; Open on the row
+/// of another Agent shows its Session, and sending there reaches that Agent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
     let Some(chromium) = Chromium::launch_or_skip("web_page subagents")
@@ -686,8 +691,44 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
     let agent = Arc::new(agent);
     let login = WebLogin::default();
     let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
+    // A second Agent, `helper`, with a conversation of its own.
+    let helper_model = Arc::new(ScriptedModel::new(Script::new(vec![
+        Turn::text("Helper here."),
+        Turn::text("Helper again."),
+    ])));
+    let helper = Agent::builder(
+        Arc::new(
+            SqliteStore::open(&dir.path().join("helper.db"), Durability::Normal)
+                .await
+                .unwrap(),
+        ),
+        Arc::new(shiitake_capabilities::Catalog::new()),
+        AgentConfig::new(Arc::new(FixedModel(helper_model.clone()))),
+    )
+    .open()
+    .await
+    .unwrap();
+    let helper = Arc::new(helper);
+    let helper_session = helper
+        .create_session(RequestId::new("web-helper").unwrap())
+        .await
+        .unwrap();
+    helper
+        .session(helper_session.clone())
+        .send(
+            PromptText::new("Hello helper").unwrap(),
+            SendOptions::default(),
+        )
+        .await
+        .unwrap();
     let server = Server::start(
-        directory_router(Arc::new(OneAgent(agent.clone())), config),
+        directory_router(
+            Arc::new(Agents(vec![
+                (AgentName::default(), agent.clone()),
+                (AgentName::new("helper").unwrap(), helper.clone()),
+            ])),
+            config,
+        ),
         "127.0.0.1:0".parse().unwrap(),
     )
     .await;
@@ -712,28 +753,36 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
         .unwrap();
     let view = FooterView {
         collapsed: false,
-        rows: vec![ChildRow {
-            agent: "main".into(),
-            session_id: child.as_str().into(),
-            title: "Researcher".into(),
-            status: ChildStatus::NeedsYou {
-                question: Some(NeedsYouQuestion {
-                    ask_id: ask_id.clone(),
-                    text: "Which database?".into(),
-                    answer: AnswerAction {
-                        label: ANSWER_ACTION_LABEL.into(),
-                        agent: "main".into(),
-                        session_id: child.as_str().into(),
-                        extension_id: QUESTION_EXTENSION_ID.into(),
-                        flow: QUESTION_ANSWER_FLOW.into(),
-                        call: QUESTION_ANSWER_CALL.into(),
+        rows: vec![
+            ChildRow {
+                agent: "main".into(),
+                session_id: child.as_str().into(),
+                title: "Researcher".into(),
+                status: ChildStatus::NeedsYou {
+                    question: Some(NeedsYouQuestion {
                         ask_id: ask_id.clone(),
-                    },
-                }),
+                        text: "Which database?".into(),
+                        answer: AnswerAction {
+                            label: ANSWER_ACTION_LABEL.into(),
+                            agent: "main".into(),
+                            session_id: child.as_str().into(),
+                            extension_id: QUESTION_EXTENSION_ID.into(),
+                            flow: QUESTION_ANSWER_FLOW.into(),
+                            call: QUESTION_ANSWER_CALL.into(),
+                            ask_id: ask_id.clone(),
+                        },
+                    }),
+                },
             },
-        }],
+            ChildRow {
+                agent: "helper".into(),
+                session_id: helper_session.as_str().into(),
+                title: "Helper".into(),
+                status: ChildStatus::Idle,
+            },
+        ],
         summary: FooterSummary {
-            total: 1,
+            total: 2,
             needs_you: 1,
             tone: Tone::Amber,
             ..FooterSummary::default()
@@ -818,5 +867,31 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
     .await;
     let last = user_texts(&model).last().cloned().unwrap();
     assert!(last.iter().any(|u| u.contains("SQLite")), "{last:?}");
+
+    // Open on the row of another Agent shows its conversation through its Agent
+    // segment, and what is sent there goes to that Agent.
+    run(&page, &format!("location.hash = '#/s/{}'", parent.as_str())).await;
+    let helper_open = "document.querySelector('#footer .row.subagent[data-agent=\"helper\"] a.open:not([hidden])')";
+    shown(&page, helper_open).await;
+    run(&page, &format!("{helper_open}.click()")).await;
+    shown(
+        &page,
+        "[...document.querySelectorAll('.msg.assistant .text')].some((e) => e.textContent === 'Helper here.')",
+    )
+    .await;
+    let hash: String = eval(&page, "location.hash").await.unwrap();
+    assert_eq!(hash, format!("#/a/helper/s/{}", helper_session.as_str()));
+    type_and_click(&page, "And again", "send").await;
+    shown(
+        &page,
+        "[...document.querySelectorAll('.msg.assistant .text')].some((e) => e.textContent === 'Helper again.')",
+    )
+    .await;
+    let helper_turns = user_texts(&helper_model);
+    assert_eq!(helper_turns.len(), 2, "{helper_turns:?}");
+    assert!(
+        helper_turns[1].iter().any(|u| u == "And again"),
+        "{helper_turns:?}"
+    );
     chromium.close().await;
 }

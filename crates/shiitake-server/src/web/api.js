@@ -57,29 +57,40 @@ export async function api(method, path, body) {
 
 const enc = encodeURIComponent;
 
-/** The Session routes the page uses. */
-export const sessions = {
-  list: (after) => api("GET", "/v1/sessions" + (after ? `?after=${enc(after)}` : "")),
-  create: () => api("POST", "/v1/sessions", { requestId: requestId() }),
-  command: (id, command) => api("POST", `/v1/sessions/${enc(id)}/commands`, command),
-  prompt: (id, text, delivery) =>
-    api("POST", `/v1/sessions/${enc(id)}/commands`, {
-      type: "prompt",
-      requestId: requestId(),
-      text,
-      delivery,
-    }),
-  abort: (id) => api("POST", `/v1/sessions/${enc(id)}/commands`, { type: "abort" }),
-  callExtension: (id, extension, command, input) =>
-    api("POST", `/v1/sessions/${enc(id)}/extensions/${enc(extension)}/${enc(command)}`, input),
-  /** The same call on a Session of another Agent of the directory (a sub-agent's). */
-  callExtensionIn: (agentName, id, extension, command, input) =>
-    api(
-      "POST",
-      `/v1/agents/${enc(agentName)}/sessions/${enc(id)}/extensions/${enc(extension)}/${enc(command)}`,
-      input,
-    ),
-};
+/**
+ * The routes of one Agent of the directory: `/v1/…` for the page's own (default) Agent
+ * (`name` null), `/v1/agents/<name>/…` for another, the same routes under its segment.
+ */
+export function routesOf(name) {
+  const base = name ? `/v1/agents/${enc(name)}` : "/v1";
+  const session = (id) => `${base}/sessions/${enc(id)}`;
+  return {
+    sessions: {
+      list: (after) => api("GET", `${base}/sessions` + (after ? `?after=${enc(after)}` : "")),
+      create: () => api("POST", `${base}/sessions`, { requestId: requestId() }),
+      command: (id, command) => api("POST", `${session(id)}/commands`, command),
+      prompt: (id, text, delivery) =>
+        api("POST", `${session(id)}/commands`, {
+          type: "prompt",
+          requestId: requestId(),
+          text,
+          delivery,
+        }),
+      abort: (id) => api("POST", `${session(id)}/commands`, { type: "abort" }),
+      callExtension: (id, extension, command, input) =>
+        api("POST", `${session(id)}/extensions/${enc(extension)}/${enc(command)}`, input),
+    },
+    agent: {
+      catalogs: () => api("GET", `${base}/catalogs`),
+      callExtension: (extension, command, input) =>
+        api("POST", `${base}/extensions/${enc(extension)}/commands/${enc(command)}`, input),
+    },
+    watch: (id, handlers) => watchAt(`${session(id)}/watch`, handlers),
+  };
+}
+
+/** The page's own Agent's routes (the inbox and the Sessions it opens). */
+export const { sessions, agent } = routesOf(null);
 
 /** The Agent the routes without an Agent segment serve: asked once; null when the
  * server serves a single Agent (no `GET /v1/agents`). */
@@ -97,21 +108,14 @@ export async function defaultAgent() {
   return defaultAgentName;
 }
 
-/** Agent-scope routes. */
-export const agent = {
-  catalogs: () => api("GET", "/v1/catalogs"),
-  callExtension: (extension, command, input) =>
-    api("POST", `/v1/extensions/${enc(extension)}/commands/${enc(command)}`, input),
-};
-
 /**
- * Watches Session `id`: `handlers.snapshot(snapshot)` first (and again after every
+ * Watches the Session whose watch route is `path`: `handlers.snapshot(snapshot)` first (and again after every
  * reconnect: the watch route starts each stream with one), then `update`,
  * `progress` and `reset` frames as they come. `handlers.closed(reason)` is told
  * when the stream ends for good. Returns a function that stops watching.
  */
-export function watch(id, handlers) {
-  const source = new EventSource(`/v1/sessions/${enc(id)}/watch`, { withCredentials: true });
+function watchAt(path, handlers) {
+  const source = new EventSource(path, { withCredentials: true });
   const parse = (event) => {
     try {
       return JSON.parse(event.data);

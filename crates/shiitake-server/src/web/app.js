@@ -1,4 +1,5 @@
-// The page's entry: `#/` shows the inbox, `#/s/<sessionId>` a Session. When the
+// The page's entry: `#/` shows the inbox, `#/s/<sessionId>` a Session, and
+// `#/a/<agent>/s/<sessionId>` a Session of another Agent of the directory. When the
 // server stops accepting the cookie, the page says how to log in again.
 
 import { onLoggedOut } from "./api.js";
@@ -16,11 +17,13 @@ const INBOX_REFRESH_MS = 3000;
 function route() {
   leave();
   leave = () => {};
-  const match = location.hash.match(/^#\/s\/(.+)$/);
+  // `#/a/<agent>/s/<id>`: a Session of another Agent of the directory (a sub-agent's).
+  const match = location.hash.match(/^#\/(?:a\/([^/]+)\/)?s\/(.+)$/);
   if (match) {
-    const id = decodeURIComponent(match[1]);
-    leave = showSession(root, id, { back: () => (location.hash = "#/") });
-    document.title = "Shiitake — Session";
+    const agentName = match[1] ? decodeURIComponent(match[1]) : null;
+    const id = decodeURIComponent(match[2]);
+    leave = showSession(root, id, { back: () => (location.hash = "#/"), agentName });
+    document.title = agentName ? `Shiitake — ${agentName}: Session` : "Shiitake — Session";
   } else {
     const refresh = showInbox(root, (id) => (location.hash = `#/s/${encodeURIComponent(id)}`));
     refresh();

@@ -3,7 +3,7 @@
 // unavailable; docs/wire.md "Flows"), or the command's `steps`. The final call goes
 // through call_extension with a fresh requestId. One form at a time, in `container`.
 
-import { agent, requestId, sessions } from "./api.js";
+import { requestId, routesOf } from "./api.js";
 import { h, replace } from "./dom.js";
 
 /** Most steps one flow may take before the page gives up (as `shiitake chat`). */
@@ -127,12 +127,13 @@ export function argumentValue(kind, text) {
 }
 
 /**
- * Runs catalog command `name` for Session `sessionId`, asking in `container`;
- * `preset` fills arguments up front (e.g. `{askId}` to answer one question).
+ * Runs catalog command `name` for Session `sessionId` of the Agent whose `routes` these
+ * are, asking in `container`; `preset` fills arguments up front (e.g. `{askId}` to
+ * answer one question).
  */
-export async function runCommand({ sessionId, name, preset = {}, container }) {
+export async function runCommand({ sessionId, routes, name, preset = {}, container }) {
   try {
-    const catalogs = await agent.catalogs();
+    const catalogs = await routes.agent.catalogs();
     let entry = null;
     let command = null;
     for (const candidate of catalogs.catalogs) {
@@ -149,8 +150,8 @@ export async function runCommand({ sessionId, name, preset = {}, container }) {
     const extension = entry.catalog.extensionId;
     const call = (operation, input) =>
       command.scope === "agent"
-        ? agent.callExtension(extension, operation, input)
-        : sessions.callExtension(sessionId, extension, operation, input);
+        ? routes.agent.callExtension(extension, operation, input)
+        : routes.sessions.callExtension(sessionId, extension, operation, input);
     let input;
     if (command.flow) {
       input = await walkFlow(container, call, command.flow, preset);
@@ -173,8 +174,8 @@ export async function runCommand({ sessionId, name, preset = {}, container }) {
 export async function runAction({ action, container }) {
   const label = `${action.label} @${action.agent}`;
   try {
-    const call = (operation, input) =>
-      sessions.callExtensionIn(action.agent, action.sessionId, action.extensionId, operation, input);
+    const child = routesOf(action.agent).sessions;
+    const call = (operation, input) => child.callExtension(action.sessionId, action.extensionId, operation, input);
     const input = await walkFlow(container, call, action.flow, { askId: action.askId });
     if (input === null) return;
     await call(action.call, { ...input, requestId: requestId() });

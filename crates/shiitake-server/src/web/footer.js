@@ -2,7 +2,7 @@
 // rows, open questions, stopped extensions) and the commands they offer. Answers
 // go through the catalog flow (flow.js), never around it.
 
-import { agent, defaultAgent, requestId, sessions } from "./api.js";
+import { defaultAgent, requestId } from "./api.js";
 import { h, replace } from "./dom.js";
 import { runAction, runCommand } from "./flow.js";
 
@@ -28,7 +28,7 @@ function planRows(plan, context) {
   if (!footer) return [];
   const act = async (command, input) => {
     try {
-      await sessions.callExtension(context.sessionId, PLAN, command, { ...input, requestId: requestId() });
+      await context.routes.sessions.callExtension(context.sessionId, PLAN, command, { ...input, requestId: requestId() });
     } catch (error) {
       context.problem(`Plan: ${error.message}`);
     }
@@ -78,7 +78,7 @@ function subagentRows(view, context) {
   if (!view) return [];
   const toggle = async () => {
     try {
-      await sessions.callExtension(context.sessionId, SUBAGENTS, "toggle", { requestId: requestId() });
+      await context.routes.sessions.callExtension(context.sessionId, SUBAGENTS, "toggle", { requestId: requestId() });
     } catch (error) {
       context.problem(`Agents: ${error.message}`);
     }
@@ -108,10 +108,14 @@ function subagentRows(view, context) {
   const rows = (view.rows || []).map((row) => {
     const status = row.status || { kind: "unavailable" };
     const question = status.kind === "needs_you" ? status.question : null;
-    // The page shows the default Agent's Sessions: a child there opens here.
-    const open = h("a", { class: "link open", href: `#/s/${encodeURIComponent(row.sessionId)}`, hidden: true }, "Open");
+    // A child of the page's own (default) Agent opens at `#/s/<id>`, one of another
+    // Agent at `#/a/<agent>/s/<id>`; a server of one Agent (no directory) has no Open.
+    const open = h("a", { class: "link open", hidden: true }, "Open");
     defaultAgent().then((name) => {
-      if (name === row.agent) open.hidden = false;
+      if (name === null) return;
+      const session = `s/${encodeURIComponent(row.sessionId)}`;
+      open.href = name === row.agent ? `#/${session}` : `#/a/${encodeURIComponent(row.agent)}/${session}`;
+      open.hidden = false;
     });
     return h(
       "div",
@@ -171,7 +175,7 @@ function stoppedRows(extensions) {
 /** Lists the catalog commands; picking one runs it in the flow area. */
 async function commandMenu(area, context) {
   try {
-    const catalogs = await agent.catalogs();
+    const catalogs = await context.routes.agent.catalogs();
     const buttons = [];
     for (const entry of catalogs.catalogs) {
       for (const command of entry.catalog.commands) {
@@ -185,7 +189,7 @@ async function commandMenu(area, context) {
 }
 
 /** (Re)draws `footer` for these extension slots; an open form survives the redraw. */
-export function renderFooter(footer, extensions, { sessionId }) {
+export function renderFooter(footer, extensions, { sessionId, routes }) {
   let rows = footer.querySelector(".rows");
   let flow = footer.querySelector(".flow");
   if (!rows) {
@@ -197,7 +201,8 @@ export function renderFooter(footer, extensions, { sessionId }) {
   }
   footer.context = {
     sessionId,
-    run: (name, preset) => runCommand({ sessionId, name, preset, container: flow }),
+    routes,
+    run: (name, preset) => runCommand({ sessionId, routes, name, preset, container: flow }),
     answer: (action) => runAction({ action, container: flow }),
     problem: (text) => replace(footer.problemArea, text),
   };

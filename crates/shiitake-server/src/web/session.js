@@ -2,7 +2,7 @@
 // update, progress and reset frames as they arrive), tool calls folded, run
 // terminals and retry notices in line, the footer, and the prompt box.
 
-import { sessions, watch } from "./api.js";
+import { routesOf } from "./api.js";
 import { h, replace } from "./dom.js";
 import { renderFooter } from "./footer.js";
 
@@ -174,8 +174,12 @@ function retryElement(retry) {
   );
 }
 
-/** Shows Session `id` in `root`; returns a function that stops watching it. */
-export function showSession(root, id, { back }) {
+/**
+ * Shows Session `id` of Agent `agentName` (null: the page's own Agent) in `root`;
+ * returns a function that stops watching it.
+ */
+export function showSession(root, id, { back, agentName = null }) {
+  const routes = routesOf(agentName);
   const state = new SessionState();
   const elements = new Map();
   const transcript = h("div", { class: "transcript", id: "transcript" });
@@ -196,7 +200,7 @@ export function showSession(root, id, { back }) {
     if (!text.trim()) return;
     replace(problem);
     try {
-      await sessions.prompt(id, text, delivery);
+      await routes.sessions.prompt(id, text, delivery);
       prompt.value = "";
     } catch (error) {
       replace(problem, `Not sent: ${error.message}`);
@@ -211,7 +215,7 @@ export function showSession(root, id, { back }) {
       class: "danger",
       onclick: async () => {
         try {
-          await sessions.abort(id);
+          await routes.sessions.abort(id);
         } catch (error) {
           replace(problem, `Abort failed: ${error.message}`);
         }
@@ -232,7 +236,7 @@ export function showSession(root, id, { back }) {
       "div",
       { class: "bar" },
       h("button", { class: "link", id: "back", onclick: back }, "← Inbox"),
-      h("h2", {}, "Session ", h("code", {}, id)),
+      h("h2", {}, agentName ? `${agentName}: Session ` : "Session ", h("code", {}, id)),
       connection,
     ),
     transcript,
@@ -332,11 +336,11 @@ export function showSession(root, id, { back }) {
         h("li", {}, h("span", { class: "badge" }, p.delivery === "steer" ? "steer" : "queued"), " ", p.text),
       ),
     );
-    renderFooter(footer, state.extensions, { sessionId: id });
+    renderFooter(footer, state.extensions, { sessionId: id, routes });
     if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
   };
 
-  const stop = watch(id, {
+  const stop = routes.watch(id, {
     snapshot: (snapshot) => {
       state.applySnapshot(snapshot);
       // A new baseline may drop entries the page showed: start the transcript over.
