@@ -346,30 +346,31 @@ pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreErro
         Op::InsertEntry { session_id, entry } => {
             // The parent is named by its sequence; the insert claims its row, so a parent
             // that is not in this Session fails the commit instead of cutting the lineage.
-            let stmt = match &entry.parent {
-                None => Stmt::new(
+            let (sql, parent, conflict) = match &entry.parent {
+                None => (
                     "INSERT INTO entries (session_key, sequence, id, parent_sequence, command_id, \
                      message) SELECT key, ?, ?, NULL, ?, ? FROM sessions WHERE id = ?",
+                    None,
+                    "an entry of a Session that does not exist",
                 ),
-                Some(_) => Stmt::new(
+                Some(parent) => (
                     "INSERT INTO entries (session_key, sequence, id, parent_sequence, command_id, \
                      message) SELECT p.session_key, ?, ?, p.sequence, ?, ? FROM entries p \
                      WHERE p.session_key = (SELECT key FROM sessions WHERE id = ?) AND p.id = ?",
+                    Some(parent.as_str()),
+                    "an entry whose parent is not in its Session",
                 ),
             };
-            let stmt = stmt
+            let mut stmt = Stmt::new(sql)
                 .bind(int(entry.sequence))
                 .bind(entry.id.as_str())
                 .bind(entry.command_id.as_ref().map(|c| c.as_str()))
                 .bind(Bind::Blob(crate::store::packed::pack(&entry.message)?))
                 .bind(session_id.as_str());
-            match &entry.parent {
-                None => stmt.claiming("an entry of a Session that does not exist"),
-                Some(parent) => stmt
-                    .bind(parent.as_str())
-                    .claiming("an entry whose parent is not in its Session"),
+            if let Some(parent) = parent {
+                stmt = stmt.bind(parent);
             }
-            .push(batch);
+            stmt.claiming(conflict).push(batch);
         }
         Op::InsertCompaction {
             session_id,
