@@ -41,7 +41,7 @@ static V1_DECODER: LazyLock<DecoderDictionary<'static>> =
 
 thread_local! {
     // A compression context is costly to make (it sizes its tables); each thread that
-    // packs keeps one. In practice that is the writer thread alone.
+    // packs keeps one: SQLite's writer thread, or the workers PostgreSQL's writer runs on.
     static COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
     static DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
 }
@@ -104,7 +104,8 @@ pub fn unpack(stored: &[u8]) -> Result<Message, StoreError> {
 
 fn new_compressor() -> std::io::Result<Compressor<'static>> {
     let mut compressor = Compressor::with_prepared_dictionary(&V1_ENCODER)?;
-    // The tag already names the dictionary, and SQLite checks its pages.
+    // The tag already names the dictionary. No checksum: a damaged frame fails to
+    // decompress or to parse, and reads as Corrupt either way.
     compressor.include_dictid(false)?;
     compressor.include_checksum(false)?;
     compressor.include_contentsize(true)?;
