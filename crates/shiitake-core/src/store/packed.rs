@@ -104,10 +104,11 @@ pub fn unpack(stored: &[u8]) -> Result<Message, StoreError> {
 
 fn new_compressor() -> std::io::Result<Compressor<'static>> {
     let mut compressor = Compressor::with_prepared_dictionary(&V1_ENCODER)?;
-    // The tag already names the dictionary. No checksum: a damaged frame fails to
-    // decompress or to parse, and reads as Corrupt either way.
+    // The tag already names the dictionary. The frame's checksum (4 bytes) makes a
+    // damaged message read as Corrupt instead of as different words; frames without
+    // one (the flag is in each frame's header) still read.
     compressor.include_dictid(false)?;
-    compressor.include_checksum(false)?;
+    compressor.include_checksum(true)?;
     compressor.include_contentsize(true)?;
     Ok(compressor)
 }
@@ -166,7 +167,7 @@ mod tests {
         assert_eq!(unpack(&packed).unwrap(), message);
     }
 
-    /// A tool result packed by the first release that stored messages against v1.
+    /// A tool result packed against v1 when frames carried no checksum yet.
     const PACKED_BY_V1: [u8; 61] = [
         0x01, 0x28, 0xb5, 0x2f, 0xfd, 0x20, 0xb9, 0x9d, 0x01, 0x00, 0xb0, 0x31, 0x72, 0x6e, 0x6f,
         0x74, 0x65, 0x73, 0x2e, 0x74, 0x62, 0x75, 0x79, 0x20, 0x6d, 0x69, 0x6c, 0x6b, 0x5c, 0x5c,
@@ -188,6 +189,29 @@ mod tests {
                 false
             )
         );
+    }
+
+    #[test]
+    fn a_damaged_frame_never_reads_as_another_message() {
+        let message = tool_result(
+            "{\"path\":\"notes.txt\",\"text\":\"buy milk\\n\"}".into(),
+            false,
+        );
+        let packed = pack(&message).unwrap();
+        let mut corrupt = 0;
+        for at in 1..packed.len() {
+            for bit in 0..8 {
+                let mut damaged = packed.clone();
+                damaged[at] ^= 1 << bit;
+                match unpack(&damaged) {
+                    Ok(read) => assert_eq!(read, message, "byte {at} bit {bit}"),
+                    Err(StoreError::Corrupt(_)) => corrupt += 1,
+                    Err(other) => panic!("byte {at} bit {bit}: {other:?}"),
+                }
+            }
+        }
+        // Only a flip that leaves the content alone (say, of a header flag) reads back.
+        assert!(corrupt > (packed.len() - 1) * 8 * 9 / 10, "{corrupt}");
     }
 
     #[test]
