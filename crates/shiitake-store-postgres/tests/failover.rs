@@ -364,7 +364,8 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
         .map(|(index, id)| tokio::spawn(drive(cluster.clone(), index, id.clone())))
         .collect();
 
-    // Mid-run: kill process 0, then pause process 1 past its lease and continue it.
+    // Mid-run: kill process 0 and pause process 1; process 2 takes over the killed
+    // Sessions; process 1 is continued past its lease.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let killed_at_ms = now_ms();
     eprintln!("killing process 0 at {killed_at_ms}");
@@ -372,6 +373,10 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
     nodes[0].child.kill().unwrap();
     let killed = Instant::now();
     nodes[0].child.wait().unwrap();
+    // Pause process 1 at once, while its runs are mid-flight: a run that finished
+    // before the pause would leave nothing for the fencing token to refuse.
+    signal(&nodes[1], "-STOP");
+    let paused = Instant::now();
     let victim = nodes[0].holder.clone();
     let held_by_victim = "SELECT count(*) FROM session_leases l JOIN sessions s \
          ON s.agent_id = l.agent_id AND s.id = l.session_id \
@@ -399,8 +404,9 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
         "taken over after {taken_over:?}, lease {LEASE_MS} ms"
     );
 
-    signal(&nodes[1], "-STOP");
-    tokio::time::sleep(Duration::from_millis(LEASE_MS * 2)).await;
+    // Continue process 1 once its leases have long expired and been taken over.
+    let pause = Duration::from_millis(LEASE_MS * 2);
+    tokio::time::sleep(pause.saturating_sub(paused.elapsed())).await;
     signal(&nodes[1], "-CONT");
 
     let mut accepted = Vec::new();
