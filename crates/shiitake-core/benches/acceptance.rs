@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use shiitake_capabilities::Catalog;
 use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession, SqliteStore};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
-use shiitake_protocol::{AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi};
-use support::{Phase, durability, many_callers, raw_commits, raw_connection};
+use shiitake_protocol::{AgentApi, ReadOptions, RequestId, SessionApi};
+use support::{Phase, durability, many_callers, raw_commits, raw_connection, send_prompt};
 
 /// Interleaved rounds of the three phases.
 const ROUNDS: usize = 30;
@@ -56,16 +56,6 @@ async fn agent(dir: &Path, idle: Duration) -> Agent {
         .unwrap()
 }
 
-async fn send(session: &LocalSession, n: usize) {
-    session
-        .send(
-            PromptText::new(format!("prompt {n}")).unwrap(),
-            SendOptions::default(),
-        )
-        .await
-        .unwrap();
-}
-
 /// A new Session whose run is already open (its first prompt was sent).
 async fn warm_session(agent: &Agent, name: String) -> LocalSession {
     let id = agent
@@ -73,7 +63,7 @@ async fn warm_session(agent: &Agent, name: String) -> LocalSession {
         .await
         .unwrap();
     let session = agent.session(id);
-    send(&session, 0).await;
+    send_prompt(&session, 0).await;
     session
 }
 
@@ -81,7 +71,7 @@ async fn warm_session(agent: &Agent, name: String) -> LocalSession {
 async fn one_caller(session: &LocalSession, count: usize) -> Duration {
     let started = Instant::now();
     for n in 0..count {
-        send(session, n).await;
+        send_prompt(session, n).await;
     }
     started.elapsed()
 }

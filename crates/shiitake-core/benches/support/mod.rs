@@ -147,6 +147,17 @@ impl Phase {
     }
 }
 
+/// Sends `prompt {n}` to `session` and waits for its acceptance.
+pub async fn send_prompt(session: &LocalSession, n: usize) {
+    session
+        .send(
+            PromptText::new(format!("prompt {n}")).unwrap(),
+            SendOptions::default(),
+        )
+        .await
+        .unwrap();
+}
+
 /// Every Session's caller sends `per_caller` prompts (`prompt 0`, `prompt 1`, …),
 /// all callers at once; returns the time until every one was accepted.
 pub async fn many_callers(sessions: &[LocalSession], per_caller: usize) -> Duration {
@@ -157,13 +168,7 @@ pub async fn many_callers(sessions: &[LocalSession], per_caller: usize) -> Durat
         .map(|session| {
             tokio::spawn(async move {
                 for n in 0..per_caller {
-                    session
-                        .send(
-                            PromptText::new(format!("prompt {n}")).unwrap(),
-                            SendOptions::default(),
-                        )
-                        .await
-                        .unwrap();
+                    send_prompt(&session, n).await;
                 }
             })
         })
