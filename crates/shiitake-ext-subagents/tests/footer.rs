@@ -123,12 +123,7 @@ async fn each_child_state_shows_its_status_and_an_unreadable_child_is_unavailabl
         if name != "working" {
             terminal_of(&session, &accepted.command_id).await;
         }
-        parent
-            .source
-            .agents
-            .lock()
-            .unwrap()
-            .insert(name.into(), agent.clone());
+        parent.source.add_agent(name, agent);
         sessions.push((name, session.session_id().clone()));
     }
     let asked = open_asks(&asking.session(sessions[4].1.clone())).await;
@@ -218,12 +213,7 @@ async fn agents_collapses_the_rows_to_one_summary_and_expands_them() {
     let session = new_session(&idle).await;
     let sent = send(&session, "Build it").await;
     terminal_of(&session, &sent).await;
-    parent
-        .source
-        .agents
-        .lock()
-        .unwrap()
-        .insert("idle".into(), idle.clone());
+    parent.source.add_agent("idle", &idle);
     let parent_session = new_session(&parent.agent).await;
     parent
         .source

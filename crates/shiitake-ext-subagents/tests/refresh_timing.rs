@@ -37,12 +37,7 @@ async fn parent_of_a_working_child(dir: &tempfile::TempDir) -> (Parent, LocalSes
     let working = child(dir, "working", vec![busy()]).await;
     let child_session = new_session(&working).await;
     send(&child_session, "Build it").await;
-    parent
-        .source
-        .agents
-        .lock()
-        .unwrap()
-        .insert("working".into(), working.clone());
+    parent.source.add_agent("working", &working);
     let session = new_session(&parent.agent).await;
     parent
         .source
@@ -130,12 +125,7 @@ async fn a_session_that_reached_nobody_gets_no_frame_until_it_has_a_child() {
     let parent = parent(&dir).await;
     let idle = child(&dir, "idle", vec![]).await;
     let child_session = new_session(&idle).await;
-    parent
-        .source
-        .agents
-        .lock()
-        .unwrap()
-        .insert("idle".into(), idle.clone());
+    parent.source.add_agent("idle", &idle);
     let session = new_session(&parent.agent).await;
     let watch = session.watch(WatchOptions::default()).await.unwrap();
     let mut changes = watch.changes;

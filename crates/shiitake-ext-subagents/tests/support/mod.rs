@@ -34,6 +34,14 @@ pub struct TestSource {
 }
 
 impl TestSource {
+    /// Makes the child Agent `name` reachable by the host.
+    pub fn add_agent(&self, name: &str, agent: &Agent) {
+        self.agents
+            .lock()
+            .unwrap()
+            .insert(name.into(), agent.clone());
+    }
+
     pub fn add_child(&self, parent: &SessionId, agent: &str, session_id: &SessionId) {
         self.children
             .lock()
