@@ -82,6 +82,24 @@ fn turns() -> Vec<Turn> {
     ]
 }
 
+/// A new Session of `agent` (created under `request`) with `text` sent to it.
+async fn session_with_prompt(
+    agent: &Agent,
+    request: &str,
+    text: &str,
+) -> shiitake_protocol::SessionId {
+    let id = agent
+        .create_session(RequestId::new(request).unwrap())
+        .await
+        .unwrap();
+    agent
+        .session(id.clone())
+        .send(PromptText::new(text).unwrap(), SendOptions::default())
+        .await
+        .unwrap();
+    id
+}
+
 async fn agent(model: Arc<ScriptedModel>) -> (Arc<Agent>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
@@ -171,18 +189,7 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     )
     .await;
 
-    let earlier = agent
-        .create_session(RequestId::new("web-earlier").unwrap())
-        .await
-        .unwrap();
-    agent
-        .session(earlier.clone())
-        .send(
-            PromptText::new("Earlier work").unwrap(),
-            SendOptions::default(),
-        )
-        .await
-        .unwrap();
+    session_with_prompt(&agent, "web-earlier", "Earlier work").await;
 
     // Log in: the link sets the cookie and lands on the inbox.
     let link = login.login_url(&server.url()).unwrap();
@@ -696,31 +703,8 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
         Turn::text("Helper here."),
         Turn::text("Helper again."),
     ])));
-    let helper = Agent::builder(
-        Arc::new(
-            SqliteStore::open(&dir.path().join("helper.db"), Durability::Normal)
-                .await
-                .unwrap(),
-        ),
-        Arc::new(shiitake_capabilities::Catalog::new()),
-        AgentConfig::new(Arc::new(FixedModel(helper_model.clone()))),
-    )
-    .open()
-    .await
-    .unwrap();
-    let helper = Arc::new(helper);
-    let helper_session = helper
-        .create_session(RequestId::new("web-helper").unwrap())
-        .await
-        .unwrap();
-    helper
-        .session(helper_session.clone())
-        .send(
-            PromptText::new("Hello helper").unwrap(),
-            SendOptions::default(),
-        )
-        .await
-        .unwrap();
+    let (helper, _helper_dir) = crate::agent(helper_model.clone()).await;
+    let helper_session = session_with_prompt(&helper, "web-helper", "Hello helper").await;
     let server = Server::start(
         directory_router(
             Arc::new(Agents(vec![
@@ -733,15 +717,7 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
     )
     .await;
 
-    let child = agent
-        .create_session(RequestId::new("web-child").unwrap())
-        .await
-        .unwrap();
-    agent
-        .session(child.clone())
-        .send(PromptText::new("Ask me").unwrap(), SendOptions::default())
-        .await
-        .unwrap();
+    let child = session_with_prompt(&agent, "web-child", "Ask me").await;
     let snapshot = until(&agent, &child, |s| !open_asks(s).is_empty()).await;
     let ask_id = open_asks(&snapshot)[0]["askId"]
         .as_str()
