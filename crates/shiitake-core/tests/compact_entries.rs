@@ -8,13 +8,13 @@
 mod harness;
 mod schema;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use schema::{connect, migrated_to};
 use shiitake_conformance::support::*;
 use shiitake_core::store::{Op, SessionHeader, Store, StoreError, StoredEntry};
 use shiitake_core::{Durability, SqliteStore};
-use shiitake_model::{Script, Turn};
+use shiitake_model::Turn;
 use shiitake_protocol::message::{Message, UserMessage};
 use shiitake_protocol::*;
 
@@ -47,6 +47,18 @@ async fn create(store: &SqliteStore, sessions: &[&SessionId], entries: &[StoredE
     }
 }
 
+/// A store on a new file; the directory lives as long as the returned guard.
+async fn fresh_store() -> (tempfile::TempDir, PathBuf, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.db");
+    let store = SqliteStore::open(&path, Durability::Normal).await.unwrap();
+    (dir, path, store)
+}
+
+fn session(name: &str) -> SessionId {
+    SessionId::new(name).unwrap()
+}
+
 fn ids(entries: &[StoredEntry]) -> Vec<&str> {
     entries.iter().map(|entry| entry.id.as_str()).collect()
 }
@@ -60,13 +72,8 @@ async fn count(path: &Path, sql: &str) -> i64 {
 
 #[tokio::test]
 async fn a_branched_lineage_reads_back_through_parent_sequences() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("agent.db");
-    let store = SqliteStore::open(&path, Durability::Normal).await.unwrap();
-    let (a, b) = (
-        SessionId::new("ses_a").unwrap(),
-        SessionId::new("ses_b").unwrap(),
-    );
+    let (_dir, path, store) = fresh_store().await;
+    let (a, b) = (session("ses_a"), session("ses_b"));
     // Two Sessions with the same entry ids: an entry is found within its own Session.
     let tree = [
         entry("ent_1", None, 1),
@@ -113,14 +120,8 @@ async fn a_branched_lineage_reads_back_through_parent_sequences() {
 
 #[tokio::test]
 async fn a_parent_outside_the_session_fails_the_whole_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
-        .await
-        .unwrap();
-    let (a, b) = (
-        SessionId::new("ses_a").unwrap(),
-        SessionId::new("ses_b").unwrap(),
-    );
+    let (_dir, _path, store) = fresh_store().await;
+    let (a, b) = (session("ses_a"), session("ses_b"));
     create(&store, &[&a, &b], &[]).await;
     store
         .commit(vec![insert(&a, entry("ent_1", None, 1))])
@@ -144,14 +145,8 @@ async fn a_parent_outside_the_session_fails_the_whole_commit() {
 
 #[tokio::test]
 async fn deleting_a_session_deletes_its_entries_and_keys_are_not_shared() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("agent.db");
-    let store = SqliteStore::open(&path, Durability::Normal).await.unwrap();
-    let (a, b, c) = (
-        SessionId::new("ses_a").unwrap(),
-        SessionId::new("ses_b").unwrap(),
-        SessionId::new("ses_c").unwrap(),
-    );
+    let (_dir, path, store) = fresh_store().await;
+    let (a, b, c) = (session("ses_a"), session("ses_b"), session("ses_c"));
     create(&store, &[&a, &b], &[entry("ent_1", None, 1)]).await;
     // Deleting the Session with the highest key lets a later Session take that key again:
     // nothing of the deleted one may show through.
@@ -212,16 +207,8 @@ async fn a_database_from_before_keyed_entries_reads_and_grows() {
     }
     drop(conn);
 
-    let model = std::sync::Arc::new(shiitake_model::ScriptedModel::new(Script::new(vec![
-        Turn::text("two"),
-    ])));
-    let agent = harness::open(
-        &path,
-        std::sync::Arc::new(shiitake_conformance::TestTools::default()),
-        harness::config(model.clone()),
-    )
-    .await;
-    let session = agent.session(SessionId::new("ses_old").unwrap());
+    let (agent, model) = harness::open_scripted(&path, vec![Turn::text("two")]).await;
+    let session = agent.session(session("ses_old"));
     let prompt = send(&session, "p2").await;
     assert_eq!(
         terminal_of(&session, &prompt).await.outcome,

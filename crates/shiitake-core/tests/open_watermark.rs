@@ -113,16 +113,8 @@ async fn a_database_from_before_the_watermark_gets_it_and_resumes_its_work() {
     );
     store.close().await;
 
-    let model = std::sync::Arc::new(shiitake_model::ScriptedModel::new(Script::new(vec![
-        Turn::text("two"),
-        Turn::text("three"),
-    ])));
-    let agent = harness::open(
-        &path,
-        std::sync::Arc::new(shiitake_conformance::TestTools::default()),
-        harness::config(model.clone()),
-    )
-    .await;
+    let (agent, model) =
+        harness::open_scripted(&path, vec![Turn::text("two"), Turn::text("three")]).await;
     let id = SessionId::new("ses_old").unwrap();
     let session = agent.session(id.clone());
     for pending in ["cmd_2", "cmd_3"] {

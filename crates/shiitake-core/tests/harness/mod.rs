@@ -36,6 +36,16 @@ pub async fn open(path: &Path, counters: Arc<TestTools>, config: AgentConfig) ->
     open_with(path, tools::catalog(counters).await, config).await
 }
 
+/// An Agent on `path` with the test tools, answering from `turns`; returns its model too.
+pub async fn open_scripted(
+    path: &Path,
+    turns: Vec<shiitake_model::Turn>,
+) -> (Agent, Arc<ScriptedModel>) {
+    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
+    let agent = open(path, Arc::new(TestTools::default()), config(model.clone())).await;
+    (agent, model)
+}
+
 /// An Agent on `path` with its own tools and the conformance suite's tally extension.
 pub async fn open_with(path: &Path, catalog: Arc<Catalog>, config: AgentConfig) -> Agent {
     use shiitake_conformance::extension::Tally;
