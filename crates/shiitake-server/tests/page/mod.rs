@@ -1,0 +1,105 @@
+//! What the web page tests share: an Agent with the question and plan extensions,
+//! Sessions with a prompt sent, and driving the page in Chromium.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use shiitake_chromium::{Page, eval, wait_for};
+use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_model::ScriptedModel;
+use shiitake_protocol::message::{Message, UserContent};
+use shiitake_protocol::{AgentApi, PromptText, RequestId, SendOptions, SessionApi};
+
+/// How long the page may take to show something.
+pub const SHOWN: Duration = Duration::from_secs(20);
+
+/// A new Session of `agent` (created under `request`) with `text` sent to it.
+pub async fn session_with_prompt(
+    agent: &Agent,
+    request: &str,
+    text: &str,
+) -> shiitake_protocol::SessionId {
+    let id = agent
+        .create_session(RequestId::new(request).unwrap())
+        .await
+        .unwrap();
+    agent
+        .session(id.clone())
+        .send(PromptText::new(text).unwrap(), SendOptions::default())
+        .await
+        .unwrap();
+    id
+}
+
+pub async fn agent(model: Arc<ScriptedModel>) -> (Arc<Agent>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
+        .await
+        .unwrap();
+    let agent = Agent::builder(
+        Arc::new(store),
+        Arc::new(shiitake_capabilities::Catalog::new()),
+        AgentConfig::new(Arc::new(FixedModel(model))),
+    )
+    .extension(
+        QuestionExtension::new(QuestionConfig::default()).unwrap(),
+        question_grants(),
+    )
+    .extension(
+        shiitake_ext_plan::PlanExtension::new().unwrap(),
+        shiitake_ext_plan::plan_grants(),
+    )
+    .open()
+    .await
+    .unwrap();
+    (Arc::new(agent), dir)
+}
+
+/// Runs `script` in the page (a statement or an expression; its value is dropped).
+pub async fn run(page: &Page, script: &str) {
+    let _: bool = eval(page, &format!("(() => {{ {script}; return true; }})()"))
+        .await
+        .unwrap();
+}
+
+pub async fn shown(page: &Page, condition: &str) {
+    if let Err(error) = wait_for(page, condition, SHOWN).await {
+        let body: String = eval(page, "document.querySelectorAll('details').forEach((d) => d.open = true), document.body.innerText")
+            .await
+            .unwrap_or_default();
+        panic!("{error}\n--- the page shows ---\n{body}");
+    }
+}
+
+/// Types `text` into the prompt box and clicks the button `id`.
+pub async fn type_and_click(page: &Page, text: &str, id: &str) {
+    let text = serde_json::to_string(text).unwrap();
+    run(
+        page,
+        &format!("document.getElementById('prompt').value = {text}; document.getElementById('{id}').click()"),
+    )
+    .await;
+}
+
+pub fn user_texts(model: &ScriptedModel) -> Vec<Vec<String>> {
+    model
+        .requests()
+        .iter()
+        .map(|context| {
+            context
+                .messages
+                .iter()
+                .filter_map(|message| match message {
+                    Message::User(user) => Some(match &user.content {
+                        UserContent::Text(text) => text.clone(),
+                        UserContent::Blocks(blocks) => format!("{blocks:?}"),
+                    }),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect()
+}
