@@ -29,7 +29,6 @@ mod support;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -51,10 +50,9 @@ use shiitake_protocol::{
     AgentApi, PageLimit, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionFrame,
     SessionId, SubscribeOptions,
 };
-use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{ConnectOptions, Connection};
 use support::{
-    Phase, durability, entry_id, header, load_average, many_callers, raw_commits, raw_connection,
+    Phase, checkpointed_bytes, durability, entry_id, header, load_average, many_callers,
+    raw_commits, raw_connection,
 };
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -440,20 +438,6 @@ async fn restart_at_scale(dir: &Path) -> (Duration, usize, usize) {
     let calls = model.calls.load(Ordering::SeqCst);
     agent.close().await.unwrap();
     (took, live, calls)
-}
-
-/// The database's bytes after a WAL checkpoint.
-async fn checkpointed_bytes(path: &Path) -> u64 {
-    let options = SqliteConnectOptions::from_str("sqlite://")
-        .unwrap()
-        .filename(path);
-    let mut conn = options.connect().await.unwrap();
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-    std::fs::metadata(path).unwrap().len()
 }
 
 async fn profile(phase: &str, dir: &Path, tools: Arc<Catalog>) {

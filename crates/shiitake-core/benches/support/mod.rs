@@ -194,3 +194,17 @@ pub fn header(id: &SessionId, messages: usize, at: u64) -> SessionHeader {
 pub fn entry_id(n: usize) -> EntryId {
     EntryId::new(format!("ent_{n:08}")).unwrap()
 }
+
+/// The database's bytes after a WAL checkpoint.
+pub async fn checkpointed_bytes(path: &Path) -> u64 {
+    let options = SqliteConnectOptions::from_str("sqlite://")
+        .unwrap()
+        .filename(path);
+    let mut conn = options.connect().await.unwrap();
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
