@@ -239,12 +239,18 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_claiming_more_than_the_bound_is_corrupt() {
-        let big = vec![b' '; MAX_UNPACKED + 1];
-        let mut stored = vec![DICTIONARY_V1];
-        stored.extend(zstd::bulk::compress(&big, 1).unwrap());
-        let error = unpack(&stored).unwrap_err();
-        assert!(error.to_string().contains("bytes"), "{error}");
+    fn a_frame_of_the_bound_passes_it_and_one_past_is_refused_unread() {
+        for (size, refused) in [(MAX_UNPACKED, false), (MAX_UNPACKED + 1, true)] {
+            let mut stored = vec![DICTIONARY_V1];
+            stored.extend(zstd::bulk::compress(&vec![b' '; size], 1).unwrap());
+            // Spaces are no message either way: the bound decides only which error.
+            let error = unpack(&stored).unwrap_err().to_string();
+            assert_eq!(
+                error.contains("a compressed message of"),
+                refused,
+                "{size}: {error}"
+            );
+        }
     }
 
     proptest! {
