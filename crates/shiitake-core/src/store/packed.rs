@@ -41,7 +41,7 @@ static V1_DECODER: LazyLock<DecoderDictionary<'static>> =
 
 thread_local! {
     // A compression context is costly to make (it sizes its tables); each thread that
-    // packs keeps one: SQLite's writer thread, or the workers PostgreSQL's writer runs on.
+    // packs keeps one: the tasks that commit to SQLite, and PostgreSQL's writer task.
     static COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
     static DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
 }

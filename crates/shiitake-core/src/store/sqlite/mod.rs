@@ -189,9 +189,12 @@ const ENTRY_COLUMNS: &str = "id, parent_id, sequence, command_id, message";
 impl Store for SqliteStore {
     async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
         let sender = self.sender().ok_or(StoreError::Closed)?;
+        // Encoding (JSON, packed messages) happens here, on the committing task, so
+        // the one writer thread spends its time only on SQLite.
+        let batch = statements::batch(&ops)?;
         let (reply, answer) = oneshot::channel();
         sender
-            .send(WriteRequest { ops, reply })
+            .send(WriteRequest { batch, reply })
             .await
             .map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?

@@ -95,8 +95,17 @@ impl Stmt {
     }
 }
 
+/// The statements of a whole commit, in order.
+pub(super) fn batch(ops: &[Op]) -> Result<Vec<Stmt>, StoreError> {
+    let mut batch = Vec::with_capacity(ops.len());
+    for op in ops {
+        statements(&mut batch, op)?;
+    }
+    Ok(batch)
+}
+
 /// Appends the statements of one op to `batch`.
-pub(super) fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreError> {
+fn statements(batch: &mut Vec<Stmt>, op: &Op) -> Result<(), StoreError> {
     match op {
         Op::CreateSession { header, request_id } => {
             Stmt::new(

@@ -1,6 +1,6 @@
 //! The single SQLite writer: every commit of an Agent goes through one thread.
 //!
-//! Owners hand their op lists to this thread; it takes whatever is waiting (up
+//! Owners hand their commits to this thread as statements; it takes whatever is waiting (up
 //! to a bound) and commits it in one transaction (group commit), then answers
 //! each caller. Inside a group each request runs under its own savepoint, so one
 //! bad request is rolled back alone and cannot fail the others. One writer means
@@ -22,12 +22,13 @@ use rusqlite::{Connection, OpenFlags, params_from_iter};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Durability;
-use super::statements::statements;
-use crate::store::{Op, StoreError};
+use super::statements::Stmt;
+use crate::store::StoreError;
 
-/// One caller's commit.
+/// One caller's commit, already made into statements on the caller's side (JSON and
+/// packed messages included), so the one writer thread only executes.
 pub(crate) struct WriteRequest {
-    pub(crate) ops: Vec<Op>,
+    pub(crate) batch: Vec<Stmt>,
     pub(crate) reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
@@ -91,11 +92,11 @@ fn commit_group(
         return failed_all(&error);
     }
     let results = match group {
-        [only] => vec![apply(conn, &only.ops)],
+        [only] => vec![apply(conn, &only.batch)],
         _ => {
             let mut results = Vec::with_capacity(group.len());
             for request in group {
-                match isolated(conn, &request.ops) {
+                match isolated(conn, &request.batch) {
                     Ok(result) => results.push(result),
                     Err(error) => {
                         // The savepoint machinery itself failed: nothing in this
@@ -126,9 +127,9 @@ fn commit_group(
 
 /// Applies one request of a group under a savepoint, undoing only it when it fails.
 /// The outer error means the savepoint could not be taken, undone or released.
-fn isolated(conn: &Connection, ops: &[Op]) -> Result<Result<(), StoreError>, StoreError> {
+fn isolated(conn: &Connection, batch: &[Stmt]) -> Result<Result<(), StoreError>, StoreError> {
     execute(conn, "SAVEPOINT request")?;
-    let result = apply(conn, ops);
+    let result = apply(conn, batch);
     if result.is_err() {
         execute(conn, "ROLLBACK TO request")?;
     }
@@ -136,13 +137,9 @@ fn isolated(conn: &Connection, ops: &[Op]) -> Result<Result<(), StoreError>, Sto
     Ok(result)
 }
 
-/// Executes every statement of `ops`, checking claims.
-fn apply(conn: &Connection, ops: &[Op]) -> Result<(), StoreError> {
-    let mut batch = Vec::new();
-    for op in ops {
-        statements(&mut batch, op)?;
-    }
-    for stmt in &batch {
+/// Executes every statement of `batch`, checking claims.
+fn apply(conn: &Connection, batch: &[Stmt]) -> Result<(), StoreError> {
+    for stmt in batch {
         let changed = conn
             .prepare_cached(stmt.sql)?
             .execute(params_from_iter(&stmt.binds))?;
