@@ -20,6 +20,7 @@ use crate::owner::registry::{self, Registry};
 use crate::session::LocalSession;
 use crate::store::{ListPosition, Op, SessionHeader, Store};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// A durable harness: Sessions, their queues and runs, on one store.
 ///
@@ -97,30 +98,45 @@ impl AgentBuilder {
             })
             .collect();
         let ownership = self.store.ownership();
-        let core = Arc::new(AgentCore {
+        let core = Arc::new_cyclic(|core| AgentCore {
             ownership: ownership.clone(),
             store: self.store,
             tools: self.tools,
             config: Arc::new(self.config),
-            owners: Registry::default(),
-            host: Host::new(registered),
+            owners: Arc::new(Registry::new(start_owners(core.clone()))),
+            host: Arc::new(Host::new(registered)),
             closing: CancellationToken::new(),
         });
         if let Some(ownership) = &ownership {
             core.host
                 .share_agent_state(core.store.clone(), ownership.clone());
         }
-        lifecycle::open_extensions(&core).await?;
+        lifecycle::open_extensions(core.agent_scope_deps()).await?;
         tokio::spawn(crate::timers::run(core.clone()));
         if let Some(ownership) = ownership {
-            tokio::spawn(crate::owner::remote::watch(core.clone(), ownership));
+            tokio::spawn(crate::shared::watch(core.clone(), ownership));
         }
         let agent = Agent { core };
         for session_id in agent.core.store.sessions_with_open_work().await? {
-            agent.core.owners.mailbox(&agent.core, &session_id);
+            agent.core.owners.mailbox(&session_id);
         }
         Ok(agent)
     }
+}
+
+/// Starts the task behind each mailbox the registry hands out: the owner's life
+/// (`owner_task.rs`), in a span naming its Session. Holds the Agent weakly, so an
+/// Agent dropped without `close` does not live on through its registry.
+fn start_owners(core: std::sync::Weak<AgentCore>) -> registry::StartOwner {
+    Box::new(move |slot| {
+        let Some(core) = core.upgrade() else {
+            // The Agent is gone: dropping the mailbox's receiver refuses its callers.
+            return;
+        };
+        let span =
+            tracing::info_span!("owner", session = %slot.session_id, generation = slot.generation);
+        tokio::spawn(crate::owner_task::run(core, slot).instrument(span));
+    })
 }
 
 impl Agent {
@@ -268,11 +284,11 @@ impl AgentApi for Agent {
     }
 
     fn session(&self, session_id: SessionId) -> LocalSession {
-        LocalSession::new(self.core.clone(), session_id)
+        LocalSession::new(self.core.owners.clone(), session_id)
     }
 
     async fn catalogs(&self) -> Result<shiitake_protocol::catalog::SessionCatalogs, ShiitakeError> {
-        Ok(lifecycle::catalogs(&self.core))
+        Ok(lifecycle::catalogs(&self.core.host))
     }
 
     async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError> {
@@ -281,7 +297,7 @@ impl AgentApi for Agent {
             .host
             .extensions
             .iter()
-            .map(|r| lifecycle::status(&self.core, r))
+            .map(|r| lifecycle::status(&self.core.host, r))
             .collect())
     }
 
@@ -289,7 +305,7 @@ impl AgentApi for Agent {
         &self,
         extension_id: &ExtensionId,
     ) -> Result<ExtensionStatusV0, ShiitakeError> {
-        lifecycle::resume(&self.core, extension_id).await
+        lifecycle::resume(self.core.agent_scope_deps(), extension_id).await
     }
 
     async fn call_extension(
@@ -298,7 +314,8 @@ impl AgentApi for Agent {
         command: &str,
         input: Value,
     ) -> Result<Value, ShiitakeError> {
-        lifecycle::call_agent_command(&self.core, extension_id, command, input).await
+        lifecycle::call_agent_command(self.core.agent_scope_deps(), extension_id, command, input)
+            .await
     }
 
     async fn close(&self) -> Result<(), ShiitakeError> {

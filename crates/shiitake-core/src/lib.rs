@@ -27,8 +27,10 @@ pub mod extension;
 pub mod ids;
 pub mod inbox;
 mod owner;
+mod owner_task;
 mod runner;
 mod session;
+mod shared;
 pub mod store;
 mod timers;
 

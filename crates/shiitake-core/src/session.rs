@@ -10,18 +10,15 @@ use shiitake_protocol::{
     ResetReason, SessionApi, SessionCommand, SessionFrame, SessionId, SessionSnapshot,
     SessionWatch, ShiitakeError, SubscribeOptions, WatchOptions,
 };
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::broadcast;
 
-use crate::agent_core::AgentCore;
+use crate::owner::registry::Registry;
 use crate::owner::{Published, Reply, Request};
-
-/// Times a call is retried when the owner it reached retired under it.
-const OWNER_RETRIES: usize = 3;
 
 /// One Session of an in-process Agent.
 #[derive(Clone)]
 pub struct LocalSession {
-    core: Arc<AgentCore>,
+    owners: Arc<Registry>,
     session_id: SessionId,
 }
 
@@ -34,27 +31,13 @@ impl std::fmt::Debug for LocalSession {
 }
 
 impl LocalSession {
-    pub(crate) fn new(core: Arc<AgentCore>, session_id: SessionId) -> Self {
-        Self { core, session_id }
+    pub(crate) fn new(owners: Arc<Registry>, session_id: SessionId) -> Self {
+        Self { owners, session_id }
     }
 
     /// Sends one request to the owner, retrying when the owner retired before answering.
     async fn ask<T>(&self, request: impl Fn(Reply<T>) -> Request) -> Result<T, ShiitakeError> {
-        for _ in 0..OWNER_RETRIES {
-            let mailbox = self.core.owners.mailbox(&self.core, &self.session_id);
-            let (reply, answer) = oneshot::channel();
-            if mailbox.send(request(reply)).await.is_err() {
-                continue;
-            }
-            match answer.await {
-                Ok(result) => return result,
-                Err(_) => continue,
-            }
-        }
-        Err(ShiitakeError::unavailable(format!(
-            "Session {} could not be reached; try again",
-            self.session_id
-        )))
+        self.owners.ask(&self.session_id, request).await
     }
 
     /// Accepts a prompt another Agent sent, recording `sender` with it so the run and
@@ -142,15 +125,6 @@ impl LocalSession {
             reply,
         })
         .await
-    }
-
-    /// The frames committed after `options.after`, for a follower catching up.
-    pub(crate) async fn replay(
-        &self,
-        options: SubscribeOptions,
-    ) -> Result<Vec<SessionFrame>, ShiitakeError> {
-        self.ask(|reply| Request::Replay(options.clone(), reply))
-            .await
     }
 
     async fn watch_parts(

@@ -120,7 +120,7 @@ async fn fire(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeErro
     }
     match timer.session_id.clone() {
         Some(session_id) => {
-            let mailbox = core.owners.mailbox(core, &session_id);
+            let mailbox = core.owners.mailbox(&session_id);
             let (reply, answer) = oneshot::channel();
             mailbox
                 .send(Request::FireTimer(timer, reply))
@@ -160,7 +160,7 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
         payload: timer.payload.clone(),
         due_at: timer.due_at,
     };
-    let scope = AgentScope::lock(core, registered).await;
+    let scope = AgentScope::lock(core.agent_scope_deps(), registered).await;
     match scope.run(|extension, tx| extension.on_timer(tx, &fired)) {
         Ok(finished) => scope.commit(ops, finished).await?,
         Err(failure) => {
@@ -229,7 +229,7 @@ async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeE
         extension_id: timer.extension_id.clone(),
         correlation: delivery.correlation.clone(),
     };
-    let session = LocalSession::new(core.clone(), delivery.session_id.clone());
+    let session = LocalSession::new(core.owners.clone(), delivery.session_id.clone());
     let outcome = match session.admit(delivery.clone(), origin).await {
         Ok(accepted) => AdmissionOutcome::Accepted(accepted.command_id),
         // Storage trouble or a retiring owner: leave the row due and try again.
@@ -243,7 +243,7 @@ async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeE
         outcome,
     };
     let ops = vec![claim];
-    let scope = AgentScope::lock(core, registered).await;
+    let scope = AgentScope::lock(core.agent_scope_deps(), registered).await;
     match scope.run(|extension, tx| extension.on_admission(tx, &admitted)) {
         Ok(finished) => scope.commit(ops, finished).await?,
         Err(failure) => {

@@ -9,14 +9,23 @@
 use super::host::{AgentGuard, Failure, Finished, Place, Registered, run_hook};
 use super::tx::Rows;
 use super::{Extension, HookError, Tx};
-use crate::agent_core::AgentCore;
+use crate::clock::Clock;
 use crate::extension::host::Host;
-use crate::store::{Op, StoreError};
+use crate::store::{Op, Store, StoreError};
+
+/// What Agent-scope routines use of their Agent: the store they commit to, the
+/// extension host, and the clock their hooks read.
+#[derive(Clone, Copy)]
+pub(crate) struct AgentScopeDeps<'a> {
+    pub(crate) store: &'a dyn Store,
+    pub(crate) host: &'a Host,
+    pub(crate) clock: &'a dyn Clock,
+}
 
 /// One Agent-scope transaction of one extension, holding the Agent-transaction lock
 /// until it is committed or dropped.
 pub(crate) struct AgentScope<'a> {
-    core: &'a AgentCore,
+    deps: AgentScopeDeps<'a>,
     registered: &'a Registered,
     rows: Rows,
     _serialised: AgentGuard<'a>,
@@ -24,11 +33,11 @@ pub(crate) struct AgentScope<'a> {
 
 impl<'a> AgentScope<'a> {
     /// Waits for the Agent-transaction lock and reads the extension's Agent rows.
-    pub(crate) async fn lock(core: &'a AgentCore, registered: &'a Registered) -> Self {
-        let serialised = core.host.agent_transactions.lock().await;
-        let rows = core.host.agent_rows_of(&registered.definition.id);
+    pub(crate) async fn lock(deps: AgentScopeDeps<'a>, registered: &'a Registered) -> Self {
+        let serialised = deps.host.agent_transactions.lock().await;
+        let rows = deps.host.agent_rows_of(&registered.definition.id);
         Self {
-            core,
+            deps,
             registered,
             rows,
             _serialised: serialised,
@@ -45,7 +54,7 @@ impl<'a> AgentScope<'a> {
             session_id: None,
             session_rows: &empty,
             agent_rows: &self.rows,
-            now: self.core.config.clock.now_ms(),
+            now: self.deps.clock.now_ms(),
         };
         run_hook(self.registered, &place, hook)
     }
@@ -58,8 +67,8 @@ impl<'a> AgentScope<'a> {
         finished: Finished<T>,
     ) -> Result<T, StoreError> {
         ops.extend(finished.ops);
-        self.core.store.commit(ops).await?;
-        let host = &self.core.host;
+        self.deps.store.commit(ops).await?;
+        let host = self.deps.host;
         host.apply_agent_writes(&self.registered.definition.id, finished.agent_writes);
         if finished.timers_changed {
             host.timers_changed.notify_one();
@@ -70,8 +79,8 @@ impl<'a> AgentScope<'a> {
     /// Commits `ops` with the extension's stop (for `reason`), and marks it stopped.
     pub(crate) async fn stop(self, mut ops: Vec<Op>, reason: String) -> Result<(), StoreError> {
         ops.push(Host::status_op(self.registered, Some(reason.clone())));
-        self.core.store.commit(ops).await?;
-        self.core
+        self.deps.store.commit(ops).await?;
+        self.deps
             .host
             .mark_stopped(&self.registered.definition.id, Some(reason));
         Ok(())

@@ -12,7 +12,8 @@ use tokio::sync::oneshot;
 
 pub(crate) use super::agent_lock::{AgentGuard, AgentTransactions};
 use super::definition::ExtensionDefinition;
-use super::tx::{Effect, Rows, StateView, Tx};
+pub(crate) use super::tx::Rows;
+use super::tx::{Effect, StateView, Tx};
 use super::{Extension, Grant, Grants, HookError, StateScope};
 use crate::store::{ExtensionStatusRow, Op, RowScope, TimerKind, TimerRow};
 

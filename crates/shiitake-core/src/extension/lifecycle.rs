@@ -8,17 +8,16 @@ use serde_json::Value;
 use shiitake_protocol::catalog::{CatalogEntry, SessionCatalogs};
 use shiitake_protocol::{ExtensionId, ExtensionRunState, ExtensionStatusV0, ShiitakeError};
 
-use super::agent_scope::AgentScope;
+use super::agent_scope::{AgentScope, AgentScopeDeps};
 use super::definition::MigrationTx;
 use super::host::{Failure, Host, Registered};
 use super::{Grant, HookError};
-use crate::agent_core::AgentCore;
 use crate::store::{ExtensionRow, ExtensionStatusRow, Op, RowScope};
 
 /// Brings every extension's stored state to its schema version, records revisions,
 /// restores stopped reasons and loads Agent-scope rows.
-pub(crate) async fn open_extensions(core: &AgentCore) -> Result<(), ShiitakeError> {
-    let store = &core.store;
+pub(crate) async fn open_extensions(core: AgentScopeDeps<'_>) -> Result<(), ShiitakeError> {
+    let store = core.store;
     let stored: HashMap<ExtensionId, ExtensionStatusRow> = store
         .extension_statuses()
         .await?
@@ -75,7 +74,7 @@ pub(crate) async fn open_extensions(core: &AgentCore) -> Result<(), ShiitakeErro
 
 /// Runs the migrations after `from_version`; `Err` carries the stop reason.
 async fn migrate(
-    core: &AgentCore,
+    core: AgentScopeDeps<'_>,
     registered: &Registered,
     from_version: u32,
 ) -> Result<Result<Vec<ExtensionRow>, String>, ShiitakeError> {
@@ -128,8 +127,8 @@ async fn migrate(
 }
 
 /// The listed status of one extension.
-pub(crate) fn status(core: &AgentCore, registered: &Registered) -> ExtensionStatusV0 {
-    let state = match core.host.stopped(&registered.definition.id) {
+pub(crate) fn status(host: &Host, registered: &Registered) -> ExtensionStatusV0 {
+    let state = match host.stopped(&registered.definition.id) {
         Some(reason) => ExtensionRunState::Stopped { reason },
         None => ExtensionRunState::Running,
     };
@@ -143,7 +142,7 @@ pub(crate) fn status(core: &AgentCore, registered: &Registered) -> ExtensionStat
 
 /// Restarts a stopped extension.
 pub(crate) async fn resume(
-    core: &AgentCore,
+    core: AgentScopeDeps<'_>,
     id: &ExtensionId,
 ) -> Result<ExtensionStatusV0, ShiitakeError> {
     let registered = core
@@ -163,12 +162,12 @@ pub(crate) async fn resume(
         // Its timers waited while it was stopped.
         core.host.timers_changed.notify_one();
     }
-    Ok(status(core, registered))
+    Ok(status(core.host, registered))
 }
 
 /// `AgentExtensionControls::call`: an Agent-scope command, idempotent by `requestId`.
 pub(crate) async fn call_agent_command(
-    core: &AgentCore,
+    core: AgentScopeDeps<'_>,
     id: &ExtensionId,
     command: &str,
     input: Value,
@@ -243,9 +242,8 @@ pub(crate) async fn call_agent_command(
 }
 
 /// The catalogs of extensions granted commands.
-pub(crate) fn catalogs(core: &AgentCore) -> SessionCatalogs {
-    let catalogs = core
-        .host
+pub(crate) fn catalogs(host: &Host) -> SessionCatalogs {
+    let catalogs = host
         .extensions
         .iter()
         .filter(|registered| registered.grants.has(Grant::Commands))
@@ -253,7 +251,7 @@ pub(crate) fn catalogs(core: &AgentCore) -> SessionCatalogs {
             let catalog = registered.extension.catalog()?;
             Some(CatalogEntry {
                 catalog,
-                state: status(core, registered).state,
+                state: status(host, registered).state,
             })
         })
         .collect();

@@ -9,7 +9,8 @@
 use shiitake_protocol::message::Message;
 use shiitake_protocol::{CommandId, EntryId, ShiitakeError, TerminalOutcome};
 
-use super::{Owner, take};
+use super::Owner;
+use super::record::take;
 use crate::store::{CommandState, Op, SessionHeader, StoredCommand, StoredEntry, StoredTerminal};
 
 /// Rows of one change of one Session, not yet committed.
@@ -129,27 +130,11 @@ impl Owner {
         change: Change,
     ) -> Result<Committed, ShiitakeError> {
         self.commit(change.ops, change.header).await?;
-        self.keep_in_transcript(&change.entries);
+        self.work.extend_transcript(&change.entries);
         Ok(Committed {
             entries: change.entries,
             terminals: change.terminals,
         })
-    }
-
-    /// Appends committed entries to the transcript kept for the next run when they
-    /// continue it, so that run reads nothing back; anything else (a branch, a line
-    /// that does not follow its end) drops it, and the run reads the lineage.
-    fn keep_in_transcript(&mut self, entries: &[StoredEntry]) {
-        for entry in entries {
-            let Some(kept) = &mut self.kept_transcript else {
-                return;
-            };
-            if kept.last_id() == entry.parent.as_ref() {
-                kept.push(entry.id.clone(), entry.message.clone());
-            } else {
-                self.kept_transcript = None;
-            }
-        }
     }
 
     /// Refreshes the activity and publishes one update with what was committed.

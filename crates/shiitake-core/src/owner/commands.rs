@@ -7,7 +7,8 @@ use shiitake_protocol::{
 };
 
 use super::lines::operator_message;
-use super::{Owner, Published, QueuedPrompt, WaitingLine, take};
+use super::record::take;
+use super::{Owner, Published, QueuedPrompt, WaitingLine};
 use crate::clock::now_ms;
 use crate::extension::{Origin, Provenance, Sender, Settled};
 use crate::ids;
@@ -94,9 +95,9 @@ impl Owner {
         payload: &str,
     ) -> Result<Option<CommandId>, ShiitakeError> {
         let existing = self
-            .core
+            .deps
             .store
-            .command_by_request(&self.header.id, request_id)
+            .command_by_request(self.record.id(), request_id)
             .await?;
         match existing {
             None => Ok(None),
@@ -136,7 +137,7 @@ impl Owner {
         payload: String,
         provenance: Provenance,
     ) -> Result<Accepted, ShiitakeError> {
-        let bound = self.core.config.max_queued_prompts;
+        let bound = self.deps.config.max_queued_prompts;
         if self.queue.len() >= bound {
             // A retry of an accepted prompt is its original answer, full queue or not.
             if let Some(command_id) = self.replayed(&request_id, &payload).await? {
@@ -165,7 +166,7 @@ impl Owner {
             recoveries: 0,
         };
         let command_id = command.id.clone();
-        let session_id = self.header.id.clone();
+        let session_id = self.record.id().clone();
         let committed = self
             .commit_raw(
                 vec![Op::InsertCommand {
@@ -186,15 +187,13 @@ impl Owner {
             }
             return Err(error.into());
         }
-        self.queue.push_back(QueuedPrompt {
+        let queued = QueuedPrompt {
             command_id: command_id.clone(),
             text,
             delivery,
             provenance,
-        });
-        if self.run.is_some() && delivery == PromptDelivery::Steer {
-            self.steer_waiting.send_replace(true);
-        }
+        };
+        self.queue.push(queued, self.work.running());
         self.refresh_activity();
         self.publish_changes(Vec::new(), Vec::new());
         self.start_next_run().await;
@@ -211,23 +210,15 @@ impl Owner {
                 command_id: command_id.clone(),
             })
         };
-        if let Some(index) = self
-            .queue
-            .iter()
-            .position(|queued| &queued.command_id == command_id)
-        {
-            let core = self.core.clone();
+        if let Some((index, removed)) = self.queue.remove(command_id) {
+            let host = self.deps.host.clone();
             // Settled hooks may read or write Agent state: then the Agent lock holds.
-            let _serialised = core.host.lock_if_agent_state().await;
+            let _serialised = host.lock_if_agent_state().await;
             let mut change = self.change();
             change.terminal(command_id, TerminalOutcome::Cancelled, None);
-            let removed = self.queue.remove(index);
             // A prompt cancelled before it ran settles too: settled hooks see it
             // (cancelled, no tool calls) in the commit of its terminal.
-            let provenance = removed
-                .as_ref()
-                .map(|queued| queued.provenance.clone())
-                .unwrap_or_default();
+            let provenance = removed.provenance.clone();
             let settled = Settled {
                 command_id: command_id.clone(),
                 outcome: TerminalOutcome::Cancelled,
@@ -241,24 +232,18 @@ impl Owner {
                 Ok(committed) => committed,
                 Err(error) => {
                     // Not committed: the prompt is still waiting where it was.
-                    if let Some(removed) = removed {
-                        self.queue.insert(index, removed);
-                    }
+                    self.queue.restore(index, removed);
                     return Err(error);
                 }
             };
-            self.origins.remove(command_id);
+            self.work.forget_origins([command_id]);
             self.publish_committed(committed);
             self.adopt(staged).await;
             return Ok(CancelResult::Accepted(Accepted {
                 command_id: command_id.clone(),
             }));
         }
-        let in_run = self
-            .run
-            .as_ref()
-            .is_some_and(|run| &run.command_id == command_id || run.absorbed.contains(command_id));
-        if in_run && !only_if_pending {
+        if self.work.in_run(command_id) && !only_if_pending {
             self.abort();
             return Ok(CancelResult::Accepted(Accepted {
                 command_id: command_id.clone(),
@@ -268,20 +253,19 @@ impl Owner {
     }
 
     pub(super) fn abort(&mut self) {
-        if let Some(run) = &self.run {
-            run.cancel.cancel();
-            self.activity.cancellation_requested = true;
+        if self.work.cancel() {
+            self.publication.cancellation_requested();
             self.publish_changes(Vec::new(), Vec::new());
         }
     }
 
     async fn branch(&mut self, entry_id: &EntryId) -> Result<(), ShiitakeError> {
-        if self.run.is_some() {
+        if self.work.running() {
             return Err(ShiitakeError::conflict(
                 "cannot branch while work is running; abort it first",
             ));
         }
-        let entry = self.core.store.entry(&self.header.id, entry_id).await?;
+        let entry = self.deps.store.entry(self.record.id(), entry_id).await?;
         if entry.is_none() {
             return Err(ShiitakeError::not_found(format!(
                 "no entry {entry_id} in this Session"
@@ -292,21 +276,23 @@ impl Owner {
         header.leaf = Some(entry_id.clone());
         header.epoch += 1;
         self.commit(Vec::new(), header).await?;
-        if self.watched() {
+        if self.publication.watched() {
             let baseline = self.snapshot(&Default::default()).await?;
-            self.publish(Published::Reset(std::sync::Arc::new(baseline)));
+            let reset = Published::Reset(std::sync::Arc::new(baseline));
+            self.publication.publish(reset);
         }
         Ok(())
     }
 
     async fn fork(&mut self, entry_id: &EntryId) -> Result<ForkedSession, ShiitakeError> {
-        let store = &self.core.store;
-        if store.entry(&self.header.id, entry_id).await?.is_none() {
+        let store = &self.deps.store;
+        let source = self.record.header();
+        if store.entry(&source.id, entry_id).await?.is_none() {
             return Err(ShiitakeError::not_found(format!(
                 "no entry {entry_id} in this Session"
             )));
         }
-        let mut path = store.lineage(&self.header.id, entry_id, usize::MAX).await?;
+        let mut path = store.lineage(&source.id, entry_id, usize::MAX).await?;
         path.reverse();
         let now = now_ms();
         let session_id = ids::session_id();
@@ -315,11 +301,11 @@ impl Owner {
             created_at: now,
             last_activity_at: now,
             settled_at: None,
-            title: self.header.title.clone(),
+            title: source.title.clone(),
             head_sequence: path.len() as u64,
             leaf: Some(entry_id.clone()),
             epoch: 0,
-            model_preference: self.header.model_preference.clone(),
+            model_preference: source.model_preference.clone(),
             inbox_state: SessionInboxState::Done,
             open_from: None,
         };
@@ -354,7 +340,7 @@ impl Owner {
         let message = operator_message(author, text);
         let mut change = self.change();
         let command_id = ids::command_id();
-        let waits = self.run.is_some();
+        let waits = self.work.running();
         let accepted_sequence = change.sequence();
         change.command(StoredCommand {
             id: command_id.clone(),

@@ -1,6 +1,5 @@
 //! What extensions give a Session's views and runs: the slots snapshots and frames
-//! carry, each run's prompt sections and tool modules, the change signals tool
-//! handlers wait on, and who admitted a run's commands.
+//! carry, and each run's prompt sections and tool modules.
 
 use std::sync::Arc;
 
@@ -14,15 +13,15 @@ use crate::extension::{Grant, Provenance, RunContext, StateView};
 impl Owner {
     /// The extension slots of this Session for snapshots and frames.
     pub(super) fn slots(&self) -> SessionExtensionSlots {
-        let host = &self.core.host;
+        let host = &self.deps.host;
         let agent = host.agent_read();
         let mut slots = SessionExtensionSlots::new();
         for registered in &host.extensions {
             let id = &registered.definition.id;
             let agent_rows = agent.get(id);
             let view = StateView {
-                session_id: Some(&self.header.id),
-                session: Some(self.rows_of(id)),
+                session_id: Some(self.record.id()),
+                session: Some(self.extensions.rows_of(id)),
                 agent: agent_rows,
             };
             if let Some(slot) = host.slot(registered, view) {
@@ -38,7 +37,7 @@ impl Owner {
         command_id: &CommandId,
         provenance: &Provenance,
     ) -> (Vec<String>, Vec<(ExtensionId, Module)>) {
-        let host = &self.core.host;
+        let host = &self.deps.host;
         let agent = host.agent_read();
         let mut sections = Vec::new();
         let mut modules = Vec::new();
@@ -56,20 +55,20 @@ impl Owner {
             let context = RunContext {
                 files: registered.files.as_ref(),
                 grants: &registered.grants,
-                session_id: &self.header.id,
+                session_id: self.record.id(),
                 command_id,
                 origin: provenance.origin.as_ref(),
                 sender: provenance.sender.as_ref(),
                 state: StateView {
-                    session_id: Some(&self.header.id),
-                    session: Some(self.rows_of(id)),
+                    session_id: Some(self.record.id()),
+                    session: Some(self.extensions.rows_of(id)),
                     agent: agent_rows,
                 },
             };
             let tools = ToolTx {
                 mailbox: Arc::new(self.mailbox.clone()),
                 extension_id: id.clone(),
-                changes: self.changes_of(id),
+                changes: self.extensions.changes_of(id),
             };
             let extension = registered.extension.clone();
             let contributed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -87,31 +86,5 @@ impl Owner {
             }
         }
         (sections, modules)
-    }
-
-    /// Makes sure every extension that offers tools has a change signal its tool
-    /// handlers can wait on; called before [`Self::contributions`].
-    pub(super) fn prepare_change_signals(&mut self) {
-        for registered in &self.core.host.extensions {
-            if registered.grants.has(Grant::Tools) {
-                self.extension_changes
-                    .entry(registered.definition.id.clone())
-                    .or_insert_with(|| tokio::sync::watch::Sender::new(0));
-            }
-        }
-    }
-
-    /// A receiver of changes to an extension's Session rows, for its tool handlers.
-    fn changes_of(&self, id: &ExtensionId) -> tokio::sync::watch::Receiver<u64> {
-        match self.extension_changes.get(id) {
-            Some(changes) => changes.subscribe(),
-            // Not prepared: a receiver whose sender is gone reports the owner stopped.
-            None => tokio::sync::watch::Sender::new(0).subscribe(),
-        }
-    }
-
-    /// The command ids and origins of a run's commands, for settled hooks.
-    pub(super) fn provenance_of(&self, command_id: &CommandId) -> Provenance {
-        self.origins.get(command_id).cloned().unwrap_or_default()
     }
 }

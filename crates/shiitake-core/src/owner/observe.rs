@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use shiitake_protocol::{
     FrameDelivery, PageLimit, ReadOptions, ResetFrame, ResetReason, SandboxFailureEvent,
-    SessionCompactionMarker, SessionFrame, SessionMessage, SessionPendingPrompt,
-    SessionPendingPrompts, SessionSnapshot, SessionTerminal, ShiitakeError, SubscribeOptions,
-    UpdateFrame,
+    SessionCompactionMarker, SessionFrame, SessionMessage, SessionPendingPrompts, SessionSnapshot,
+    SessionTerminal, ShiitakeError, SubscribeOptions, UpdateFrame,
 };
 use tokio::sync::broadcast;
 
@@ -73,32 +72,8 @@ fn to_failure(failure: StoredSandboxFailure) -> SandboxFailureEvent {
 }
 
 impl Owner {
-    fn position(&self) -> Position {
-        Position {
-            epoch: self.header.epoch,
-            sequence: self.header.head_sequence,
-        }
-    }
-
-    pub(super) fn cursor(&self) -> Option<shiitake_protocol::Cursor> {
-        (self.header.head_sequence > 0).then(|| self.position().encode())
-    }
-
     fn pending_view(&self) -> SessionPendingPrompts {
-        let limit = self.core.config.pending_view_limit;
-        SessionPendingPrompts {
-            prompts: self
-                .queue
-                .iter()
-                .take(limit)
-                .map(|queued| SessionPendingPrompt {
-                    command_id: queued.command_id.clone(),
-                    text: queued.text.clone(),
-                    delivery: queued.delivery,
-                })
-                .collect(),
-            has_more: self.queue.len() > limit,
-        }
+        self.queue.view(self.deps.config.pending_view_limit)
     }
 
     /// Publishes one live update carrying these newly committed rows and the state now.
@@ -116,7 +91,7 @@ impl Owner {
 
     /// Publishes one live update; sandbox failures are dropped for subscribers that did not ask.
     pub(super) fn publish_update(&self, changes: Changes) {
-        if !self.watched() {
+        if !self.publication.watched() {
             return;
         }
         let frame = UpdateFrame {
@@ -133,10 +108,10 @@ impl Owner {
                     .map(to_failure)
                     .collect(),
             ),
-            activity: self.activity.clone(),
+            activity: self.publication.activity().clone(),
             extensions: self.slots(),
         };
-        self.publish(Published::Update(Arc::new(frame)));
+        self.publication.publish(Published::Update(Arc::new(frame)));
     }
 
     /// A bounded snapshot of the selected lineage.
@@ -145,13 +120,14 @@ impl Owner {
         options: &ReadOptions,
     ) -> Result<SessionSnapshot, ShiitakeError> {
         let limit = options.limit.unwrap_or(PageLimit::DEFAULT).get() as usize;
-        let store = &self.core.store;
-        let session_id = &self.header.id;
+        let store = &self.deps.store;
+        let header = self.record.header();
+        let session_id = &header.id;
         let start = match &options.before {
-            None => self.header.leaf.clone(),
+            None => header.leaf.clone(),
             Some(cursor) => {
                 let position = Position::decode(cursor)
-                    .filter(|position| position.epoch == self.header.epoch)
+                    .filter(|position| position.epoch == header.epoch)
                     .ok_or_else(|| {
                         ShiitakeError::invalid("`before` is not a cursor of this Session's lineage")
                     })?;
@@ -176,7 +152,7 @@ impl Owner {
         };
         let upper = match &options.before {
             Some(cursor) => Position::decode(cursor).map_or(0, |p| p.sequence),
-            None => self.header.head_sequence,
+            None => header.head_sequence,
         };
         let terminals = store
             .terminals_between(session_id, lower, upper, limit * 2 + 16)
@@ -191,7 +167,7 @@ impl Owner {
         let oldest_cursor = page.first().map(|oldest| {
             Some(
                 Position {
-                    epoch: self.header.epoch,
+                    epoch: header.epoch,
                     sequence: oldest.sequence,
                 }
                 .encode(),
@@ -222,8 +198,8 @@ impl Owner {
             compactions: markers(compactions),
             sandbox_failures,
             pending: self.pending_view(),
-            activity: self.activity.clone(),
-            progress: self.current_progress(),
+            activity: self.publication.activity().clone(),
+            progress: self.publication.progress().cloned(),
             extensions: self.slots(),
         })
     }
@@ -233,39 +209,40 @@ impl Owner {
         &mut self,
         options: &SubscribeOptions,
     ) -> Result<(Vec<SessionFrame>, broadcast::Receiver<Published>), ShiitakeError> {
-        let receiver = self.receiver();
+        let receiver = self.publication.receiver();
         let Some(after) = &options.after else {
             return Ok((Vec::new(), receiver));
         };
-        let position = Position::decode(after).filter(|position| {
-            position.epoch == self.header.epoch && position.sequence <= self.header.head_sequence
-        });
+        let head = self.record.position();
+        let position = Position::decode(after)
+            .filter(|position| position.epoch == head.epoch && position.sequence <= head.sequence);
         let Some(position) = position else {
             return Ok((vec![self.reset_frame(options).await?], receiver));
         };
-        if position.sequence == self.header.head_sequence {
+        if position.sequence == head.sequence {
             return Ok((Vec::new(), receiver));
         }
-        let store = &self.core.store;
+        let store = &self.deps.store;
+        let session_id = self.record.id();
         let entries = store
-            .entries_after(&self.header.id, position.sequence, REPLAY_LIMIT + 1)
+            .entries_after(session_id, position.sequence, REPLAY_LIMIT + 1)
             .await?;
         if entries.len() > REPLAY_LIMIT {
             return Ok((vec![self.reset_frame(options).await?], receiver));
         }
-        let (after, head) = (position.sequence, self.header.head_sequence);
+        let (after, head) = (position.sequence, head.sequence);
         let terminals = store
-            .terminals_between(&self.header.id, after, head, REPLAY_LIMIT)
+            .terminals_between(session_id, after, head, REPLAY_LIMIT)
             .await?;
         let compactions: Vec<StoredCompaction> = store
-            .compactions(&self.header.id)
+            .compactions(session_id)
             .await?
             .into_iter()
             .filter(|compaction| compaction.commit_sequence > after)
             .collect();
         let sandbox_failures = if options.include_sandbox_failures.unwrap_or(false) {
             let failures = store
-                .sandbox_failures_between(&self.header.id, after, head, REPLAY_LIMIT)
+                .sandbox_failures_between(session_id, after, head, REPLAY_LIMIT)
                 .await?;
             Some(failures.into_iter().map(to_failure).collect())
         } else {
@@ -279,7 +256,7 @@ impl Owner {
             terminals: terminals.into_iter().map(to_terminal).collect(),
             compactions: markers(compactions),
             sandbox_failures,
-            activity: self.activity.clone(),
+            activity: self.publication.activity().clone(),
             extensions: self.slots(),
         };
         Ok((vec![SessionFrame::Update(frame)], receiver))

@@ -9,14 +9,14 @@ impl Owner {
     /// this Session (a snapshot, a watch, a subscription). A hook that panics is
     /// logged and skipped: observation must never fail a read.
     pub(super) fn observed(&self) {
-        let host = &self.core.host;
+        let host = &self.deps.host;
         for registered in &host.extensions {
             let id = &registered.definition.id;
             if !registered.grants.has(Grant::Projection) || host.stopped(id).is_some() {
                 continue;
             }
             let extension = registered.extension.clone();
-            let session_id = &self.header.id;
+            let session_id = self.record.id();
             let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 extension.on_observed(session_id)
             }));
@@ -30,7 +30,7 @@ impl Owner {
     /// as they read now; answers whether anyone received it. Nothing is committed and
     /// the cursor does not move, as for a change of activity.
     pub(super) fn republish(&self) -> bool {
-        let watched = self.watched();
+        let watched = self.publication.watched();
         if watched {
             self.publish_changes(Vec::new(), Vec::new());
         }

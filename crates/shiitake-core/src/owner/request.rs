@@ -85,7 +85,7 @@ pub(crate) enum Request {
 impl Request {
     /// Answers the caller with `error` (a request nobody waits on is dropped; a stop
     /// is acknowledged): for requests this owner cannot or may no longer serve.
-    pub(super) fn fail(self, error: ShiitakeError) {
+    pub(crate) fn fail(self, error: ShiitakeError) {
         match self {
             Request::Command(_, _, reply) => send(reply, Err(error)),
             Request::Read(_, reply) => send(reply, Err(error)),
@@ -148,7 +148,7 @@ pub(crate) enum Published {
 }
 
 /// Answers one caller; a caller that stopped waiting is no failure.
-pub(super) fn send<T>(reply: Reply<T>, result: Result<T, ShiitakeError>) {
+pub(crate) fn send<T>(reply: Reply<T>, result: Result<T, ShiitakeError>) {
     // The caller may have stopped waiting; what was committed stands.
     if reply.send(result).is_err() {
         tracing::trace!("a caller left before its answer");

@@ -3,27 +3,26 @@
 use std::sync::Arc;
 
 use shiitake_protocol::message::Message;
-use shiitake_protocol::{
-    CommandId, EntryId, ProgressFrame, PromptDelivery, SessionProgress, ShiitakeError,
-    TerminalOutcome,
-};
+use shiitake_protocol::{CommandId, EntryId, ProgressFrame, ShiitakeError, TerminalOutcome};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::change::Change;
-use super::extensions::Staged;
 use super::lines::prompt_message;
 use super::observe::Changes;
-use super::{ActiveRun, Owner, Published, RunEvent, take};
+use super::record::take;
+use super::staging::{Staged, StagedCommit};
+use super::work::ActiveRun;
+use super::{Owner, Published, RunEvent};
 use crate::clock::now_ms;
 use crate::extension::Settled;
 use crate::runner::{self, RunStart};
-use crate::store::{CommandState, Op, StoredCommand, StoredCompaction, StoredSandboxFailure};
+use crate::store::{CommandState, Op, StoredCompaction, StoredSandboxFailure};
 
 impl Owner {
     /// Starts the next run when none is active and a prompt waits.
     pub(super) async fn start_next_run(&mut self) {
-        while self.run.is_none() {
+        while !self.work.running() {
             let Some(next) = self.queue.front().cloned() else {
                 return;
             };
@@ -34,15 +33,12 @@ impl Owner {
             let committed = match self.commit_change(change).await {
                 Ok(committed) => committed,
                 Err(error) => {
-                    tracing::error!(%error, session = %self.header.id, "could not start a run; it stays queued");
+                    tracing::error!(%error, session = %self.record.id(), "could not start a run; it stays queued");
                     return;
                 }
             };
             self.queue.pop_front();
-            if !next.provenance.is_empty() {
-                self.origins
-                    .insert(next.command_id.clone(), next.provenance.clone());
-            }
+            self.work.note_origin(&next.command_id, &next.provenance);
             self.spawn_runner(next.command_id, false);
             self.publish_committed(committed);
         }
@@ -50,38 +46,34 @@ impl Owner {
 
     fn spawn_runner(&mut self, command_id: CommandId, recovering: bool) {
         let cancel = CancellationToken::new();
-        let provenance = self.provenance_of(&command_id);
-        self.prepare_change_signals();
+        let provenance = self.work.provenance_of(&command_id);
+        self.extensions.prepare_change_signals(&self.deps.host);
         let (prompt_sections, modules) = self.contributions(&command_id, &provenance);
-        self.steer_waiting.send_replace(
-            self.queue
-                .iter()
-                .any(|queued| queued.delivery == PromptDelivery::Steer),
-        );
+        let header = self.record.header();
         let start = RunStart {
             agent: runner::RunDeps {
-                store: self.core.store.clone(),
-                tools: self.core.tools.clone(),
-                config: self.core.config.clone(),
+                store: self.deps.store.clone(),
+                tools: self.deps.tools.clone(),
+                config: self.deps.config.clone(),
             },
-            session_id: self.header.id.clone(),
+            session_id: header.id.clone(),
             command_id: command_id.clone(),
-            leaf: self.header.leaf.clone(),
-            preference: self.header.model_preference.clone(),
+            leaf: header.leaf.clone(),
+            preference: header.model_preference.clone(),
             owner: Arc::new(self.mailbox.clone()),
             cancel: cancel.clone(),
-            steer_waiting: self.steer_waiting.subscribe(),
+            steer_waiting: self.queue.steer_signal(),
             lines_waiting: self.waiting_lines.signal(),
             recovering,
             prompt_sections,
             modules,
-            transcript: self.kept_transcript.take(),
+            transcript: self.work.take_transcript(),
         };
         // A child of the owner's span: a run's lines carry its Session and command.
         let span = tracing::info_span!("run", command = %command_id, recovering);
         let task = tokio::spawn(runner::run(start).instrument(span));
-        self.activity.last_model_choice_sequence = None;
-        self.run = Some(ActiveRun {
+        self.publication.run_started();
+        self.work.start(ActiveRun {
             command_id,
             absorbed: Vec::new(),
             cancel,
@@ -89,32 +81,12 @@ impl Owner {
         });
     }
 
-    /// Stops the runner without settling it: recovery resumes the work on the next open.
-    pub(super) fn stop_run_without_terminal(&mut self) {
-        if let Some(run) = self.run.take() {
-            run.task.abort();
-        }
-    }
-
-    /// On load: a command that was running when the process stopped.
-    pub(super) fn note_interrupted_command(&mut self, command: StoredCommand) {
-        match command.run_id {
-            Some(run_id) => self.pending_absorbed.push((run_id, command.id)),
-            None => self.interrupted.push(command),
-        }
-    }
-
     /// Resumes (or settles as interrupted) the work that was running before a restart.
-    pub(super) async fn resume(&mut self) {
-        let interrupted = std::mem::take(&mut self.interrupted);
-        let absorbed = std::mem::take(&mut self.pending_absorbed);
-        for command in interrupted {
-            let joined: Vec<CommandId> = absorbed
-                .iter()
-                .filter(|(run_id, _)| run_id == &command.id)
-                .map(|(_, id)| id.clone())
-                .collect();
-            if command.recoveries >= self.core.config.max_recoveries || self.run.is_some() {
+    pub(crate) async fn resume(&mut self) {
+        let interrupted = self.work.take_interrupted();
+        for command in &interrupted.runs {
+            let joined = interrupted.absorbed_by(&command.id);
+            if command.recoveries >= self.deps.config.max_recoveries || self.work.running() {
                 let diagnostic = format!(
                     "the Agent stopped during this work {} times; it was not resumed again",
                     command.recoveries + 1
@@ -129,18 +101,16 @@ impl Owner {
                 continue;
             }
             let count = Op::CountRecovery {
-                session_id: self.header.id.clone(),
+                session_id: self.record.id().clone(),
                 command_id: command.id.clone(),
             };
-            if let Err(error) = self.commit_ops(vec![count]).await {
+            if let Err(error) = self.tenure.commit(vec![count]).await {
                 tracing::error!(%error, "could not count a recovery; the work waits for the next open");
                 return;
             }
-            tracing::info!(session = %self.header.id, command = %command.id, "resuming interrupted work");
-            self.spawn_runner(command.id, true);
-            if let Some(run) = &mut self.run {
-                run.absorbed = joined;
-            }
+            tracing::info!(session = %self.record.id(), command = %command.id, "resuming interrupted work");
+            self.spawn_runner(command.id.clone(), true);
+            self.work.absorb(joined);
         }
         self.refresh_activity();
         self.start_next_run().await;
@@ -166,18 +136,20 @@ impl Owner {
                 }
             }
             RunEvent::Progress(progress) => {
-                self.progress = Some(progress.clone());
-                self.publish(Published::Progress(Arc::new(ProgressFrame {
+                self.publication.set_progress(Some(progress.clone()));
+                let frame = ProgressFrame {
                     progress,
-                    activity: self.activity.clone(),
-                })));
+                    activity: self.publication.activity().clone(),
+                };
+                self.publication
+                    .publish(Published::Progress(Arc::new(frame)));
             }
             RunEvent::Retry(retry) => {
-                self.activity.retry = retry;
+                self.publication.set_retry(retry);
                 self.publish_changes(Vec::new(), Vec::new());
             }
             RunEvent::ActiveTool(tool) => {
-                self.activity.active_tool = Some(tool);
+                self.publication.set_active_tool(Some(tool));
                 self.publish_changes(Vec::new(), Vec::new());
             }
             RunEvent::Compacted {
@@ -202,8 +174,10 @@ impl Owner {
                 tool_calls,
                 transcript,
             } => {
-                let Some(run) = self.run.take() else { return };
-                self.kept_transcript = transcript;
+                let Some(run) = self.work.finish() else {
+                    return;
+                };
+                self.work.keep_transcript(transcript);
                 self.settle(
                     &run.command_id,
                     &run.absorbed,
@@ -219,15 +193,10 @@ impl Owner {
 
     /// Takes waiting steers and operator lines into the lineage for the running work.
     async fn boundary(&mut self) -> Result<Vec<(EntryId, Message)>, ShiitakeError> {
-        let Some(run_id) = self.run.as_ref().map(|run| run.command_id.clone()) else {
+        let Some(run_id) = self.work.run_id() else {
             return Ok(Vec::new());
         };
-        let steers: Vec<_> = self
-            .queue
-            .iter()
-            .filter(|queued| queued.delivery == PromptDelivery::Steer)
-            .cloned()
-            .collect();
+        let steers = self.queue.steers();
         if steers.is_empty() && self.waiting_lines.is_empty() {
             return Ok(Vec::new());
         }
@@ -243,13 +212,9 @@ impl Owner {
         }
         let committed = self.commit_change(change).await?;
         self.waiting_lines.clear();
-        self.queue
-            .retain(|queued| queued.delivery != PromptDelivery::Steer);
-        self.steer_waiting.send_replace(false);
-        if let Some(run) = &mut self.run {
-            run.absorbed
-                .extend(steers.into_iter().map(|steer| steer.command_id));
-        }
+        self.queue.drop_steers();
+        self.work
+            .absorb(steers.into_iter().map(|steer| steer.command_id));
         let messages = committed
             .entries
             .iter()
@@ -265,18 +230,18 @@ impl Owner {
         message: Message,
         tool: Option<crate::extension::ToolOutcome>,
     ) -> Result<(), ShiitakeError> {
-        let Some(run_id) = self.run.as_ref().map(|run| run.command_id.clone()) else {
+        let Some(run_id) = self.work.run_id() else {
             return Err(ShiitakeError::stopped("the run is no longer active"));
         };
-        let core = self.core.clone();
+        let host = self.deps.host.clone();
         // Only a commit that runs a hook serialises with other Agent transactions.
         let _serialised = match &tool {
-            Some(_) => Some(core.host.agent_transactions.lock().await),
+            Some(_) => Some(host.agent_transactions.lock().await),
             None => None,
         };
         let is_assistant = matches!(message, Message::Assistant(_));
         // The tool whose result this is has finished; the commit's frame says so.
-        self.activity.active_tool = None;
+        self.publication.set_active_tool(None);
         let mut change = self.change();
         let sequence = change
             .entry_with_id(entry_id, Some(run_id), message)
@@ -285,7 +250,7 @@ impl Owner {
         if let Some(outcome) = &tool {
             self.tool_result_hook(
                 outcome,
-                super::extensions::StagedCommit {
+                StagedCommit {
                     header: &mut change.header,
                     ops: &mut change.ops,
                     staged: &mut staged,
@@ -295,8 +260,7 @@ impl Owner {
         }
         let committed = self.commit_change(change).await?;
         if is_assistant {
-            self.activity.last_model_choice_sequence = Some(sequence);
-            self.progress = None;
+            self.publication.model_chose(sequence);
         }
         self.publish_committed(committed);
         if tool.is_some() {
@@ -315,15 +279,15 @@ impl Owner {
         (outcome, diagnostic): (TerminalOutcome, Option<String>),
         tool_calls: u32,
     ) {
-        let core = self.core.clone();
+        let host = self.deps.host.clone();
         // Settles of different Sessions queue on the Agent lock only when some
         // extension's settled hook could read or write Agent state.
-        let _serialised = core.host.lock_if_agent_state().await;
+        let _serialised = host.lock_if_agent_state().await;
         let mut change = self.change();
         for id in std::iter::once(command_id).chain(absorbed) {
             change.terminal(id, outcome, diagnostic.clone());
         }
-        let provenance = self.provenance_of(command_id);
+        let provenance = self.work.provenance_of(command_id);
         let settled = Settled {
             command_id: command_id.clone(),
             outcome,
@@ -332,23 +296,22 @@ impl Owner {
             tool_calls,
         };
         let staged = self.settled_hooks(&settled, &mut change.header, &mut change.ops);
-        let previous = self.last_outcome.replace(outcome);
-        self.activity.active_tool = None;
+        let previous = self.work.set_last_outcome(Some(outcome));
+        self.publication.set_active_tool(None);
         change.header.settled_at = Some(now_ms());
         change.header.inbox_state = self.inbox_state_with(&staged);
         let committed = match self.commit_change(change).await {
             Ok(committed) => committed,
             Err(error) => {
                 // The work stays running in the store; recovery settles it on the next open.
-                self.last_outcome = previous;
-                tracing::error!(%error, session = %self.header.id, "could not commit a terminal");
+                self.work.set_last_outcome(previous);
+                tracing::error!(%error, session = %self.record.id(), "could not commit a terminal");
                 return;
             }
         };
-        for id in std::iter::once(command_id).chain(absorbed) {
-            self.origins.remove(id);
-        }
-        self.progress = None;
+        self.work
+            .forget_origins(std::iter::once(command_id).chain(absorbed));
+        self.publication.set_progress(None);
         self.publish_committed(committed);
         self.adopt(staged).await;
     }
@@ -385,9 +348,9 @@ impl Owner {
         summary: String,
     ) -> Result<(), ShiitakeError> {
         let entry = self
-            .core
+            .deps
             .store
-            .entry(&self.header.id, &first_kept)
+            .entry(self.record.id(), &first_kept)
             .await?
             .ok_or_else(|| {
                 ShiitakeError::internal(format!(
@@ -403,7 +366,7 @@ impl Owner {
             at: now_ms(),
             summary,
         };
-        let session_id = self.header.id.clone();
+        let session_id = self.record.id().clone();
         self.commit(
             vec![Op::InsertCompaction {
                 session_id,
@@ -428,7 +391,7 @@ impl Owner {
             capability,
             message,
         };
-        let session_id = self.header.id.clone();
+        let session_id = self.record.id().clone();
         let op = Op::InsertSandboxFailure {
             session_id,
             failure: failure.clone(),
@@ -441,10 +404,5 @@ impl Owner {
             sandbox_failures: vec![failure],
             ..Changes::default()
         });
-    }
-
-    /// The current progress, for snapshots.
-    pub(super) fn current_progress(&self) -> Option<SessionProgress> {
-        self.progress.clone()
     }
 }

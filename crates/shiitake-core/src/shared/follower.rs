@@ -12,16 +12,18 @@ use std::time::Duration;
 use shiitake_protocol::{Cursor, FrameDelivery, SessionFrame, SessionId, SubscribeOptions};
 use tokio::sync::broadcast;
 
-use super::{PUBLISH_BUFFER, Published};
-use crate::agent_core::AgentCore;
+use tokio_util::sync::CancellationToken;
+
 use crate::cursor::Position;
-use crate::session::LocalSession;
+use crate::owner::registry::Registry;
+use crate::owner::{PUBLISH_BUFFER, Published, Request};
 use crate::store::ownership::OwnershipEvent;
 
 /// Starts a follower for one watch or subscription; its receiver gets every change
 /// committed after `cursor`.
 pub(super) fn follow(
-    core: &Arc<AgentCore>,
+    owners: &Arc<Registry>,
+    closing: &CancellationToken,
     session_id: &SessionId,
     cursor: Option<Cursor>,
     include_sandbox_failures: bool,
@@ -29,8 +31,9 @@ pub(super) fn follow(
 ) -> broadcast::Receiver<Published> {
     let (publisher, receiver) = broadcast::channel(PUBLISH_BUFFER);
     let follower = Follower {
-        session: LocalSession::new(core.clone(), session_id.clone()),
-        closing: core.closing.clone(),
+        owners: owners.clone(),
+        session_id: session_id.clone(),
+        closing: closing.clone(),
         cursor,
         include_sandbox_failures,
         publisher,
@@ -41,8 +44,9 @@ pub(super) fn follow(
 
 /// Turns announced commits of one Session into frames for one subscriber.
 struct Follower {
-    session: LocalSession,
-    closing: tokio_util::sync::CancellationToken,
+    owners: Arc<Registry>,
+    session_id: SessionId,
+    closing: CancellationToken,
     cursor: Option<Cursor>,
     include_sandbox_failures: bool,
     publisher: broadcast::Sender<Published>,
@@ -74,8 +78,7 @@ impl Follower {
                 () = self.publisher.closed() => return,
                 event = events.recv() => match event {
                     Ok(OwnershipEvent::Committed { session_id, head_sequence }) => {
-                        &session_id == shiitake_protocol::SessionApi::session_id(&self.session)
-                            && Some(head_sequence) != self.head()
+                        session_id == self.session_id && Some(head_sequence) != self.head()
                     }
                     Ok(OwnershipEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => true,
                     Ok(_) => false,
@@ -106,10 +109,11 @@ impl Follower {
             after: Some(after),
             include_sandbox_failures: Some(self.include_sandbox_failures),
         };
-        let frames = match self.session.replay(options).await {
+        let replay = |reply| Request::Replay(options.clone(), reply);
+        let frames = match self.owners.ask(&self.session_id, replay).await {
             Ok(frames) => frames,
             Err(error) => {
-                tracing::debug!(%error, session = %shiitake_protocol::SessionApi::session_id(&self.session), "a follower could not catch up yet");
+                tracing::debug!(%error, session = %self.session_id, "a follower could not catch up yet");
                 return if self.publisher.receiver_count() > 0 {
                     CaughtUp::Later
                 } else {

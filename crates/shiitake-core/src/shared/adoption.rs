@@ -9,8 +9,8 @@ use shiitake_protocol::SessionId;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use super::Request;
 use crate::agent_core::AgentCore;
+use crate::owner::Request;
 use crate::store::Ownership;
 use crate::store::ownership::OwnershipEvent;
 
@@ -75,7 +75,7 @@ async fn adopt_orphans(core: &Arc<AgentCore>, ownership: &Arc<dyn Ownership>) ->
         );
     }
     for session_id in &orphans.sessions {
-        let mailbox = core.owners.mailbox(core, session_id);
+        let mailbox = core.owners.mailbox(session_id);
         if mailbox.try_send(Request::Drain).is_err() {
             tracing::trace!(session = %session_id, "an owner's mailbox is full");
         }

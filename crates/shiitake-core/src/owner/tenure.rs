@@ -1,0 +1,96 @@
+//! The owner's tenure: every commit of the Session goes through it, under the
+//! lease when the store is shared.
+//!
+//! On a store several processes share, an owner holds its Session's lease and puts
+//! the lease's fencing token in every commit. A commit the lease no longer covers
+//! fails whole and fences the tenure: from then on nothing more is committed, and
+//! the owner stops without answering (its callers ask again and reach the new owner).
+
+use std::sync::Arc;
+
+use shiitake_protocol::SessionId;
+
+use crate::store::{FencingToken, Op, Ownership, Store, StoreError};
+
+/// The one way an owner commits, and the lease it commits under.
+pub(crate) struct Tenure {
+    store: Arc<dyn Store>,
+    ownership: Option<Arc<dyn Ownership>>,
+    session_id: SessionId,
+    /// The lease this owner holds on a shared store; every commit carries its token.
+    lease: Option<FencingToken>,
+    /// A commit was refused because the lease moved on (or the loss was announced).
+    fenced: bool,
+}
+
+impl Tenure {
+    /// A tenure of `session_id`, under `lease` when the store is shared.
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        ownership: Option<Arc<dyn Ownership>>,
+        session_id: SessionId,
+        lease: Option<FencingToken>,
+    ) -> Self {
+        Self {
+            store,
+            ownership,
+            session_id,
+            lease,
+            fenced: false,
+        }
+    }
+
+    /// Commits `ops` as they are, under the lease when one is held. A commit the
+    /// lease no longer covers fails whole and fences the tenure; a fenced tenure
+    /// commits nothing more.
+    pub(super) async fn commit(&mut self, mut ops: Vec<Op>) -> Result<(), StoreError> {
+        if self.fenced {
+            return Err(StoreError::Fenced(format!(
+                "this process no longer owns Session {}",
+                self.session_id
+            )));
+        }
+        if let Some(token) = self.lease {
+            ops.insert(
+                0,
+                Op::Fence {
+                    session_id: self.session_id.clone(),
+                    token,
+                },
+            );
+        }
+        let result = self.store.commit(ops).await;
+        if let Err(StoreError::Fenced(reason)) = &result {
+            tracing::warn!(session = %self.session_id, %reason, "fencing token rejected: another process owns this Session now; this owner stops");
+            self.fenced = true;
+        }
+        result
+    }
+
+    /// Whether another process took the Session over: nothing more may be committed
+    /// or answered here.
+    pub(super) fn fenced(&self) -> bool {
+        self.fenced
+    }
+
+    /// Another process took over the lease taken with `token`; `false` (and nothing
+    /// changes) when that was an earlier tenure of this process, not this one.
+    pub(super) fn lost(&mut self, token: FencingToken) -> bool {
+        if self.lease != Some(token) {
+            return false;
+        }
+        self.fenced = true;
+        true
+    }
+
+    /// Gives the lease back, so another process may take the Session at once (a
+    /// lease that moved on to another tenure is left alone by the store).
+    pub(super) async fn release(&mut self) {
+        let (Some(token), Some(ownership)) = (self.lease.take(), self.ownership.clone()) else {
+            return;
+        };
+        if let Err(error) = ownership.release(&self.session_id, token).await {
+            tracing::warn!(%error, session = %self.session_id, "could not give a lease back; it lapses");
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! A stand-in: this process's place-holder for a Session whose lease another
+//! process holds.
+//!
+//! It forwards each request through the database ([`Ownership::forward`]) and
+//! waits for the owner's answer, and it tries to take the lease itself whenever the
+//! owner may have gone (the lease lapsed or was given back), then hands over to an
+//! owner here, which handles the request. Watches and subscriptions get a follower.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use shiitake_protocol::{CommandOutcome, SessionId, SessionSnapshot, ShiitakeError};
+use tokio::sync::{broadcast, mpsc};
+use tokio::time::Instant;
+
+use super::follower::follow;
+use super::forwarded::{Forwarded, Outcome, Replayed, decode};
+use crate::agent_core::AgentCore;
+use crate::owner::{Request, send};
+use crate::store::ownership::{Claim, OwnershipEvent};
+use crate::store::{FencingToken, Ownership};
+
+/// How a stand-in ended.
+pub(crate) enum StandIn {
+    /// This process took the lease: run the owner, handling `pending` first.
+    Owner {
+        token: FencingToken,
+        /// Boxed: a request is large, and a stand-in that stops carries nothing.
+        pending: Option<Box<Request>>,
+    },
+    /// It stopped (idle, the Agent closing, the mailbox gone).
+    Gone,
+}
+
+/// Stands in for the owner in another process until it idles out, is stopped, or
+/// this process takes the lease.
+pub(crate) async fn stand_in(
+    core: &Arc<AgentCore>,
+    ownership: &Arc<dyn Ownership>,
+    session_id: &SessionId,
+    generation: u64,
+    requests: &mut mpsc::Receiver<Request>,
+) -> StandIn {
+    loop {
+        let request = tokio::select! {
+            request = requests.recv() => request,
+            () = tokio::time::sleep(core.config.owner_idle) => {
+                if core.owners.retire(session_id, generation) {
+                    requests.close();
+                    while requests.try_recv().is_ok() {}
+                    return StandIn::Gone;
+                }
+                continue;
+            }
+        };
+        let Some(request) = request else {
+            return StandIn::Gone;
+        };
+        let Some(forwarded) = Forwarded::of(&request) else {
+            match request {
+                Request::Stop(done) => {
+                    if done.send(()).is_err() {
+                        tracing::trace!("stop requester left");
+                    }
+                    return StandIn::Gone;
+                }
+                // Adopting an orphan: take the lease if it is free now.
+                Request::Drain => match ownership.claim(session_id).await {
+                    Ok(Claim::Held(token)) => {
+                        return StandIn::Owner {
+                            token,
+                            pending: None,
+                        };
+                    }
+                    Ok(Claim::Elsewhere | Claim::Missing) => {}
+                    Err(error) => tracing::warn!(%error, session = %session_id, "could not claim"),
+                },
+                // The owner's process publishes to the watchers it serves; the watchers
+                // here follow its frames, so nothing here is republished.
+                Request::Republish(reply) => send(reply, Ok(false)),
+                // Only an owner can run these: take the lease if it is free now,
+                // else they run in the process that owns the Session.
+                request @ (Request::ExtensionTx { .. } | Request::FireTimer(..)) => {
+                    match ownership.claim(session_id).await {
+                        Ok(Claim::Held(token)) => {
+                            return StandIn::Owner {
+                                token,
+                                pending: Some(Box::new(request)),
+                            };
+                        }
+                        Ok(Claim::Elsewhere | Claim::Missing) => {
+                            request.fail(elsewhere(session_id));
+                        }
+                        Err(error) => request.fail(error.into()),
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        };
+        // Subscribe before forwarding, so no announcement after the answer is missed.
+        let events = ownership.events();
+        match call(ownership, session_id, &forwarded, events.resubscribe()).await {
+            Call::TookOver(token) => {
+                return StandIn::Owner {
+                    token,
+                    pending: Some(Box::new(request)),
+                };
+            }
+            Call::Answered { answer, took_over } => {
+                answer_locally(core, session_id, request, answer, events);
+                if let Some(token) = took_over {
+                    return StandIn::Owner {
+                        token,
+                        pending: None,
+                    };
+                }
+            }
+            Call::Failed(error) => request.fail(error),
+        }
+    }
+}
+
+fn elsewhere(session_id: &SessionId) -> ShiitakeError {
+    ShiitakeError::unavailable(format!(
+        "Session {session_id} is owned by another process; this runs only there"
+    ))
+}
+
+/// Replies to the waiting caller with the owner's answer, starting a follower for
+/// a watch or a subscription.
+fn answer_locally(
+    core: &Arc<AgentCore>,
+    session_id: &SessionId,
+    request: Request,
+    answer: Value,
+    events: broadcast::Receiver<OwnershipEvent>,
+) {
+    match request {
+        Request::Command(_, _, reply) => {
+            send(reply, decode::<Outcome>(answer).map(CommandOutcome::from));
+        }
+        Request::Read(_, reply) => send(reply, decode(answer)),
+        Request::Preference(reply) => send(reply, decode(answer)),
+        Request::SetPreference(_, reply) => send(reply, decode(answer)),
+        Request::ExtensionCall(_, _, _, reply) => send(reply, decode(answer)),
+        Request::Admit { reply, .. } => send(reply, decode(answer)),
+        Request::Replay(_, reply) => {
+            send(
+                reply,
+                decode::<Replayed>(answer).map(|replayed| replayed.frames),
+            );
+        }
+        Request::Watch(options, reply) => {
+            let result = decode::<SessionSnapshot>(answer).map(|snapshot| {
+                let include = options.include_sandbox_failures.unwrap_or(false);
+                let cursor = snapshot.cursor.clone();
+                let receiver = follow(
+                    &core.owners,
+                    &core.closing,
+                    session_id,
+                    cursor,
+                    include,
+                    events,
+                );
+                (snapshot, receiver)
+            });
+            send(reply, result);
+        }
+        Request::Subscribe(options, reply) => {
+            let result = decode::<Replayed>(answer).map(|replayed| {
+                let include = options.include_sandbox_failures.unwrap_or(false);
+                let cursor = replayed.head.or(options.after);
+                let receiver = follow(
+                    &core.owners,
+                    &core.closing,
+                    session_id,
+                    cursor,
+                    include,
+                    events,
+                );
+                (replayed.frames, receiver)
+            });
+            send(reply, result);
+        }
+        other => other.fail(ShiitakeError::internal("not a forwarded request")),
+    }
+}
+
+/// What forwarding one request came to.
+enum Call {
+    /// The owner answered; this process may also have taken the lease meanwhile.
+    Answered {
+        answer: Value,
+        took_over: Option<FencingToken>,
+    },
+    /// The owner went away before answering and this process took the lease: the
+    /// request was withdrawn and is to be handled here.
+    TookOver(FencingToken),
+    /// The database failed.
+    Failed(ShiitakeError),
+}
+
+/// Forwards `request` to the owner and waits for its answer, taking the lease when
+/// the owner goes away first.
+async fn call(
+    ownership: &Arc<dyn Ownership>,
+    session_id: &SessionId,
+    request: &Forwarded,
+    mut events: broadcast::Receiver<OwnershipEvent>,
+) -> Call {
+    // The lease may be free (its owner left while idle): take it rather than wait.
+    match ownership.claim(session_id).await {
+        Ok(Claim::Held(token)) => return Call::TookOver(token),
+        Ok(Claim::Elsewhere) => {}
+        Ok(Claim::Missing) => {
+            return Call::Failed(ShiitakeError::not_found(format!("no Session {session_id}")));
+        }
+        Err(error) => return Call::Failed(error.into()),
+    }
+    let request = match serde_json::to_value(request) {
+        Ok(request) => request,
+        Err(error) => return Call::Failed(ShiitakeError::internal(error.to_string())),
+    };
+    let mut id = match ownership.forward(session_id, &request).await {
+        Ok(id) => id,
+        Err(error) => return Call::Failed(error.into()),
+    };
+    let look_every = ownership.lease_ttl() / 2;
+    let mut deadline = Instant::now() + look_every;
+    loop {
+        let look = tokio::select! {
+            event = events.recv() => match event {
+                Ok(OwnershipEvent::Answered { id: answered }) => answered == id,
+                Ok(OwnershipEvent::Released { session_id: released }) => &released == session_id,
+                Ok(OwnershipEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => true,
+                Ok(_) => false,
+                Err(broadcast::error::RecvError::Closed) => {
+                    return Call::Failed(ShiitakeError::unavailable("the store is closing"));
+                }
+            },
+            () = tokio::time::sleep_until(deadline) => {
+                deadline = Instant::now() + look_every;
+                true
+            }
+        };
+        if !look {
+            continue;
+        }
+        match ownership.take_answer(id).await {
+            Ok(Some(answer)) => {
+                return Call::Answered {
+                    answer,
+                    took_over: None,
+                };
+            }
+            Ok(None) => {}
+            Err(error) => return Call::Failed(error.into()),
+        }
+        match ownership.claim(session_id).await {
+            Ok(Claim::Held(token)) => {
+                return match ownership.withdraw(id).await {
+                    Ok(true) => Call::TookOver(token),
+                    Ok(false) => match ownership.take_answer(id).await {
+                        Ok(Some(answer)) => Call::Answered {
+                            answer,
+                            took_over: Some(token),
+                        },
+                        Ok(None) => Call::TookOver(token),
+                        Err(error) => Call::Failed(error.into()),
+                    },
+                    Err(error) => Call::Failed(error.into()),
+                };
+            }
+            Ok(Claim::Elsewhere) => {}
+            Ok(Claim::Missing) => {
+                return Call::Failed(ShiitakeError::not_found(format!("no Session {session_id}")));
+            }
+            Err(error) => return Call::Failed(error.into()),
+        }
+        // Still owned elsewhere and unanswered: write the request again, so an owner
+        // that took the Session over after it was written (and never saw it) does.
+        match ownership.withdraw(id).await {
+            Ok(true) => match ownership.forward(session_id, &request).await {
+                Ok(again) => id = again,
+                Err(error) => return Call::Failed(error.into()),
+            },
+            Ok(false) => {}
+            Err(error) => return Call::Failed(error.into()),
+        }
+    }
+}
