@@ -88,3 +88,60 @@ pub(super) fn take(header: &mut SessionHeader) -> u64 {
     header.head_sequence += 1;
     header.head_sequence
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use shiitake_protocol::SessionId;
+
+    use super::*;
+    use crate::store::CommandState;
+
+    fn id(n: u8) -> CommandId {
+        CommandId::new(format!("cmd_{n:03}")).unwrap()
+    }
+
+    fn state_op(n: u8, open: bool) -> Op {
+        Op::SetCommandState {
+            session_id: SessionId::new("ses_1").unwrap(),
+            command_id: id(n),
+            state: if open {
+                CommandState::Running
+            } else {
+                CommandState::Settled
+            },
+            run_id: None,
+        }
+    }
+
+    proptest! {
+        /// Over any run of commits, the header in memory carries the watermark of the
+        /// commands left open, and the commit wrote exactly that header last.
+        #[test]
+        fn the_watermark_follows_every_commit(
+            commits in proptest::collection::vec(
+                proptest::collection::vec((0u8..20, any::<bool>()), 0..6),
+                1..8,
+            ),
+        ) {
+            let header = SessionHeader::new(SessionId::new("ses_1").unwrap(), 0);
+            let mut record = Record::new(header, []);
+            let mut open = BTreeSet::new();
+            for commit in commits {
+                let mut ops: Vec<Op> = commit.iter().map(|&(n, o)| state_op(n, o)).collect();
+                for &(n, o) in &commit {
+                    if o { open.insert(id(n)); } else { open.remove(&id(n)); }
+                }
+                let next = record.next_header();
+                let sealed = record.seal(&mut ops, next);
+                let written = match ops.last() {
+                    Some(Op::PutHeader(header)) => header.clone(),
+                    other => panic!("the header is not last: {other:?}"),
+                };
+                record.adopt(sealed);
+                prop_assert_eq!(&written, record.header());
+                prop_assert_eq!(record.header().open_from.clone(), open.first().cloned());
+            }
+        }
+    }
+}
