@@ -25,7 +25,9 @@ use shiitake_protocol::*;
 /// `agents.create` away.
 #[derive(Default)]
 pub struct TestDirectory {
+    /// The Agents opened so far.
     pub agents: RwLock<BTreeMap<AgentName, Agent>>,
+    /// Whether `agents.create` is refused (else it finds the name taken).
     pub refuse: bool,
 }
 
@@ -50,6 +52,7 @@ impl AgentDirectory for TestDirectory {
     }
 }
 
+/// The Agent name `value`, which the tests spell right.
 pub fn name(value: &str) -> AgentName {
     AgentName::new(value).unwrap()
 }

@@ -23,7 +23,9 @@ use shiitake_roster_conversation_agents::{
 /// `agents.create` away.
 #[derive(Default)]
 pub struct TestDirectory {
+    /// The Agents opened so far.
     pub agents: RwLock<BTreeMap<AgentName, Agent>>,
+    /// Whether `agents.create` is refused (else it finds the name taken).
     pub refuse: bool,
 }
 
@@ -48,6 +50,7 @@ impl AgentDirectory for TestDirectory {
     }
 }
 
+/// The Agent name `value`, which the tests spell right.
 pub fn name(value: &str) -> AgentName {
     AgentName::new(value).unwrap()
 }
