@@ -13,8 +13,8 @@
 //! note; an achieved or cleared goal adds one chat line. The rules are in [`state`];
 //! `docs/ext-goal.md` is the page.
 //!
-//! What it does not own: the conversation-agents roster (it records sub-agent
-//! commands through [`roster`]), client rendering and notifications.
+//! What it does not own: the `agents.*` tools (`shiitake-ext-agents`, which records
+//! sub-agent commands through [`roster`]), client rendering and notifications.
 //!
 //! With `default-features = false` only [`contract`] compiles: what a client needs,
 //! without shiitake-core.

@@ -1,4 +1,4 @@
-//! The Goal side of the conversation-agents roster: what it calls when this Session
+//! The Goal side of conversation agents (`shiitake-ext-agents`): what it calls when this Session
 //! sends a sub-agent a command, and when that command settles or the child replies.
 //!
 //! Each function is a transaction body for

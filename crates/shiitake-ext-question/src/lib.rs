@@ -16,7 +16,7 @@
 //! committed, and otherwise goes once as a follow-up when the run settles (not when
 //! it was cancelled). The rules are in [`state`]; `docs/ext-question.md` is the page.
 //!
-//! What it does not own: the `agents.*` tools (the conversation-agents roster),
+//! What it does not own: the `agents.*` tools (`shiitake-ext-agents`),
 //! client cards and notifications.
 //!
 //! With `default-features = false` only [`contract`] and [`validate`] compile: what a

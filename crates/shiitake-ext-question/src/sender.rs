@@ -1,5 +1,5 @@
-//! The Ask side of "waits on the sender": what the conversation-agents roster's
-//! `agents.answer` and `agents.escalate` tools call.
+//! The Ask side of "waits on the sender": what the `agents.*` extension's
+//! (`shiitake-ext-agents`) `agents.answer` and `agents.escalate` tools call.
 //!
 //! Each function is a transaction body for
 //! [`LocalSession::host_transaction`](shiitake_core::LocalSession::host_transaction)

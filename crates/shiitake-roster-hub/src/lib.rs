@@ -2,8 +2,8 @@
 //!
 //! [`HubAgent::open`] composes, with explicit grants, the shared set with every Ask
 //! going to a person ([`SharedSet::waits_on_sender`] off), Home over the host's
-//! Computers, Subagents over the conversation-agents record, and the
-//! conversation-agents tools over the host's [`AgentDirectory`]. It takes any core
+//! Computers, and the `agents.*` tools (`shiitake-ext-agents`) over the host's
+//! [`AgentDirectory`] with the Subagents footer reading their record. It takes any core
 //! [`Store`], so the PostgreSQL store plugs in; until it exists the tests run on
 //! SQLite. It contains no extension rules.
 //!
@@ -22,10 +22,9 @@ use shiitake_core::store::Store;
 use shiitake_core::{Agent, AgentConfig};
 use shiitake_ext_home::{Computers, add_home};
 use shiitake_ext_skills::SkillLibrary;
-use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
 use shiitake_protocol::{AgentApi, AgentName};
 pub use shiitake_roster_conversation_agents::{AgentDirectory, DirectoryError, SharedSet};
-use shiitake_roster_conversation_agents::{ConversationAgents, add_shared_set, agents_grants};
+use shiitake_roster_conversation_agents::{add_conversation_agents, add_shared_set};
 
 /// What a Hub host supplies for one Agent.
 pub struct HubOptions {
@@ -84,12 +83,6 @@ impl HubAgent {
             reason,
         };
         let clock = options.config.clock.clone();
-        let roster = ConversationAgents::new(options.name.clone(), options.directory)
-            .map_err(|error| failed(error.to_string()))?;
-        let subagents = SubagentsExtension::new(Arc::new(roster.source()), clock)
-            .map_err(|error| failed(error.to_string()))?;
-        roster.notify(subagents.handle());
-        let refresher = subagents.refresher();
         let builder = Agent::builder(options.store, options.tools, options.config);
         let set = SharedSet {
             waits_on_sender: false,
@@ -98,17 +91,14 @@ impl HubAgent {
         let builder = add_shared_set(builder, &set).map_err(|error| failed(error.to_string()))?;
         let builder =
             add_home(builder, options.computers).map_err(|error| failed(error.to_string()))?;
-        let agents = roster
-            .extension()
-            .map_err(|error| failed(error.to_string()))?;
+        let (builder, conversation) =
+            add_conversation_agents(builder, options.name.clone(), options.directory, clock)
+                .map_err(|error| failed(error.to_string()))?;
         let agent = builder
-            .extension(subagents, subagents_grants())
-            .extension(agents, agents_grants())
             .open()
             .await
             .map_err(|error| failed(error.message))?;
-        let mut tasks = vec![refresher.spawn(agent.clone())];
-        tasks.extend(roster.start(agent.clone()));
+        let tasks = conversation.start(&agent);
         Ok(Self { agent, tasks })
     }
 

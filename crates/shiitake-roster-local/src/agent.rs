@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use shiitake_core::{Agent, SqliteStore};
 use shiitake_ext_home::add_home;
-use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
 use shiitake_ext_ui::UiExtension;
 use shiitake_protocol::AgentName;
 use shiitake_roster_conversation_agents::{
-    AgentDirectory, ConversationAgents, SharedSet, add_shared_set, agents_grants,
+    AgentDirectory, SharedSet, add_conversation_agents, add_shared_set,
 };
 
 use crate::{LocalError, LocalOptions};
@@ -59,12 +58,6 @@ pub(crate) async fn open(
         .map_err(|error| failed(format!("{}: {error}", path.display())))?;
     let config = (options.config)(name);
     let clock = config.clock.clone();
-    let roster = ConversationAgents::new(name.clone(), directory)
-        .map_err(|error| failed(error.to_string()))?;
-    let subagents = SubagentsExtension::new(Arc::new(roster.source()), clock)
-        .map_err(|error| failed(error.to_string()))?;
-    roster.notify(subagents.handle());
-    let refresher = subagents.refresher();
     let builder = Agent::builder(Arc::new(store), options.tools.clone(), config);
     let set = SharedSet {
         waits_on_sender: true,
@@ -73,9 +66,6 @@ pub(crate) async fn open(
     let builder = add_shared_set(builder, &set).map_err(|error| failed(error.to_string()))?;
     let builder =
         add_home(builder, options.computers.clone()).map_err(|error| failed(error.to_string()))?;
-    let agents = roster
-        .extension()
-        .map_err(|error| failed(error.to_string()))?;
     let builder = match &options.ui {
         Some(bridge) if name == &options.default_agent => {
             let ui = UiExtension::new(bridge.clone()).map_err(|error| failed(error.to_string()))?;
@@ -83,13 +73,12 @@ pub(crate) async fn open(
         }
         _ => builder,
     };
+    let (builder, conversation) = add_conversation_agents(builder, name.clone(), directory, clock)
+        .map_err(|error| failed(error.to_string()))?;
     let agent = builder
-        .extension(subagents, subagents_grants())
-        .extension(agents, agents_grants())
         .open()
         .await
         .map_err(|error| failed(error.message))?;
-    let mut tasks = vec![refresher.spawn(agent.clone())];
-    tasks.extend(roster.start(agent.clone()));
+    let tasks = conversation.start(&agent);
     Ok(Opened { agent, tasks })
 }

@@ -9,9 +9,11 @@
 //! - Home over the host's Computers ([`add_home`]);
 //! - for the default Agent, the browser App bridge when the host gives one
 //!   ([`LocalOptions::ui`]);
-//! - Subagents, reading the conversation-agents record of each Session;
-//! - the conversation-agents extension: `agents.create` (a new Agent in this
-//!   directory), `agents.send`, `agents.answer`, `agents.escalate`.
+//! - conversation agents
+//!   ([`add_conversation_agents`](shiitake_roster_conversation_agents::add_conversation_agents)):
+//!   the `agents.*` extension (`shiitake-ext-agents`: `agents.create` makes a new Agent
+//!   in this directory, `agents.send`, `agents.answer`, `agents.escalate`) and
+//!   Subagents reading its record of each Session.
 //!
 //! It runs the tasks those need (the Subagents refresher, the turn-end task) and stops
 //! them on [`LocalDirectory::close`]. The directory is what `shiitake serve` serves

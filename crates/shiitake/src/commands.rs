@@ -8,10 +8,10 @@ use shiitake_protocol::{
 
 use anstyle::AnsiColor;
 
-use crate::CliError;
+use crate::error::CliError;
 use crate::render::Printer;
+use crate::render::style::{inert_line, paint};
 use crate::setup::Context;
-use crate::style::{inert_line, paint};
 
 /// Options of `send`.
 #[derive(Debug, clap::Args)]

@@ -7,30 +7,25 @@
 //! server (`shiitake-client`): `chat` streams a conversation as it is typed,
 //! `send` queues one prompt, `watch` tails a Session's frames and `sessions`
 //! lists the inbox. `docs/cli.md` describes each command.
+//!
+//! This file parses the command line and dispatches. The commands: [`serve`] (its
+//! folder holds everything only serving needs), [`chat`] (likewise for the
+//! conversation), [`commands`] (`send`, `watch`, `sessions`, `agents`); what they
+//! share: [`setup`] (data directory, server URL, token), [`render`] (what the
+//! terminal is shown), [`error`] and [`logging`].
 
-mod asker;
 mod chat;
 mod commands;
-mod database;
-mod datadir;
-mod flows;
-mod footer;
-mod host;
-mod input;
-mod models;
-mod outstanding;
+mod error;
+mod logging;
 mod render;
 mod serve;
 mod setup;
-mod style;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-/// Default port of the Local host's HTTP server.
-pub const DEFAULT_PORT: u16 = 8717;
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -71,52 +66,12 @@ pub enum Command {
     Agents,
 }
 
-/// A failure that ends the command with a message.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    /// Setting up failed (data directory, token, store, port).
-    #[error("{0}")]
-    Setup(String),
-    /// The Agent answered with an error.
-    #[error("{0}")]
-    Api(#[from] shiitake_protocol::ShiitakeError),
-    /// Terminal input or output failed.
-    #[error("terminal: {0}")]
-    Io(#[from] std::io::Error),
-}
-
-/// The log filter: `SHIITAKE_LOG` when set (a filter that does not parse is an
-/// error, not a silent default), else `warn`.
-fn log_filter() -> Result<tracing_subscriber::EnvFilter, String> {
-    match std::env::var("SHIITAKE_LOG") {
-        Err(std::env::VarError::NotPresent) => Ok(tracing_subscriber::EnvFilter::new("warn")),
-        Err(std::env::VarError::NotUnicode(_)) => {
-            Err("SHIITAKE_LOG is not UTF-8 text; set a filter such as `info`".to_owned())
-        }
-        Ok(text) => tracing_subscriber::EnvFilter::builder()
-            .parse(&text)
-            .map_err(|error| {
-                format!(
-                    "SHIITAKE_LOG={text:?} does not parse ({error}); set a filter such as \
-                     `info` or `shiitake_core=debug,warn`"
-                )
-            }),
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = match log_filter() {
-        Ok(filter) => filter,
-        Err(message) => {
-            eprintln!("shiitake: {message}");
-            return ExitCode::FAILURE;
-        }
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(message) = logging::init() {
+        eprintln!("shiitake: {message}");
+        return ExitCode::FAILURE;
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

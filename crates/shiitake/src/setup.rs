@@ -4,7 +4,11 @@ use std::path::PathBuf;
 
 use shiitake_client::{ClientOptions, RemoteAgent};
 
-use crate::{CliError, DEFAULT_PORT};
+use crate::error::CliError;
+
+/// Default port of the Local host's HTTP server: where `serve` listens and client
+/// commands look unless `--port` or `--url` say otherwise.
+pub const DEFAULT_PORT: u16 = 8717;
 
 /// Global options every command shares.
 #[derive(Debug)]

@@ -1,10 +1,20 @@
-//! The wire shapes of the `agents.*` tools and of the record, and their bounds.
+//! What clients compile against: the wire shapes of the `agents.*` tools and of the
+//! record, and their bounds. Builds without core (`default-features = false`).
+//!
+//! ```
+//! use shiitake_ext_agents::contract::{SendResult, SendStatus};
+//!
+//! fn replied(result: &serde_json::Value) -> Option<String> {
+//!     let result: SendResult = serde_json::from_value(result.clone()).ok()?;
+//!     (result.status == SendStatus::Replied).then(|| result.reply.unwrap_or_default())
+//! }
+//! ```
 
 use serde::{Deserialize, Serialize};
 use shiitake_ext_question::contract::{AskView, QuestionAnswer};
 pub use shiitake_protocol::directory::{AgentName, AgentNameError, MAX_AGENT_NAME_BYTES};
 
-/// The roster extension's identity.
+/// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-session-agents";
 /// The namespace of its tools: `agents.create`, `agents.send`, `agents.answer`, `agents.escalate`.
 pub const NAMESPACE: &str = "agents";

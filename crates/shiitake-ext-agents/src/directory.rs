@@ -32,7 +32,7 @@ pub enum DirectoryError {
 /// The Agents a host lets its Agents reach, by name.
 ///
 /// The host remains responsible for creation admission, Agent access and resource
-/// lifetime: the roster asks, the directory decides. `agent` is synchronous because it
+/// lifetime: the extension asks, the directory decides. `agent` is synchronous because it
 /// only looks up Agents the host already opened.
 #[async_trait]
 pub trait AgentDirectory: Send + Sync + 'static {

@@ -5,8 +5,23 @@
 //! printed as it streams, with tool calls and retry notices as they happen.
 //! `Ctrl-C` aborts the running work; `Ctrl-C` with nothing running, `/quit`, or
 //! the end of input (after the queued work settles) leaves. On a terminal the
-//! line is edited with history (see [`crate::input`]); piped lines are read as
+//! line is edited with history (see [`input`]); piped lines are read as
 //! they come.
+//!
+//! This folder is everything only `chat` needs; its parts:
+//!
+//! - [`input`]: where lines come from (a line editor on a terminal, a pipe);
+//! - [`flows`]: slash commands, the human command flows the server advertises;
+//! - [`asker`]: who answers a flow's questions (`inquire` prompts, or the next lines);
+//! - [`outstanding`]: prompts sent that no frame has shown yet, so piped `chat`
+//!   leaves only after their runs.
+//!
+//! Printing frames and the footer is shared with `watch` ([`crate::render`]).
+
+mod asker;
+mod flows;
+mod input;
+mod outstanding;
 
 use futures::StreamExt;
 use shiitake_client::RemoteSession;
@@ -15,14 +30,13 @@ use shiitake_protocol::{
     SessionApi,
 };
 
-use crate::CliError;
-use crate::asker::{LineAsker, TerminalAsker};
 use crate::commands;
-use crate::flows;
-use crate::input::{Event, Input};
-use crate::outstanding::Outstanding;
+use crate::error::CliError;
 use crate::render::Printer;
 use crate::setup::Context;
+use asker::{LineAsker, TerminalAsker};
+use input::{Event, Input};
+use outstanding::Outstanding;
 
 /// Options of `chat`.
 #[derive(Debug, clap::Args)]

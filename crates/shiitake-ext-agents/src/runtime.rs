@@ -14,7 +14,7 @@ use crate::extension::ConversationAgentsExtension;
 use crate::source::RecordSource;
 use crate::turns::{self, TurnEnded};
 
-/// What the pieces of one Agent's roster share.
+/// What the pieces of one Agent's conversation agents share.
 pub(crate) struct Shared {
     /// This Agent's name: how the Agents it sends work to call it.
     pub(crate) me: AgentName,
@@ -121,7 +121,7 @@ pub(crate) enum GoalNews {
     Replied,
 }
 
-/// One Agent's conversation-agents roster: build it, hand [`Self::source`] to the
+/// One Agent's conversation agents: build it, hand [`Self::source`] to the
 /// Subagents extension, add [`Self::extension`] with
 /// [`agents_grants`](crate::agents_grants), open the Agent, then [`Self::start`] it.
 pub struct ConversationAgents {
@@ -138,7 +138,7 @@ impl std::fmt::Debug for ConversationAgents {
 }
 
 impl ConversationAgents {
-    /// The roster of the Agent `me` in `directory`.
+    /// The conversation agents of the Agent `me` in `directory`.
     pub fn new(me: AgentName, directory: Arc<dyn AgentDirectory>) -> Result<Self, BoundError> {
         let (sender, receiver) = mpsc::unbounded_channel();
         Ok(Self {
@@ -165,7 +165,7 @@ impl ConversationAgents {
     /// Tells `subagents` when a Session records a new child, so its rows show at once.
     pub fn notify(&self, subagents: SubagentsHandle) {
         if self.shared.subagents.set(subagents).is_err() {
-            tracing::debug!("the roster already notifies a footer");
+            tracing::debug!("the conversation agents already notify a footer");
         }
     }
 

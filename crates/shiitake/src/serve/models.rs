@@ -21,7 +21,7 @@ use shiitake_local_model::{Cache, DEFAULT_PORT, Weights};
 use shiitake_model::{Model, ModelEnv};
 use shiitake_protocol::ModelPreference;
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// What `--model` asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]

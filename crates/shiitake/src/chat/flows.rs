@@ -23,8 +23,8 @@ use shiitake_protocol::{
     AgentApi, AgentName, ExtensionId, ExtensionRunState, ReadOptions, SessionApi, SessionId,
 };
 
-use crate::CliError;
-use crate::style::inert_line;
+use crate::error::CliError;
+use crate::render::style::inert_line;
 
 /// Most steps one flow may take before the client gives up on it.
 pub const MAX_FLOW_STEPS: usize = 32;

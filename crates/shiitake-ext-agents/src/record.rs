@@ -1,5 +1,5 @@
 //! The record of accepted creates and sends, kept in the sending Session's state of
-//! the roster extension. Plain functions over rows, plus the two transaction bodies.
+//! the `agents.*` extension. Plain functions over rows, plus the two transaction bodies.
 //!
 //! The record only feeds the Subagents footer and picks the Session a later send
 //! continues; it grants nothing. There is nothing to prepare: the collection exists

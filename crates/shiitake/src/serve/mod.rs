@@ -1,5 +1,21 @@
 //! `shiitake serve`: the Local host (on SQLite), or one process of several sharing
 //! a PostgreSQL database (`--database postgres://…`).
+//!
+//! This folder is everything only serving needs; the client commands never reach it.
+//! Here are the options and the start in order (data directory, lock, port, Agents,
+//! server, shutdown); its parts:
+//!
+//! - [`database`]: what `--database` names and the store opened there;
+//! - [`datadir`]: the data directory kept private and held by one `serve` at a time;
+//! - [`host`]: which roster runs (Local's directory of Agents, or one Hub Agent) and
+//!   the router in front of it;
+//! - [`models`]: the default model (the bundled local one unless `--model` says
+//!   otherwise) and the models a Session may choose.
+
+mod database;
+mod datadir;
+mod host;
+mod models;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,12 +28,11 @@ use shiitake_ext_home::{Attachment, ComputerList};
 use shiitake_ext_skills::{SkillLibrary, SkillRoot};
 use shiitake_server::{ServerConfig, Token, WebLogin, load_or_create_token};
 
-use crate::database::Database;
-use crate::datadir;
-use crate::host::{Host, HostParts};
-use crate::models::{AllowedModels, ModelChoice, ServeModels, start_local};
-use crate::setup::Context;
-use crate::{CliError, DEFAULT_PORT};
+use crate::error::CliError;
+use crate::setup::{Context, DEFAULT_PORT};
+use database::Database;
+use host::{Host, HostParts};
+use models::{AllowedModels, ModelChoice, ServeModels, start_local};
 
 /// Options of `serve`.
 #[derive(Debug, clap::Args)]

@@ -1,8 +1,15 @@
 //! Printing a Session's frames as lines a person can follow.
 //!
-//! Text from the model and from tools goes through [`crate::style::inert`] first, so
+//! Text from the model and from tools goes through [`style::inert`] first, so
 //! it cannot drive the terminal; only our own labels carry colour, and the
 //! [`Sink`] drops it where colour is off.
+//!
+//! This folder is what the terminal is shown, shared by `chat`, `watch` and
+//! `sessions`: the [`Printer`] here, [`footer`] (what the extensions show of a Session,
+//! one line each) and [`style`] (untrusted text made inert, our colours).
+
+mod footer;
+pub mod style;
 
 use std::io::Write;
 
@@ -14,7 +21,7 @@ use shiitake_protocol::{
     SessionTerminal, TerminalOutcome,
 };
 
-use crate::style::{BAD, FOOTER, GOOD, LABEL, NOTE, TOOL, WARN, inert, inert_line, paint};
+use style::{BAD, FOOTER, GOOD, LABEL, NOTE, TOOL, WARN, inert, inert_line, paint};
 
 /// Where printed text goes.
 #[derive(Default)]
@@ -134,7 +141,7 @@ impl Printer {
 
     /// Prints the extensions' footer (open questions, plan, loop) when it changed.
     fn footer(&mut self, slots: &shiitake_protocol::SessionExtensionSlots) {
-        let lines = crate::footer::lines(slots);
+        let lines = footer::lines(slots);
         if lines != self.footer {
             for line in &lines {
                 self.line(&paint(FOOTER, &format!("  {line}")));

@@ -1,4 +1,4 @@
-//! The roster's own extension: the record (Session state), the `agents.*` tools, the
+//! The `agents.*` extension itself: the record (Session state), the `agents.*` tools, the
 //! prompt section naming the Agents one can reach, and the settled hook that ends a
 //! sender's turn.
 
@@ -18,7 +18,7 @@ use crate::runtime::Shared;
 use crate::tools;
 use crate::turns::TurnEnded;
 
-/// Exactly what the host grants the roster's extension: its record (`state`), the
+/// Exactly what the host grants the extension: its record (`state`), the
 /// `agents.*` tools (`tools`) and the section naming the Agents (`prompt`).
 pub fn agents_grants() -> Grants {
     Grants::none()
@@ -27,7 +27,7 @@ pub fn agents_grants() -> Grants {
         .with(Grant::Prompt)
 }
 
-/// The roster's extension on one Agent; built by
+/// The `agents.*` extension on one Agent; built by
 /// [`ConversationAgents::extension`](crate::ConversationAgents::extension).
 pub struct ConversationAgentsExtension {
     definition: ExtensionDefinition,

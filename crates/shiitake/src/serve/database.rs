@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use shiitake_core::store::Store;
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// A parsed `--database` value.
 #[derive(Clone, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! When a sender's turn ends, Asks still waiting on it go to a person.
 //!
-//! The roster's settled hook on the sending Session cannot reach other Agents (hooks
+//! The extension's settled hook on the sending Session cannot reach other Agents (hooks
 //! do no I/O), so it hands the Session's children to this task, which runs the
 //! question extension's `sender_turn_ended` on each child's Session through
 //! `LocalSession::host_transaction`. The hand-over is in memory: if the process stops

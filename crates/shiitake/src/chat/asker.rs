@@ -4,9 +4,9 @@
 use async_trait::async_trait;
 use shiitake_protocol::catalog::ArgumentKind;
 
-use crate::CliError;
-use crate::flows::{Asker, choice_value, question_lines};
-use crate::input::{Event, Input};
+use super::flows::{Asker, choice_value, question_lines};
+use super::input::{Event, Input};
+use crate::error::CliError;
 use crate::render::Printer;
 
 /// Answers from the lines that follow, in order: a number picks a choice.
@@ -32,8 +32,10 @@ impl Asker for LineAsker<'_> {
 
     async fn confirm(&mut self, summary: &str) -> Result<bool, CliError> {
         // Piped lines answer questions, not confirmations: what was piped is meant.
-        self.printer
-            .note(&format!("[ok] {}", crate::style::inert_line(summary)));
+        self.printer.note(&format!(
+            "[ok] {}",
+            crate::render::style::inert_line(summary)
+        ));
         Ok(true)
     }
 
@@ -103,7 +105,7 @@ fn gave_up(error: inquire::InquireError) -> Result<Option<String>, CliError> {
 #[async_trait]
 impl Asker for TerminalAsker<'_> {
     async fn ask(&mut self, prompt: &str, kind: &ArgumentKind) -> Result<Option<String>, CliError> {
-        let (prompt, kind) = (crate::style::inert_line(prompt), kind.clone());
+        let (prompt, kind) = (crate::render::style::inert_line(prompt), kind.clone());
         match tokio::task::spawn_blocking(move || prompt_blocking(prompt, kind)).await {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(error)) => gave_up(error),
@@ -112,7 +114,7 @@ impl Asker for TerminalAsker<'_> {
     }
 
     async fn confirm(&mut self, summary: &str) -> Result<bool, CliError> {
-        let summary = crate::style::inert_line(summary);
+        let summary = crate::render::style::inert_line(summary);
         let asked = tokio::task::spawn_blocking(move || {
             inquire::Confirm::new(&summary).with_default(true).prompt()
         })

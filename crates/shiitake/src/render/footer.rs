@@ -14,7 +14,7 @@ use shiitake_ext_subagents::contract::{ChildRow, ChildStatus, FooterView, Subage
 use shiitake_protocol::SessionExtensionSlots;
 use shiitake_protocol::extension::{ExtensionContract, ExtensionViewV0, view};
 
-use crate::style::inert_line;
+use super::style::inert_line;
 
 /// The decoded projection of contract `C`, when its extension runs and publishes one.
 fn running<C: ExtensionContract>(slots: &SessionExtensionSlots) -> Option<C::Projection> {

@@ -13,7 +13,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::Path;
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// The files of a data directory that must be private, besides the directory itself.
 pub const PRIVATE_FILES: [&str; 5] = [

@@ -16,8 +16,8 @@ use shiitake_roster_hub::{HubAgent, HubOptions, SoleAgentDirectory};
 use shiitake_roster_local::{LocalDirectory, LocalOptions};
 use shiitake_server::{ServerConfig, directory_router, router};
 
-use crate::CliError;
-use crate::database::{self, Database};
+use super::database::{self, Database};
+use crate::error::CliError;
 
 /// What either roster is built from.
 pub struct HostParts {
