@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
 use shiitake_core::clock::SystemClock;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, RetryPolicy, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::message::{InputContent, Message};
@@ -21,6 +21,7 @@ use shiitake_roster_conversation_agents::contract::{ChildRecord, EXTENSION_ID, V
 use shiitake_roster_conversation_agents::{
     AgentDirectory, ConversationAgents, DirectoryError, SharedSet, add_shared_set, agents_grants,
 };
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 #[derive(Default)]
 struct TestDirectory {

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use shiitake_core::{Agent, SqliteStore};
+use shiitake_core::Agent;
 use shiitake_ext_home::add_home;
 use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
 use shiitake_ext_ui::UiExtension;
@@ -11,6 +11,7 @@ use shiitake_protocol::AgentName;
 use shiitake_roster_conversation_agents::{
     AgentDirectory, ConversationAgents, SharedSet, add_shared_set, agents_grants,
 };
+use shiitake_store_sqlite::SqliteStore;
 
 use crate::{LocalError, LocalOptions};
 

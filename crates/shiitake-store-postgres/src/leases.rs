@@ -14,18 +14,17 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use shiitake_core::store::columns::{int, uint};
 use shiitake_core::store::ownership::{
     AgentStateLock, Claim, ForwardId, ForwardedRequest, Orphans, OwnershipEvent,
 };
 use shiitake_core::store::{FencingToken, Ownership, StoreError};
 use shiitake_protocol::SessionId;
+use shiitake_store_sql::{db, int, uint};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Postgres};
 use tokio::sync::broadcast;
 
-use crate::error::db;
 use crate::events::{CHANNEL, answered_payload, forwarded_payload, released_payload};
 use crate::{PostgresStore, Shared};
 

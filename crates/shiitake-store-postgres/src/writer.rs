@@ -11,15 +11,15 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use shiitake_core::store::{Op, StoreError};
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use shiitake_store_sql::{Bind, Dialect, Stmt, db, encode};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgConnection};
+use sqlx::query::Query;
 use sqlx::{ConnectOptions, Connection, Executor};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::AgentKey;
-use crate::error::db;
 use crate::events::{CHANNEL, committed_payload};
-use crate::statements::{Expect, Statements, Stmt};
 
 /// Most requests committed in one transaction.
 const MAX_GROUP: usize = 256;
@@ -136,21 +136,16 @@ struct Prepared {
     heads: BTreeMap<String, u64>,
 }
 
-fn prepare(agent: &str, holder: &str, ops: &[Op]) -> Result<Prepared, StoreError> {
-    let mut statements = Statements {
-        agent,
-        holder,
-        batch: Vec::new(),
-    };
-    let mut heads = BTreeMap::new();
-    for op in ops {
-        statements.op(op)?;
-        if let Op::PutHeader(header) = op {
-            heads.insert(header.id.as_str().to_owned(), header.head_sequence);
-        }
-    }
+fn prepare(holder: &str, ops: &[Op]) -> Result<Prepared, StoreError> {
+    let heads = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::PutHeader(header) => Some((header.id.as_str().to_owned(), header.head_sequence)),
+            _ => None,
+        })
+        .collect();
     Ok(Prepared {
-        statements: statements.batch,
+        statements: encode(Dialect::Postgres, holder, ops)?,
         heads,
     })
 }
@@ -165,7 +160,7 @@ async fn commit_group(
 ) -> (Vec<Result<(), StoreError>>, bool) {
     let prepared: Vec<Result<Prepared, StoreError>> = group
         .iter()
-        .map(|request| prepare(agent, holder, &request.ops))
+        .map(|request| prepare(holder, &request.ops))
         .collect();
     let failed_all = |error: &StoreError| -> Vec<Result<(), StoreError>> {
         group.iter().map(|_| Err(error.duplicate())).collect()
@@ -180,8 +175,8 @@ async fn commit_group(
     for request in &prepared {
         let result = match request {
             Err(error) => Err(error.duplicate()),
-            Ok(request) if single => apply(conn, &request.statements).await,
-            Ok(request) => match isolated(conn, &request.statements).await {
+            Ok(request) if single => apply(conn, agent, &request.statements).await,
+            Ok(request) => match isolated(conn, agent, &request.statements).await {
                 Ok(result) => result,
                 Err(error) => {
                     // The savepoint machinery failed: nothing here can be trusted
@@ -231,10 +226,11 @@ async fn commit_group(
 /// The outer error means the savepoint itself failed.
 async fn isolated(
     conn: &mut PgConnection,
+    agent: &str,
     statements: &[Stmt],
 ) -> Result<Result<(), StoreError>, StoreError> {
     conn.execute("SAVEPOINT request").await.map_err(db)?;
-    let result = apply(conn, statements).await;
+    let result = apply(conn, agent, statements).await;
     if result.is_err() {
         conn.execute("ROLLBACK TO SAVEPOINT request")
             .await
@@ -246,27 +242,33 @@ async fn isolated(
     Ok(result)
 }
 
-/// Executes the statements of one request, checking claims and fences.
-async fn apply(conn: &mut PgConnection, statements: &[Stmt]) -> Result<(), StoreError> {
+/// Executes the statements of one request for the Agent `agent`, checking what each
+/// must find (claims, fences).
+async fn apply(
+    conn: &mut PgConnection,
+    agent: &str,
+    statements: &[Stmt],
+) -> Result<(), StoreError> {
     for stmt in statements {
-        let done = stmt.query().execute(&mut *conn).await.map_err(db)?;
-        let found = done.rows_affected();
-        match stmt.expect {
-            Expect::Any => {}
-            Expect::Claim if found != 1 => {
-                return Err(StoreError::Conflict(
-                    "a timer was already claimed".to_owned(),
-                ));
-            }
-            Expect::Fence if found != 1 => {
-                return Err(StoreError::Fenced(
-                    "the Session's lease has another fencing token now".to_owned(),
-                ));
-            }
-            Expect::Claim | Expect::Fence => {}
-        }
+        let done = query(agent, stmt).execute(&mut *conn).await.map_err(db)?;
+        stmt.expect.check(done.rows_affected())?;
     }
     Ok(())
+}
+
+/// The sqlx query of a statement: the Agent first, then its parameters, a NULL typed
+/// as its column.
+fn query<'q>(agent: &'q str, stmt: &'q Stmt) -> Query<'q, sqlx::Postgres, PgArguments> {
+    let mut query = sqlx::query(stmt.sql).bind(agent);
+    for bind in &stmt.binds {
+        query = match bind {
+            Bind::Text(value) => query.bind(value.as_deref()),
+            Bind::Int(value) => query.bind(*value),
+            Bind::Bytes(value) => query.bind(value.as_slice()),
+            Bind::Bool(value) => query.bind(*value),
+        };
+    }
+    query
 }
 
 async fn rollback(conn: &mut PgConnection) {
