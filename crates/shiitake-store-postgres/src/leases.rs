@@ -72,6 +72,17 @@ impl Held {
     }
 }
 
+/// Announces `payload` when, and only if, the transaction `conn` is in commits.
+async fn notify(conn: &mut PgConnection, payload: String) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(payload)
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
 /// Milliseconds of a duration, for SQL intervals.
 fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
@@ -210,12 +221,8 @@ impl Ownership for PostgresStore {
         .await
         .map_err(db)?;
         if released.rows_affected() == 1 {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(CHANNEL)
-                .bind(released_payload(shared.agent.as_str(), session_id.as_str()))
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
+            let payload = released_payload(shared.agent.as_str(), session_id.as_str());
+            notify(&mut tx, payload).await?;
         }
         tx.commit().await.map_err(db)
     }
@@ -272,15 +279,11 @@ impl Ownership for PostgresStore {
         .fetch_one(&mut *tx)
         .await
         .map_err(db)?;
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(forwarded_payload(
-                shared.agent.as_str(),
-                session_id.as_str(),
-            ))
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        notify(
+            &mut tx,
+            forwarded_payload(shared.agent.as_str(), session_id.as_str()),
+        )
+        .await?;
         tx.commit().await.map_err(db)?;
         Ok(ForwardId(id))
     }
@@ -326,12 +329,7 @@ impl Ownership for PostgresStore {
         .execute(&mut *tx)
         .await
         .map_err(db)?;
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(answered_payload(shared.agent.as_str(), id))
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        notify(&mut tx, answered_payload(shared.agent.as_str(), id)).await?;
         tx.commit().await.map_err(db)
     }
 

@@ -36,209 +36,64 @@ pub trait SqlBackend: Send + Sync + 'static {
     }
 }
 
-/// Implements core's `Store` for a type that implements [`SqlBackend`]: reads go to
-/// its [`Reads`], commits to its writer.
+/// Implements core's `Store` for a type that implements [`SqlBackend`]: commits go to
+/// its writer, and every read to the [`Reads`] method of the same name and arguments.
 #[macro_export]
 macro_rules! impl_store {
     ($store:ty) => {
-        #[$crate::__private::async_trait]
-        impl $crate::__private::Store for $store {
-            async fn commit(
-                &self,
-                ops: ::std::vec::Vec<$crate::__private::Op>,
-            ) -> $crate::__private::Result<()> {
-                $crate::SqlBackend::commit(self, ops).await
-            }
+        $crate::impl_store!(@reads $store;
+            fn session_by_request(request_id: &RequestId) -> Option<SessionId>;
+            fn load_session(id: &SessionId) -> Option<LoadedSession>;
+            fn command_by_request(session_id: &SessionId, request_id: &RequestId) -> Option<StoredCommand>;
+            fn entry(session_id: &SessionId, entry_id: &EntryId) -> Option<StoredEntry>;
+            fn entry_at(session_id: &SessionId, sequence: u64) -> Option<StoredEntry>;
+            fn lineage(session_id: &SessionId, from: &EntryId, limit: usize) -> Vec<StoredEntry>;
+            fn entries_after(session_id: &SessionId, sequence: u64, limit: usize) -> Vec<StoredEntry>;
+            fn terminals_between(session_id: &SessionId, after: u64, up_to: u64, limit: usize) -> Vec<StoredTerminal>;
+            fn compactions(session_id: &SessionId) -> Vec<StoredCompaction>;
+            fn sandbox_failures_between(session_id: &SessionId, after: u64, up_to: u64, limit: usize) -> Vec<StoredSandboxFailure>;
+            fn list_sessions(after: Option<&ListPosition>, limit: usize) -> Vec<SummaryRow>;
+            fn sessions_with_open_work() -> Vec<SessionId>;
+            fn extension_rows(extension_id: Option<&ExtensionId>, scope: Option<&RowScope>) -> Vec<StoredExtensionRow>;
+            fn extension_statuses() -> Vec<ExtensionStatusRow>;
+            fn extension_request(extension_id: &ExtensionId, scope: &RowScope, request_id: &str) -> Option<ExtensionReceipt>;
+            fn attention(session_id: &SessionId) -> Vec<AttentionRow>;
+            fn next_timer() -> Option<TimerRow>;
+            fn due_timers(now: u64, limit: usize) -> Vec<TimerRow>;
+        );
+    };
+    (@reads $store:ty; $(fn $read:ident($($arg:ident: $type:ty),*) -> $answer:ty;)*) => {
+        const _: () = {
+            use $crate::__private::*;
 
-            async fn session_by_request(
-                &self,
-                request_id: &$crate::__private::RequestId,
-            ) -> $crate::__private::Result<Option<$crate::__private::SessionId>> {
-                $crate::SqlBackend::reads(self)
-                    .session_by_request(request_id)
-                    .await
-            }
-
-            async fn load_session(
-                &self,
-                id: &$crate::__private::SessionId,
-            ) -> $crate::__private::Result<Option<$crate::__private::LoadedSession>> {
-                $crate::SqlBackend::reads(self).load_session(id).await
-            }
-
-            async fn delete_session(
-                &self,
-                id: &$crate::__private::SessionId,
-            ) -> $crate::__private::Result<bool> {
-                if !$crate::SqlBackend::reads(self).session_exists(id).await? {
-                    return Ok(false);
+            #[async_trait]
+            impl Store for $store {
+                async fn commit(&self, ops: Vec<Op>) -> Result<()> {
+                    $crate::SqlBackend::commit(self, ops).await
                 }
-                let op = $crate::__private::Op::DeleteSession {
-                    session_id: id.clone(),
-                };
-                $crate::SqlBackend::commit(self, vec![op]).await?;
-                Ok(true)
-            }
 
-            async fn command_by_request(
-                &self,
-                session_id: &$crate::__private::SessionId,
-                request_id: &$crate::__private::RequestId,
-            ) -> $crate::__private::Result<Option<$crate::__private::StoredCommand>> {
-                $crate::SqlBackend::reads(self)
-                    .command_by_request(session_id, request_id)
-                    .await
-            }
+                async fn delete_session(&self, id: &SessionId) -> Result<bool> {
+                    if !$crate::SqlBackend::reads(self).session_exists(id).await? {
+                        return Ok(false);
+                    }
+                    let op = Op::DeleteSession { session_id: id.clone() };
+                    $crate::SqlBackend::commit(self, vec![op]).await?;
+                    Ok(true)
+                }
 
-            async fn entry(
-                &self,
-                session_id: &$crate::__private::SessionId,
-                entry_id: &$crate::__private::EntryId,
-            ) -> $crate::__private::Result<Option<$crate::__private::StoredEntry>> {
-                $crate::SqlBackend::reads(self)
-                    .entry(session_id, entry_id)
-                    .await
-            }
+                $(async fn $read(&self, $($arg: $type),*) -> Result<$answer> {
+                    $crate::SqlBackend::reads(self).$read($($arg),*).await
+                })*
 
-            async fn entry_at(
-                &self,
-                session_id: &$crate::__private::SessionId,
-                sequence: u64,
-            ) -> $crate::__private::Result<Option<$crate::__private::StoredEntry>> {
-                $crate::SqlBackend::reads(self)
-                    .entry_at(session_id, sequence)
-                    .await
-            }
+                async fn close(&self) {
+                    $crate::SqlBackend::close(self).await
+                }
 
-            async fn lineage(
-                &self,
-                session_id: &$crate::__private::SessionId,
-                from: &$crate::__private::EntryId,
-                limit: usize,
-            ) -> $crate::__private::Result<Vec<$crate::__private::StoredEntry>> {
-                $crate::SqlBackend::reads(self)
-                    .lineage(session_id, from, limit)
-                    .await
+                fn ownership(&self) -> Option<std::sync::Arc<dyn Ownership>> {
+                    $crate::SqlBackend::ownership(self)
+                }
             }
-
-            async fn entries_after(
-                &self,
-                session_id: &$crate::__private::SessionId,
-                sequence: u64,
-                limit: usize,
-            ) -> $crate::__private::Result<Vec<$crate::__private::StoredEntry>> {
-                $crate::SqlBackend::reads(self)
-                    .entries_after(session_id, sequence, limit)
-                    .await
-            }
-
-            async fn terminals_between(
-                &self,
-                session_id: &$crate::__private::SessionId,
-                after: u64,
-                up_to: u64,
-                limit: usize,
-            ) -> $crate::__private::Result<Vec<$crate::__private::StoredTerminal>> {
-                $crate::SqlBackend::reads(self)
-                    .terminals_between(session_id, (after, up_to), limit)
-                    .await
-            }
-
-            async fn compactions(
-                &self,
-                session_id: &$crate::__private::SessionId,
-            ) -> $crate::__private::Result<Vec<$crate::__private::StoredCompaction>> {
-                $crate::SqlBackend::reads(self)
-                    .compactions(session_id)
-                    .await
-            }
-
-            async fn sandbox_failures_between(
-                &self,
-                session_id: &$crate::__private::SessionId,
-                after: u64,
-                up_to: u64,
-                limit: usize,
-            ) -> $crate::__private::Result<Vec<$crate::__private::StoredSandboxFailure>> {
-                $crate::SqlBackend::reads(self)
-                    .sandbox_failures_between(session_id, (after, up_to), limit)
-                    .await
-            }
-
-            async fn list_sessions(
-                &self,
-                after: Option<&$crate::__private::ListPosition>,
-                limit: usize,
-            ) -> $crate::__private::Result<Vec<$crate::__private::SummaryRow>> {
-                $crate::SqlBackend::reads(self)
-                    .list_sessions(after, limit)
-                    .await
-            }
-
-            async fn sessions_with_open_work(
-                &self,
-            ) -> $crate::__private::Result<Vec<$crate::__private::SessionId>> {
-                $crate::SqlBackend::reads(self)
-                    .sessions_with_open_work()
-                    .await
-            }
-
-            async fn extension_rows(
-                &self,
-                extension_id: Option<&$crate::__private::ExtensionId>,
-                scope: Option<&$crate::__private::RowScope>,
-            ) -> $crate::__private::Result<Vec<$crate::__private::StoredExtensionRow>> {
-                $crate::SqlBackend::reads(self)
-                    .extension_rows(extension_id, scope)
-                    .await
-            }
-
-            async fn extension_statuses(
-                &self,
-            ) -> $crate::__private::Result<Vec<$crate::__private::ExtensionStatusRow>> {
-                $crate::SqlBackend::reads(self).extension_statuses().await
-            }
-
-            async fn extension_request(
-                &self,
-                extension_id: &$crate::__private::ExtensionId,
-                scope: &$crate::__private::RowScope,
-                request_id: &str,
-            ) -> $crate::__private::Result<Option<$crate::__private::ExtensionReceipt>> {
-                $crate::SqlBackend::reads(self)
-                    .extension_request(extension_id, scope, request_id)
-                    .await
-            }
-
-            async fn attention(
-                &self,
-                session_id: &$crate::__private::SessionId,
-            ) -> $crate::__private::Result<Vec<$crate::__private::AttentionRow>> {
-                $crate::SqlBackend::reads(self).attention(session_id).await
-            }
-
-            async fn next_timer(
-                &self,
-            ) -> $crate::__private::Result<Option<$crate::__private::TimerRow>> {
-                $crate::SqlBackend::reads(self).next_timer().await
-            }
-
-            async fn due_timers(
-                &self,
-                now: u64,
-                limit: usize,
-            ) -> $crate::__private::Result<Vec<$crate::__private::TimerRow>> {
-                $crate::SqlBackend::reads(self).due_timers(now, limit).await
-            }
-
-            async fn close(&self) {
-                $crate::SqlBackend::close(self).await
-            }
-
-            fn ownership(&self) -> Option<::std::sync::Arc<dyn $crate::__private::Ownership>> {
-                $crate::SqlBackend::ownership(self)
-            }
-        }
+        };
     };
 }
 

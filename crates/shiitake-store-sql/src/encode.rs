@@ -3,7 +3,9 @@
 //! a store's writer only executes.
 
 use shiitake_core::store::{
-    FencingToken, Op, RowScope, SessionHeader, StoreError, StoredWord, inbox_rank,
+    ExtensionRow, ExtensionStatusRow, FencingToken, Op, RowScope, SessionHeader, StoreError,
+    StoredCommand, StoredCompaction, StoredEntry, StoredSandboxFailure, StoredTerminal, StoredWord,
+    TimerRow, inbox_rank,
 };
 use shiitake_protocol::{CommandId, EntryId, ExtensionId, RequestId, SessionId};
 
@@ -46,37 +48,9 @@ impl Batch<'_> {
         });
     }
 
-    /// Routes each op to the part that writes it; no wildcard here, so a new op does
-    /// not compile until it has its statements.
+    /// Appends the statements of one op. No wildcard: a new op does not compile until
+    /// it has its statements.
     fn op(&mut self, op: &Op) -> Result<(), StoreError> {
-        match op {
-            Op::CreateSession { .. }
-            | Op::PutHeader(_)
-            | Op::DeleteSession { .. }
-            | Op::Fence { .. }
-            | Op::InsertCommand { .. }
-            | Op::SetCommandState { .. }
-            | Op::CountRecovery { .. }
-            | Op::InsertEntry { .. } => self.session_op(op),
-            Op::InsertTerminal { .. }
-            | Op::InsertCompaction { .. }
-            | Op::InsertSandboxFailure { .. }
-            | Op::PutAttention { .. }
-            | Op::DeleteAttention { .. } => self.event_op(op),
-            Op::PutExtensionRow { .. }
-            | Op::DeleteExtensionRow { .. }
-            | Op::ReplaceExtensionRows { .. }
-            | Op::PutExtensionStatus(_)
-            | Op::PutExtensionRequest { .. } => self.extension_op(op),
-            Op::PutTimer(_) | Op::DeleteTimer { .. } | Op::ClaimTimer { .. } => {
-                self.timer_op(op);
-                Ok(())
-            }
-        }
-    }
-
-    /// Sessions, commands and entries.
-    fn session_op(&mut self, op: &Op) -> Result<(), StoreError> {
         match op {
             Op::CreateSession { header, request_id } => {
                 let mut binds = header_binds(header)?;
@@ -84,38 +58,19 @@ impl Batch<'_> {
                 self.push(&CREATE_SESSION, binds);
             }
             Op::PutHeader(header) => self.push(&PUT_HEADER, header_binds(header)?),
-            Op::DeleteSession { session_id } => {
-                if self.dialect == Dialect::Postgres {
-                    self.push(&DELETE_FORWARDED, vec![session_id.as_str().into()]);
-                }
-                self.push(&DELETE_SESSION, vec![session_id.as_str().into()]);
-            }
+            Op::DeleteSession { session_id } => self.delete_session(session_id),
             Op::Fence { session_id, token } => self.fence(session_id, *token),
             Op::InsertCommand {
                 session_id,
                 command,
-            } => self.push(
-                &INSERT_COMMAND,
-                vec![
-                    session_id.as_str().into(),
-                    command.id.as_str().into(),
-                    command.request_id.as_ref().map(RequestId::as_str).into(),
-                    command.kind.word().into(),
-                    command.payload.as_str().into(),
-                    int(command.accepted_sequence).into(),
-                    command.state.word().into(),
-                    command.run_id.as_ref().map(CommandId::as_str).into(),
-                    i64::from(command.recoveries).into(),
-                    command.origin.as_ref().map(ToString::to_string).into(),
-                ],
-            ),
+            } => self.push(&INSERT_COMMAND, command_binds(session_id, command)),
             Op::SetCommandState {
                 session_id,
                 command_id,
                 state,
                 run_id,
             } => {
-                let mut binds = command_key(session_id, command_id);
+                let mut binds = vec![session_id.as_str().into(), command_id.as_str().into()];
                 binds.push(state.word().into());
                 binds.push(run_id.as_ref().map(CommandId::as_str).into());
                 self.push(&SET_COMMAND_STATE, binds);
@@ -123,85 +78,23 @@ impl Batch<'_> {
             Op::CountRecovery {
                 session_id,
                 command_id,
-            } => self.push(&COUNT_RECOVERY, command_key(session_id, command_id)),
-            Op::InsertEntry { session_id, entry } => {
-                let mut binds = vec![
-                    session_id.as_str().into(),
-                    entry.id.as_str().into(),
-                    int(entry.sequence).into(),
-                    entry.command_id.as_ref().map(CommandId::as_str).into(),
-                    crate::packed::pack(&entry.message)?.into(),
-                ];
-                // On SQLite the insert selects the row of its Session (or its parent), so
-                // one that is not there changes nothing and fails the commit instead of
-                // cutting the lineage; on PostgreSQL it always inserts one row.
-                match &entry.parent {
-                    None => self.expect(
-                        &INSERT_ROOT_ENTRY,
-                        binds,
-                        Expect::Claim("an entry of a Session that does not exist"),
-                    ),
-                    Some(parent) => {
-                        binds.push(parent.as_str().into());
-                        self.expect(
-                            &INSERT_CHILD_ENTRY,
-                            binds,
-                            Expect::Claim("an entry whose parent is not in its Session"),
-                        );
-                    }
-                }
-            }
-            _ => {} // routed by `op`
-        }
-        Ok(())
-    }
-
-    /// Terminals, compactions, sandbox failures, extension state, attention, timers.
-    fn event_op(&mut self, op: &Op) -> Result<(), StoreError> {
-        match op {
+            } => self.push(
+                &COUNT_RECOVERY,
+                vec![session_id.as_str().into(), command_id.as_str().into()],
+            ),
+            Op::InsertEntry { session_id, entry } => self.entry(session_id, entry)?,
             Op::InsertTerminal {
                 session_id,
-                terminal: t,
-            } => self.push(
-                &INSERT_TERMINAL,
-                vec![
-                    session_id.as_str().into(),
-                    t.command_id.as_str().into(),
-                    t.outcome.word().into(),
-                    int(t.sequence).into(),
-                    t.diagnostic.clone().into(),
-                    t.anchor.as_ref().map(EntryId::as_str).into(),
-                ],
-            ),
+                terminal,
+            } => self.push(&INSERT_TERMINAL, terminal_binds(session_id, terminal)),
             Op::InsertCompaction {
                 session_id,
-                compaction: c,
-            } => self.push(
-                &INSERT_COMPACTION,
-                vec![
-                    session_id.as_str().into(),
-                    c.id.as_str().into(),
-                    int(c.commit_sequence).into(),
-                    c.first_kept.as_str().into(),
-                    int(c.precedes_sequence).into(),
-                    int(c.at).into(),
-                    c.summary.as_str().into(),
-                ],
-            ),
+                compaction,
+            } => self.push(&INSERT_COMPACTION, compaction_binds(session_id, compaction)),
             Op::InsertSandboxFailure {
                 session_id,
-                failure: f,
-            } => self.push(
-                &INSERT_SANDBOX_FAILURE,
-                vec![
-                    session_id.as_str().into(),
-                    f.id.as_str().into(),
-                    int(f.sequence).into(),
-                    int(f.at).into(),
-                    f.capability.as_str().into(),
-                    f.message.as_str().into(),
-                ],
-            ),
+                failure,
+            } => self.push(&INSERT_SANDBOX_FAILURE, failure_binds(session_id, failure)),
             Op::PutAttention {
                 session_id,
                 extension_id,
@@ -221,14 +114,6 @@ impl Batch<'_> {
                 &DELETE_ATTENTION,
                 attention_key(session_id, extension_id, kind),
             ),
-            _ => {} // routed by `op`
-        }
-        Ok(())
-    }
-
-    /// Extension rows, statuses and requests, and timers.
-    fn extension_op(&mut self, op: &Op) -> Result<(), StoreError> {
-        match op {
             Op::PutExtensionRow {
                 extension_id,
                 scope,
@@ -250,82 +135,102 @@ impl Batch<'_> {
                 row_key(extension_id, scope, collection, key),
             ),
             Op::ReplaceExtensionRows { extension_id, rows } => {
-                self.push(&DELETE_EXTENSION_ROWS, vec![extension_id.as_str().into()]);
-                for row in rows {
-                    let mut binds = row_key(extension_id, &row.scope, &row.collection, &row.key);
-                    binds.push(row.value.to_string().into());
-                    self.push(&INSERT_EXTENSION_ROW, binds);
-                }
+                self.replace_rows(extension_id, rows)
             }
-            Op::PutExtensionStatus(status) => self.push(
-                &PUT_EXTENSION_STATUS,
-                vec![
-                    status.extension_id.as_str().into(),
-                    status.revision.as_str().into(),
-                    i64::from(status.schema_version).into(),
-                    status.stopped_reason.clone().into(),
-                ],
-            ),
+            Op::PutExtensionStatus(status) => {
+                self.push(&PUT_EXTENSION_STATUS, status_binds(status))
+            }
             Op::PutExtensionRequest {
                 extension_id,
                 scope,
                 request_id,
                 payload,
                 response,
-            } => self.push(
-                &PUT_EXTENSION_REQUEST,
-                vec![
+            } => {
+                let binds = vec![
                     extension_id.as_str().into(),
                     scope.scope_id().into(),
                     request_id.as_str().into(),
                     payload.as_str().into(),
                     response.to_string().into(),
-                ],
-            ),
-            _ => {} // routed by `op`
-        }
-        Ok(())
-    }
-
-    /// Timers and their claims.
-    fn timer_op(&mut self, op: &Op) {
-        match op {
-            Op::PutTimer(timer) => self.push(
-                &PUT_TIMER,
-                vec![
-                    timer.id.as_str().into(),
-                    timer.extension_id.as_str().into(),
-                    timer.session_id.as_ref().map(SessionId::as_str).into(),
-                    int(timer.due_at).into(),
-                    timer.cadence.clone().into(),
-                    timer.payload.to_string().into(),
-                    timer.kind.word().into(),
-                ],
-            ),
+                ];
+                self.push(&PUT_EXTENSION_REQUEST, binds);
+            }
+            Op::PutTimer(timer) => self.push(&PUT_TIMER, timer_binds(timer)),
             Op::DeleteTimer { extension_id, id } => self.push(
                 &DELETE_TIMER,
                 vec![id.as_str().into(), extension_id.as_str().into()],
             ),
-            Op::ClaimTimer { id, due_at, next } => {
-                // A claim changes its row only while the timer is still due when the
-                // firing saw it. PostgreSQL serialises conditional updates of one row: a
-                // second claimer waits for the first, finds the due time moved, and fails.
-                let mut binds = vec![id.as_str().into(), int(*due_at).into()];
-                let statement = match next {
-                    Some(next) => {
-                        binds.push(int(*next).into());
-                        &CLAIM_TIMER_MOVE
-                    }
-                    None => &CLAIM_TIMER_DELETE,
-                };
+            Op::ClaimTimer { id, due_at, next } => self.claim_timer(id, *due_at, *next),
+        }
+        Ok(())
+    }
+
+    /// PostgreSQL also drops the requests forwarded to the Session's owner, which have
+    /// no foreign key to cascade from.
+    fn delete_session(&mut self, session_id: &SessionId) {
+        if self.dialect == Dialect::Postgres {
+            self.push(&DELETE_FORWARDED, vec![session_id.as_str().into()]);
+        }
+        self.push(&DELETE_SESSION, vec![session_id.as_str().into()]);
+    }
+
+    /// Every row of an extension, after a migration: the old ones go, the new ones come.
+    fn replace_rows(&mut self, extension_id: &ExtensionId, rows: &[ExtensionRow]) {
+        self.push(&DELETE_EXTENSION_ROWS, vec![extension_id.as_str().into()]);
+        for row in rows {
+            let mut binds = row_key(extension_id, &row.scope, &row.collection, &row.key);
+            binds.push(row.value.to_string().into());
+            self.push(&INSERT_EXTENSION_ROW, binds);
+        }
+    }
+
+    /// On SQLite the insert selects the row of its Session (or its parent), so one that
+    /// is not there changes nothing and fails the commit instead of cutting the lineage;
+    /// on PostgreSQL it always inserts one row.
+    fn entry(&mut self, session_id: &SessionId, entry: &StoredEntry) -> Result<(), StoreError> {
+        let mut binds = vec![
+            session_id.as_str().into(),
+            entry.id.as_str().into(),
+            int(entry.sequence).into(),
+            entry.command_id.as_ref().map(CommandId::as_str).into(),
+            crate::packed::pack(&entry.message)?.into(),
+        ];
+        match &entry.parent {
+            None => self.expect(
+                &INSERT_ROOT_ENTRY,
+                binds,
+                Expect::Claim("an entry of a Session that does not exist"),
+            ),
+            Some(parent) => {
+                binds.push(parent.as_str().into());
                 self.expect(
-                    statement,
+                    &INSERT_CHILD_ENTRY,
                     binds,
-                    Expect::Claim("a timer was already claimed"),
+                    Expect::Claim("an entry whose parent is not in its Session"),
                 );
             }
-            _ => {} // routed by `op`
         }
+        Ok(())
+    }
+
+    /// A claim changes its row only while the timer is still due when the firing saw
+    /// it. PostgreSQL serialises conditional updates of one row: a second claimer waits
+    /// for the first, finds the due time moved, and fails.
+    fn claim_timer(&mut self, id: &str, due_at: u64, next: Option<u64>) {
+        let mut binds = vec![id.into(), int(due_at).into()];
+        let statement = match next {
+            Some(next) => {
+                binds.push(int(next).into());
+                &CLAIM_TIMER_MOVE
+            }
+            None => &CLAIM_TIMER_DELETE,
+        };
+        self.expect(
+            statement,
+            binds,
+            Expect::Claim("a timer was already claimed"),
+        );
     }
 
     fn fence(&mut self, session_id: &SessionId, token: FencingToken) {
@@ -368,8 +273,74 @@ fn header_binds(header: &SessionHeader) -> Result<Vec<Bind>, StoreError> {
     ])
 }
 
-fn command_key(session_id: &SessionId, command_id: &CommandId) -> Vec<Bind> {
-    vec![session_id.as_str().into(), command_id.as_str().into()]
+fn command_binds(session_id: &SessionId, command: &StoredCommand) -> Vec<Bind> {
+    vec![
+        session_id.as_str().into(),
+        command.id.as_str().into(),
+        command.request_id.as_ref().map(RequestId::as_str).into(),
+        command.kind.word().into(),
+        command.payload.as_str().into(),
+        int(command.accepted_sequence).into(),
+        command.state.word().into(),
+        command.run_id.as_ref().map(CommandId::as_str).into(),
+        i64::from(command.recoveries).into(),
+        command.origin.as_ref().map(ToString::to_string).into(),
+    ]
+}
+
+fn terminal_binds(session_id: &SessionId, terminal: &StoredTerminal) -> Vec<Bind> {
+    vec![
+        session_id.as_str().into(),
+        terminal.command_id.as_str().into(),
+        terminal.outcome.word().into(),
+        int(terminal.sequence).into(),
+        terminal.diagnostic.clone().into(),
+        terminal.anchor.as_ref().map(EntryId::as_str).into(),
+    ]
+}
+
+fn compaction_binds(session_id: &SessionId, compaction: &StoredCompaction) -> Vec<Bind> {
+    vec![
+        session_id.as_str().into(),
+        compaction.id.as_str().into(),
+        int(compaction.commit_sequence).into(),
+        compaction.first_kept.as_str().into(),
+        int(compaction.precedes_sequence).into(),
+        int(compaction.at).into(),
+        compaction.summary.as_str().into(),
+    ]
+}
+
+fn failure_binds(session_id: &SessionId, failure: &StoredSandboxFailure) -> Vec<Bind> {
+    vec![
+        session_id.as_str().into(),
+        failure.id.as_str().into(),
+        int(failure.sequence).into(),
+        int(failure.at).into(),
+        failure.capability.as_str().into(),
+        failure.message.as_str().into(),
+    ]
+}
+
+fn status_binds(status: &ExtensionStatusRow) -> Vec<Bind> {
+    vec![
+        status.extension_id.as_str().into(),
+        status.revision.as_str().into(),
+        i64::from(status.schema_version).into(),
+        status.stopped_reason.clone().into(),
+    ]
+}
+
+fn timer_binds(timer: &TimerRow) -> Vec<Bind> {
+    vec![
+        timer.id.as_str().into(),
+        timer.extension_id.as_str().into(),
+        timer.session_id.as_ref().map(SessionId::as_str).into(),
+        int(timer.due_at).into(),
+        timer.cadence.clone().into(),
+        timer.payload.to_string().into(),
+        timer.kind.word().into(),
+    ]
 }
 
 fn attention_key(session_id: &SessionId, extension_id: &ExtensionId, kind: &str) -> Vec<Bind> {

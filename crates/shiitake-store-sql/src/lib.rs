@@ -17,7 +17,7 @@
 //! - **Messages** ([`packed`]): zstd against a versioned dictionary, as both stores
 //!   keep them.
 //! - **The `Store` itself** ([`impl_store!`]): written once over a store's small
-//!   [`SqlBackend`].
+//!   [`SqlBackend`]; and the hand-off of commits to a store's one writer ([`queue`]).
 //!
 //! What this crate does not own: connections, pools and migrations, the writers that
 //! execute statements (SQLite's group-commit thread on rusqlite, PostgreSQL's task on
@@ -29,6 +29,7 @@ pub mod dialect;
 pub mod encode;
 mod error;
 pub mod packed;
+pub mod queue;
 mod reads;
 pub mod rows;
 pub mod statements;

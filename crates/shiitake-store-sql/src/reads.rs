@@ -274,9 +274,11 @@ where
     pub async fn terminals_between(
         &self,
         session_id: &SessionId,
-        range: (u64, u64),
+        after: u64,
+        up_to: u64,
         limit: usize,
     ) -> Result<Vec<StoredTerminal>, StoreError> {
+        let range = (after, up_to);
         let rows = self
             .sequence_range(&TERMINALS_BETWEEN, session_id, range, limit)
             .await;
@@ -287,9 +289,11 @@ where
     pub async fn sandbox_failures_between(
         &self,
         session_id: &SessionId,
-        range: (u64, u64),
+        after: u64,
+        up_to: u64,
         limit: usize,
     ) -> Result<Vec<StoredSandboxFailure>, StoreError> {
+        let range = (after, up_to);
         let rows = self
             .sequence_range(&SANDBOX_FAILURES_BETWEEN, session_id, range, limit)
             .await;

@@ -16,19 +16,16 @@ mod writer;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use shiitake_core::store::{Op, StoreError};
-use shiitake_store_sql::{Dialect, Reads, SqlBackend, db, encode, impl_store};
+use shiitake_store_sql::queue::Queue;
+use shiitake_store_sql::{Dialect, Reads, SqlBackend, Stmt, db, encode, impl_store};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, Sqlite, SqliteConnection};
-use tokio::sync::{mpsc, oneshot};
-
-use self::writer::WriteRequest;
 
 /// How durable a commit is on disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,8 +52,8 @@ pub struct SqliteStore {
     reads: Reads<Sqlite>,
     /// Transactions the writer committed (each one fsync under [`Durability::Full`]).
     commits: Arc<AtomicU64>,
-    writer: Mutex<Option<mpsc::Sender<WriteRequest>>>,
-    writer_task: Mutex<Option<JoinHandle<()>>>,
+    /// Commits for the writer thread, which runs until the queue closes.
+    writer: Queue<Vec<Stmt>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -64,9 +61,6 @@ impl std::fmt::Debug for SqliteStore {
         f.debug_struct("SqliteStore").finish_non_exhaustive()
     }
 }
-
-/// Queued commits the writer accepts before callers wait for room.
-const WRITE_QUEUE: usize = 4096;
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path` and applies migrations.
@@ -104,20 +98,19 @@ impl SqliteStore {
             .connect_with(options.read_only(true))
             .await
             .map_err(db)?;
-        let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
+        let (writer, groups) = Queue::new();
         let commits = Arc::new(AtomicU64::new(0));
         let counted = commits.clone();
-        let task = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("shiitake-sqlite-writer".to_owned())
-            .spawn(move || writer::run(writer_conn, receiver, &counted))
+            .spawn(move || writer::run(writer_conn, groups, &counted))
             .map_err(|error| {
                 StoreError::database(format!("starting the writer thread: {error}"))
             })?;
         Ok(Self {
             reads: Reads::new(pool, Dialect::Sqlite, ""),
             commits,
-            writer: Mutex::new(Some(sender)),
-            writer_task: Mutex::new(Some(task)),
+            writer,
         })
     }
 
@@ -137,42 +130,14 @@ impl SqlBackend for SqliteStore {
     }
 
     async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
-        let sender = self
-            .writer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .ok_or(StoreError::Closed)?;
         // Encoding (JSON, packed messages) happens here, on the committing task, so
         // the one writer thread spends its time only on SQLite.
-        let batch = encode(Dialect::Sqlite, "", &ops)?;
-        let (reply, answer) = oneshot::channel();
-        sender
-            .send(WriteRequest { batch, reply })
-            .await
-            .map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
+        let statements = encode(Dialect::Sqlite, "", &ops)?;
+        self.writer.submit(statements).await
     }
 
     async fn close(&self) {
-        drop(
-            self.writer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
-        let task = self
-            .writer_task
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(task) = task {
-            match tokio::task::spawn_blocking(move || task.join()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => tracing::warn!("the SQLite writer thread panicked"),
-                Err(error) => tracing::warn!(%error, "waiting for the SQLite writer thread"),
-            }
-        }
+        self.writer.close().await;
         self.reads.pool().close().await;
     }
 }

@@ -21,20 +21,14 @@ use std::time::Duration;
 use rusqlite::types::{ToSql, ToSqlOutput, Value as SqlValue};
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 use shiitake_core::store::StoreError;
+use shiitake_store_sql::queue::{self, Groups, Request};
 use shiitake_store_sql::{Bind, Stmt};
-use tokio::sync::{mpsc, oneshot};
 
 use crate::Durability;
 
 /// One caller's commit, already made into statements on the caller's side (JSON and
 /// packed messages included), so the one writer thread only executes.
-pub(crate) struct WriteRequest {
-    pub(crate) batch: Vec<Stmt>,
-    pub(crate) reply: oneshot::Sender<Result<(), StoreError>>,
-}
-
-/// Most requests committed in one transaction.
-const MAX_GROUP: usize = 256;
+type WriteRequest = Request<Vec<Stmt>>;
 
 /// Prepared statements the writer keeps: every statement shape it writes, with room.
 const STATEMENT_CACHE: usize = 64;
@@ -59,27 +53,11 @@ pub(crate) fn open(path: &Path, durability: Durability) -> Result<Connection, St
 
 /// Runs on the writer thread until every sender is dropped, then closes the connection.
 /// Counts each transaction it commits in `commits`.
-pub(crate) fn run(
-    conn: Connection,
-    mut requests: mpsc::Receiver<WriteRequest>,
-    commits: &AtomicU64,
-) {
-    let mut group = Vec::with_capacity(MAX_GROUP);
-    while let Some(first) = requests.blocking_recv() {
-        group.push(first);
-        while group.len() < MAX_GROUP {
-            match requests.try_recv() {
-                Ok(request) => group.push(request),
-                Err(_) => break,
-            }
-        }
+pub(crate) fn run(conn: Connection, mut requests: Groups<Vec<Stmt>>, commits: &AtomicU64) {
+    let mut group = Vec::with_capacity(queue::MAX_GROUP);
+    while requests.blocking_next(&mut group) {
         let results = commit_group(&conn, &group, commits);
-        for (request, result) in group.drain(..).zip(results) {
-            // The caller may have given up waiting (its task was cancelled); the commit stands.
-            if request.reply.send(result).is_err() {
-                tracing::trace!("a committer left before its answer");
-            }
-        }
+        queue::answer(&mut group, results);
     }
     if let Err((_, error)) = conn.close() {
         tracing::warn!(%error, "closing the SQLite writer connection");
@@ -97,11 +75,11 @@ fn commit_group(
         return failed_all(&error);
     }
     let results = match group {
-        [only] => vec![apply(conn, &only.batch)],
+        [only] => vec![apply(conn, &only.work)],
         _ => {
             let mut results = Vec::with_capacity(group.len());
             for request in group {
-                match isolated(conn, &request.batch) {
+                match isolated(conn, &request.work) {
                     Ok(result) => results.push(result),
                     Err(error) => {
                         // The savepoint machinery itself failed: nothing in this
