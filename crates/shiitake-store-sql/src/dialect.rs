@@ -54,19 +54,19 @@ impl Dialect {
 }
 
 /// One SQL statement, written once for both dialects (see the module doc).
-pub struct Statement {
+pub(crate) struct Statement {
     written: [&'static str; 2],
     rendered: [OnceLock<Box<str>>; 2],
 }
 
 impl Statement {
     /// A statement both dialects run, tenant-keyed parts in brackets.
-    pub const fn new(text: &'static str) -> Self {
+    pub(crate) const fn new(text: &'static str) -> Self {
         Self::each(text, text)
     }
 
     /// A statement whose text differs by layout, with the same parameters on both.
-    pub const fn each(sqlite: &'static str, postgres: &'static str) -> Self {
+    pub(crate) const fn each(sqlite: &'static str, postgres: &'static str) -> Self {
         Self {
             written: [sqlite, postgres],
             rendered: [OnceLock::new(), OnceLock::new()],
@@ -74,7 +74,7 @@ impl Statement {
     }
 
     /// The text for `dialect`, rendered on first use and kept.
-    pub fn text(&'static self, dialect: Dialect) -> &'static str {
+    pub(crate) fn text(&'static self, dialect: Dialect) -> &'static str {
         let at = dialect.index();
         self.rendered[at].get_or_init(|| render(self.written[at], dialect).into_boxed_str())
     }

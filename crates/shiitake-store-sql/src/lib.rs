@@ -4,15 +4,15 @@
 //! SQL. The two stores that implement it (`shiitake-store-sqlite`, `shiitake-store-postgres`)
 //! keep the same tables, so what is SQL is written here, once:
 //!
-//! - **Statements** ([`statements`]): every write and read as one text with the tenant
-//!   key in brackets, rendered once per [`Dialect`] (`?1` for SQLite, `$1` and the
-//!   tenant for PostgreSQL) and kept, so a commit never formats SQL.
-//! - **Ops to statements** ([`encode`]): each of core's `Op`s becomes [`Stmt`]s with
+//! - **Statements** (`statements.rs`): every write and read as one `Statement` with
+//!   the tenant key in brackets, rendered once per [`Dialect`] (`?1` for SQLite, `$1`
+//!   and the tenant for PostgreSQL) and kept, so a commit never formats SQL.
+//! - **Ops to statements** ([`encode()`]): each of core's `Op`s becomes [`Stmt`]s with
 //!   driver-neutral [`Bind`] values and what they must find ([`Expect`]: a timer claim
 //!   changes one row, a fence finds its lease); JSON and packed messages are made on
 //!   the committing task.
 //! - **Reads** ([`Reads`]): the nineteen reads of `Store`, generic over any sqlx
-//!   database, and row decoding ([`rows`]: a bad column is `StoreError::Corrupt`,
+//!   database, and row decoding (`rows.rs`: a bad column is `StoreError::Corrupt`,
 //!   never a panic).
 //! - **Messages** ([`packed`]): zstd against a versioned dictionary, as both stores
 //!   keep them.
@@ -25,20 +25,20 @@
 //! brings its own driver, so a SQLite build compiles no PostgreSQL and the reverse.
 
 mod backend;
-pub mod dialect;
-pub mod encode;
+mod dialect;
+mod encode;
 mod error;
 pub mod packed;
 pub mod queue;
 mod reads;
-pub mod rows;
-pub mod statements;
+mod rows;
+mod statements;
 mod stmt;
 
 #[doc(hidden)]
 pub use backend::__private;
 pub use backend::SqlBackend;
-pub use dialect::{Dialect, Statement};
+pub use dialect::Dialect;
 pub use encode::encode;
 pub use error::db;
 pub use reads::Reads;

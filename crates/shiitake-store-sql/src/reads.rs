@@ -1,6 +1,6 @@
 //! Every read of core's `Store`, written once over any sqlx database: the statements
-//! of [`crate::statements`] rendered for the store's dialect, the tenant bound first
-//! where the dialect keys rows by it, and the rows decoded by [`crate::rows`].
+//! of `statements.rs` rendered for the store's dialect, the tenant bound first
+//! where the dialect keys rows by it, and the rows decoded by `rows.rs`.
 
 use shiitake_core::store::{
     AttentionRow, ExtensionReceipt, ExtensionStatusRow, ListPosition, LoadedSession, RowScope,
@@ -56,7 +56,7 @@ impl<DB: Database> Reads<DB> {
 }
 
 /// What a sqlx database must offer for the reads: run statements on a pool and in a
-/// transaction, bind text and integers, and decode the columns of [`crate::rows`].
+/// transaction, bind text and integers, and decode the columns of the stored rows.
 /// SQLite and PostgreSQL both do; the bounds are written once, here.
 impl<DB> Reads<DB>
 where

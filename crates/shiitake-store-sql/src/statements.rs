@@ -1,6 +1,6 @@
 //! Every statement of both stores, written once (`[…]` keys by the tenant, `$1` is
-//! the tenant: see [`crate::dialect`]). The parameters each takes are listed where
-//! they are bound ([`crate::encode`], [`crate::reads`]).
+//! the tenant: see `dialect.rs`). The parameters each takes are listed where
+//! they are bound (`encode.rs`, `reads.rs`).
 
 use crate::dialect::Statement;
 
