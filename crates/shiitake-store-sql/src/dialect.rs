@@ -101,7 +101,7 @@ fn render(written: &str, dialect: Dialect) -> String {
             '$' if dialect == Dialect::Sqlite => {
                 let mut number = 0usize;
                 while let Some(digit) = chars.peek().and_then(|c| c.to_digit(10)) {
-                    number = number * 10 + digit as usize;
+                    number = number.saturating_mul(10).saturating_add(digit as usize);
                     chars.next();
                 }
                 out.push('?');
