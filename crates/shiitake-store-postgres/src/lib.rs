@@ -2,7 +2,7 @@
 //! database, each Session owned by exactly one of them at a time.
 //!
 //! [`PostgresStore`] implements core's [`Store`](shiitake_core::store::Store) and
-//! its [`Ownership`](shiitake_core::store::Ownership), so an
+//! its [`Ownership`], so an
 //! [`Agent`](shiitake_core::Agent) opened on it behaves as on SQLite and, in
 //! addition, shares its Sessions with every other process opened on the same
 //! database and [`AgentKey`]:
@@ -34,7 +34,7 @@
 //! What it does not own: the SQL of the store's operations. Statements, the turning of
 //! ops into them, the reads and row decoding are written once for SQLite and
 //! PostgreSQL in `shiitake-store-sql`, which also writes core's `Store` on top of this
-//! crate's backend (its writer, reads, close and [`Ownership`](shiitake_core::store::Ownership)).
+//! crate's backend (its writer, reads, close and [`Ownership`]).
 //! What is PostgreSQL's alone stays here: the writer task, leases, `LISTEN`/`NOTIFY`,
 //! the migrations.
 
