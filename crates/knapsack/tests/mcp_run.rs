@@ -22,9 +22,10 @@ use mcp_support::*;
 use serde_json::json;
 use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_conformance::support::*;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, RetryPolicy, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 const SECRET: &str = "zq-7c1f-credential-93ad";
 

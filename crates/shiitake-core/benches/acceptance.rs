@@ -29,9 +29,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shiitake_capabilities::Catalog;
-use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::{AgentApi, ReadOptions, RequestId, SessionApi};
+use shiitake_store_sqlite::SqliteStore;
 use support::{Phase, durability, many_callers, raw_commits, raw_connection, send_prompt};
 
 /// Interleaved rounds of the three phases.

@@ -17,10 +17,11 @@ use std::time::{Duration, Instant};
 
 use shiitake_capabilities::Catalog;
 use shiitake_core::store::{Op, Store, StoredEntry};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::message::{Message, UserMessage};
 use shiitake_protocol::{AgentApi, PageLimit, ReadOptions, SessionApi, SessionId};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use support::{entry_id, header};
 
 const SMALL: usize = 100;

@@ -40,7 +40,7 @@ use shiitake_capabilities::{
     Catalog, Module, ModulePath, Operation, OperationName, Replay, SourceId, StaticSource,
 };
 use shiitake_core::store::{Op, SessionHeader, Store, StoredEntry};
-use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession};
 use shiitake_model::{
     AssistantStream, Model, ModelContext, ModelError, ModelInfo, ModelOptions, Recording, Script,
     ScriptedModel, Step, Turn,
@@ -50,6 +50,7 @@ use shiitake_protocol::{
     AgentApi, PageLimit, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionFrame,
     SessionId, SubscribeOptions,
 };
+use shiitake_store_sqlite::SqliteStore;
 use support::{
     Phase, checkpointed_bytes, durability, entry_id, header, load_average, many_callers,
     raw_commits, raw_connection,

@@ -12,9 +12,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use shiitake_capabilities::Catalog;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::{AgentApi, PromptText, RequestId, SendOptions, SessionApi};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 

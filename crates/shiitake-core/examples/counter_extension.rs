@@ -14,12 +14,13 @@ use shiitake_core::extension::{
     Contribution, Due, Extension, ExtensionDefinition, FiredTimer, Grant, Grants, HookError,
     RunContext, StateScope, StateView, Tx,
 };
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{
     AgentApi, ExtensionId, PromptText, ReadOptions, RequestId, SendOptions, SessionApi,
     SessionFrame,
 };
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 

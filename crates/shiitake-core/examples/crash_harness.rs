@@ -22,13 +22,14 @@ use serde_json::{Value, json};
 use shiitake_capabilities::{
     Catalog, Module, ModulePath, Operation, OperationName, SourceId, StaticSource, ToolError,
 };
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::message::Message;
 use shiitake_protocol::{
     AgentApi, PageLimit, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionFrame,
     SessionId, SubscribeOptions,
 };
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 

@@ -15,7 +15,9 @@
 //! HTTP client implements, so code written against them runs on either.
 //!
 //! What core does not own: any one extension's rules, model providers
-//! (`shiitake-model`), tools (`shiitake-capabilities`, `knapsack`), HTTP.
+//! (`shiitake-model`), tools (`shiitake-capabilities`, `knapsack`), HTTP, and any
+//! database: the [`Store`](store::Store) is implemented by `shiitake-store-sqlite`
+//! (the embedded default) and `shiitake-store-postgres` (the Hub).
 
 mod agent;
 mod agent_core;
@@ -37,4 +39,3 @@ mod timers;
 pub use agent::{Agent, AgentBuilder};
 pub use config::{AgentConfig, FixedModel, ModelResolver, RetryPolicy, SpecResolver};
 pub use session::LocalSession;
-pub use store::sqlite::{Durability, SqliteStore};

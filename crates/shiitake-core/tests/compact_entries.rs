@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use schema::{connect, migrated_to};
 use shiitake_conformance::support::*;
 use shiitake_core::store::{Op, SessionHeader, Store, StoreError, StoredEntry};
-use shiitake_core::{Durability, SqliteStore};
 use shiitake_model::Turn;
 use shiitake_protocol::message::{Message, UserMessage};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 fn entry(id: &str, parent: Option<&str>, sequence: u64) -> StoredEntry {
     StoredEntry {

@@ -14,10 +14,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
+use shiitake_core::Agent;
 use shiitake_core::extension::{Extension, ExtensionDefinition, Grant, Grants, StateView};
-use shiitake_core::{Agent, Durability, SqliteStore};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 /// Shows a number kept in memory (as if read from elsewhere) and records who was observed.
 struct Mirror {

@@ -14,15 +14,16 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use shiitake_capabilities::{Module, ModulePath, Operation, OperationName, Replay};
 use shiitake_conformance::support::*;
+use shiitake_core::Agent;
 use shiitake_core::extension::host::ToolTx;
 use shiitake_core::extension::{
     Contribution, Extension, ExtensionDefinition, Grant, Grants, HookError, RunContext, Settled,
     StateScope, StateView, Tx,
 };
-use shiitake_core::{Agent, Durability, SqliteStore};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::message::{Message, UserContent};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 const ID: &str = "test-recorder";
 

@@ -14,15 +14,16 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use shiitake_capabilities::{Module, ModulePath, Operation, OperationName, Replay};
 use shiitake_conformance::support::*;
+use shiitake_core::Agent;
 use shiitake_core::extension::host::ToolTx;
 use shiitake_core::extension::{
     Contribution, Extension, ExtensionDefinition, Grant, Grants, HookError, RunContext, Sender,
     Settled, StateScope, StateView, ToolOutcome, Tx,
 };
-use shiitake_core::{Agent, Durability, SqliteStore};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::message::Message;
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 const ID: &str = "test-waiter";
 

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use shiitake_capabilities::Catalog;
 use shiitake_core::store::Store;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, CommandId, SessionId};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, SqliteConnection};
 

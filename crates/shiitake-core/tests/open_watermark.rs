@@ -14,9 +14,9 @@ use schema::{connect, migrated_to};
 use shiitake_conformance::Fixture;
 use shiitake_conformance::support::*;
 use shiitake_core::store::Store;
-use shiitake_core::{Durability, SqliteStore};
 use shiitake_model::{Script, Step, Turn};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 /// The header's watermark, read straight from the file.
 async fn open_from(path: &Path, session: &SessionId) -> Option<String> {

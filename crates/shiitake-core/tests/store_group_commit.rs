@@ -8,9 +8,9 @@ mod harness;
 use std::sync::Arc;
 
 use shiitake_core::store::{Op, SessionHeader, Store, StoredEntry};
-use shiitake_core::{Durability, SqliteStore};
 use shiitake_protocol::message::{Message, UserMessage};
 use shiitake_protocol::{EntryId, SessionId};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 #[tokio::test]
 async fn one_bad_request_in_a_group_fails_alone() {

@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use shiitake_capabilities::Catalog;
 use shiitake_core::clock::now_ms;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_almanac::contract::{AlmanacContract, CreateSchedule};
 use shiitake_ext_almanac::{AlmanacExtension, almanac_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::bind_agent_extension;
 use shiitake_protocol::{AgentApi, RequestId};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use sqlx::ConnectOptions;
 
 async fn open(path: &Path) -> (Agent, Arc<ScriptedModel>) {

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use shiitake_capabilities::{
     Catalog, Module, ModulePath, Operation, OperationName, Replay, SourceId, StaticSource,
 };
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_goal::contract::{GoalContract, GoalProjection, GoalStatus, SetGoal};
 use shiitake_ext_goal::{GoalExtension, goal_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
@@ -27,6 +27,7 @@ use shiitake_protocol::{
     AgentApi, PageLimit, ReadOptions, RequestId, SessionApi, SessionExtensionSlots, SessionFrame,
     SessionId,
 };
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 

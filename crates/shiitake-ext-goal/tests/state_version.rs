@@ -10,13 +10,14 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
+use shiitake_core::Agent;
 use shiitake_core::extension::{Extension, ExtensionDefinition, Grants, HookError, StateScope, Tx};
 use shiitake_core::store::Store;
-use shiitake_core::{Agent, Durability, SqliteStore};
 use shiitake_ext_goal::contract::{GoalStatus, STATE_VERSION};
 use shiitake_ext_goal::{GoalExtension, extension_id, goal_grants};
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use support::*;
 
 /// The goal extension as a version-5 preview build wrote it: another row shape.

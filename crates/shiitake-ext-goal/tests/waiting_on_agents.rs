@@ -57,13 +57,13 @@ impl FakeRoster {
     }
 }
 
-async fn next_due(store: &shiitake_core::SqliteStore) -> Option<u64> {
+async fn next_due(store: &shiitake_store_sqlite::SqliteStore) -> Option<u64> {
     use shiitake_core::store::Store;
     store.next_timer().await.unwrap().map(|timer| timer.due_at)
 }
 
 /// Waits (bounded) until the soonest timer is due at `at`: the recheck was re-armed.
-async fn until_next_due(store: &shiitake_core::SqliteStore, at: u64) {
+async fn until_next_due(store: &shiitake_store_sqlite::SqliteStore, at: u64) {
     for _ in 0..500 {
         if next_due(store).await == Some(at) {
             return;

@@ -9,12 +9,13 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use shiitake_capabilities::Catalog;
 use shiitake_conformance::support::*;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_plan::contract::*;
 use shiitake_ext_plan::{PlanExtension, plan_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use sqlx::ConnectOptions;
 
 struct Fixture {

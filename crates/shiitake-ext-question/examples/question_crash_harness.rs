@@ -14,7 +14,7 @@ use shiitake_core::extension::{
     Contribution, Extension, ExtensionDefinition, FiredTimer, HookError, RunContext, Settled,
     StateView, ToolOutcome, Tx,
 };
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_question::contract::{AnswerAsk, AskView, QuestionAnswer, QuestionContract};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
@@ -24,6 +24,7 @@ use shiitake_protocol::{
     AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionExtensionSlots,
     SessionFrame,
 };
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 

@@ -102,9 +102,9 @@ async fn without_the_files_grant_there_is_no_tool_and_no_section() {
     use shiitake_core::extension::Grant;
     let tree = tree();
     let library = Arc::new(SkillLibrary::discover(&tree.roots()).await);
-    let store = shiitake_core::SqliteStore::open(
+    let store = shiitake_store_sqlite::SqliteStore::open(
         &tree.path().join("agent.db"),
-        shiitake_core::Durability::Normal,
+        shiitake_store_sqlite::Durability::Normal,
     )
     .await
     .unwrap();

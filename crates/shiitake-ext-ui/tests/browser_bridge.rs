@@ -24,11 +24,12 @@ use shiitake_capabilities::{
 };
 use shiitake_chromium::{Chromium, Page, eval, screenshot, wait_for};
 use shiitake_conformance::support::{new_session, outline, send, terminal_of, transcript};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_ui::UiExtension;
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, SessionApi, SessionId, TerminalOutcome};
 use shiitake_server::{ServerConfig, Token, router};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "browser-test-token-0123456789";

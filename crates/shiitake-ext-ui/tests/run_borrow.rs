@@ -11,10 +11,11 @@ use knapsack::ui::{UiBridge, UiOptions};
 use serde_json::json;
 use shiitake_capabilities::Catalog;
 use shiitake_conformance::support::{new_session, outline, send, terminal_of, transcript};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_ui::UiExtension;
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, TerminalOutcome};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 async fn agent(bridge: &UiBridge, model: Arc<ScriptedModel>, dir: &tempfile::TempDir) -> Agent {
     let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_core::extension::Sender;
-use shiitake_core::{AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{AgentConfig, FixedModel};
 use shiitake_ext_question::contract::QuestionContract;
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::view;
@@ -16,6 +16,7 @@ use shiitake_protocol::*;
 use shiitake_roster_hub::{
     AgentDirectory, DirectoryError, HubAgent, HubOptions, SoleAgentDirectory,
 };
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 #[tokio::test]
 async fn the_hub_sends_every_ask_to_a_person() {

@@ -3,13 +3,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use shiitake_core::{Agent, SqliteStore};
+use shiitake_core::Agent;
 use shiitake_ext_home::add_home;
 use shiitake_ext_ui::UiExtension;
 use shiitake_protocol::AgentName;
 use shiitake_roster_conversation_agents::{
     AgentDirectory, SharedSet, add_conversation_agents, add_shared_set,
 };
+use shiitake_store_sqlite::SqliteStore;
 
 use crate::{LocalError, LocalOptions};
 

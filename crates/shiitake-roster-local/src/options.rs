@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use knapsack::ui::UiBridge;
 use shiitake_capabilities::Catalog;
-use shiitake_core::{AgentConfig, Durability, ModelResolver};
+use shiitake_core::{AgentConfig, ModelResolver};
 use shiitake_ext_home::{ComputerList, Computers};
 use shiitake_ext_skills::SkillLibrary;
 use shiitake_protocol::AgentName;
+use shiitake_store_sqlite::Durability;
 
 /// Whether `agents.create` may add Agents to the directory.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use shiitake_client::{ClientOptions, RemoteAgent};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::*;
 use shiitake_server::{ServerConfig, Token, router};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
 const ROUNDS: usize = 30;

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::{Value, json};
-use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
+use shiitake_core::{Agent, AgentConfig};
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::AgentApi;
 use shiitake_server::{CSRF_HEADER, ServerConfig, Token, WebLogin, router};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use support::{Server, TOKEN};
 
 struct Web {

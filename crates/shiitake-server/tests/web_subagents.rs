@@ -17,7 +17,7 @@ use std::time::Duration;
 use page::{SHOWN, agent, run, session_with_prompt, shown, type_and_click, user_texts};
 use serde_json::json;
 use shiitake_chromium::{Chromium, eval};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_ext_subagents::contract::{
     ANSWER_ACTION_LABEL, AnswerAction, ChildRow, ChildStatus, EXTENSION_ID, FooterSummary,
@@ -27,6 +27,7 @@ use shiitake_ext_subagents::contract::{
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, AgentName, RequestId, SessionApi};
 use shiitake_server::{AgentDirectoryApi, ServerConfig, Token, WebLogin, directory_router};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use support::{Server, TOKEN};
 
 /// A stand-in for the subagents view: publishes the `rows` a command sets, so the

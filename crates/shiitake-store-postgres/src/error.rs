@@ -1,5 +1,5 @@
-//! Errors: opening the store, and PostgreSQL's errors as core's backend-neutral
-//! [`StoreError`].
+//! Why the store could not open. (sqlx's errors become core's [`StoreError`] through
+//! `shiitake_store_sql::db`, as on SQLite.)
 
 use shiitake_core::store::StoreError;
 
@@ -29,16 +29,5 @@ impl OpenError {
 impl From<OpenError> for StoreError {
     fn from(error: OpenError) -> Self {
         StoreError::database(error)
-    }
-}
-
-/// A PostgreSQL error as core sees it: only whether a unique index refused it.
-pub(crate) fn db(error: sqlx::Error) -> StoreError {
-    let unique = error
-        .as_database_error()
-        .is_some_and(|error| error.is_unique_violation());
-    StoreError::Database {
-        message: error.to_string(),
-        unique,
     }
 }

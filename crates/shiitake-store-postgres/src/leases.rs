@@ -14,18 +14,17 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use shiitake_core::store::columns::{int, uint};
 use shiitake_core::store::ownership::{
     AgentStateLock, Claim, ForwardId, ForwardedRequest, Orphans, OwnershipEvent,
 };
 use shiitake_core::store::{FencingToken, Ownership, StoreError};
 use shiitake_protocol::SessionId;
+use shiitake_store_sql::{db, int, uint};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Postgres};
 use tokio::sync::broadcast;
 
-use crate::error::db;
 use crate::events::{CHANNEL, answered_payload, forwarded_payload, released_payload};
 use crate::{PostgresStore, Shared};
 
@@ -71,6 +70,17 @@ impl Held {
         }
         lost
     }
+}
+
+/// Announces `payload` when, and only if, the transaction `conn` is in commits.
+async fn notify(conn: &mut PgConnection, payload: String) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(payload)
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
 }
 
 /// Milliseconds of a duration, for SQL intervals.
@@ -211,12 +221,8 @@ impl Ownership for PostgresStore {
         .await
         .map_err(db)?;
         if released.rows_affected() == 1 {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(CHANNEL)
-                .bind(released_payload(shared.agent.as_str(), session_id.as_str()))
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
+            let payload = released_payload(shared.agent.as_str(), session_id.as_str());
+            notify(&mut tx, payload).await?;
         }
         tx.commit().await.map_err(db)
     }
@@ -273,15 +279,11 @@ impl Ownership for PostgresStore {
         .fetch_one(&mut *tx)
         .await
         .map_err(db)?;
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(forwarded_payload(
-                shared.agent.as_str(),
-                session_id.as_str(),
-            ))
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        notify(
+            &mut tx,
+            forwarded_payload(shared.agent.as_str(), session_id.as_str()),
+        )
+        .await?;
         tx.commit().await.map_err(db)?;
         Ok(ForwardId(id))
     }
@@ -327,12 +329,7 @@ impl Ownership for PostgresStore {
         .execute(&mut *tx)
         .await
         .map_err(db)?;
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(answered_payload(shared.agent.as_str(), id))
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        notify(&mut tx, answered_payload(shared.agent.as_str(), id)).await?;
         tx.commit().await.map_err(db)
     }
 

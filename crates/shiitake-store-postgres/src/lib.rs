@@ -2,7 +2,7 @@
 //! database, each Session owned by exactly one of them at a time.
 //!
 //! [`PostgresStore`] implements core's [`Store`](shiitake_core::store::Store) and
-//! its [`Ownership`](shiitake_core::store::Ownership), so an
+//! its [`Ownership`], so an
 //! [`Agent`](shiitake_core::Agent) opened on it behaves as on SQLite and, in
 //! addition, shares its Sessions with every other process opened on the same
 //! database and [`AgentKey`]:
@@ -30,12 +30,17 @@
 //! Migrations are plain SQL in `migrations/postgres/`, applied when the store
 //! opens. This crate is separate from `shiitake-core` so that Local builds do not
 //! compile a PostgreSQL driver.
+//!
+//! What it does not own: the SQL of the store's operations. Statements, the turning of
+//! ops into them, the reads and row decoding are written once for SQLite and
+//! PostgreSQL in `shiitake-store-sql`, which also writes core's `Store` on top of this
+//! crate's backend (its writer, reads, close and [`Ownership`]).
+//! What is PostgreSQL's alone stays here: the writer task, leases, `LISTEN`/`NOTIFY`,
+//! the migrations.
 
 mod error;
 mod events;
 mod leases;
-mod reads;
-mod statements;
 mod writer;
 
 use std::sync::Arc;
@@ -43,11 +48,13 @@ use std::time::Duration;
 
 pub use error::OpenError;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection};
-use tokio::sync::broadcast;
-
+use async_trait::async_trait;
 use shiitake_core::store::ownership::OwnershipEvent;
+use shiitake_core::store::{Op, Ownership, StoreError};
+use shiitake_store_sql::{Dialect, Reads, SqlBackend, impl_store};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, Postgres};
+use tokio::sync::broadcast;
 
 /// The tenant a store serves: every row it reads or writes is keyed by it.
 ///
@@ -129,7 +136,9 @@ struct Shared {
     /// This process's name in lease rows: a fresh ULID per opened store.
     holder: String,
     lease_ttl: Duration,
+    /// The pool of reads, leases and forwarded requests (`reads` runs on it too).
     pool: PgPool,
+    reads: Reads<Postgres>,
     writer: writer::Writer,
     leases: leases::Held,
     events: broadcast::Sender<OwnershipEvent>,
@@ -171,9 +180,10 @@ impl PostgresStore {
         let writer =
             writer::Writer::start(writer_conn, connect, options.agent.clone(), holder.clone());
         let shared = Arc::new(Shared {
-            agent: options.agent,
+            agent: options.agent.clone(),
             holder,
             lease_ttl: options.lease_ttl,
+            reads: Reads::new(pool.clone(), Dialect::Postgres, options.agent.as_str()),
             pool,
             writer,
             leases: leases::Held::default(),
@@ -198,3 +208,28 @@ impl PostgresStore {
         &self.shared.holder
     }
 }
+
+#[async_trait]
+impl SqlBackend for PostgresStore {
+    type Db = Postgres;
+
+    fn reads(&self) -> &Reads<Postgres> {
+        &self.shared.reads
+    }
+
+    async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
+        self.shared.writer.commit(ops).await
+    }
+
+    async fn close(&self) {
+        self.shared.writer.close().await;
+        self.shared.closing.cancel();
+        self.shared.pool.close().await;
+    }
+
+    fn ownership(&self) -> Option<Arc<dyn Ownership>> {
+        Some(Arc::new(self.clone()))
+    }
+}
+
+impl_store!(PostgresStore);

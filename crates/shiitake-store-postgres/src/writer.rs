@@ -8,35 +8,24 @@
 //! PostgreSQL delivers when, and only if, it commits.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use shiitake_core::store::{Op, StoreError};
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use shiitake_store_sql::queue::{self, Groups, Queue, Request};
+use shiitake_store_sql::{Bind, Dialect, Stmt, db, encode};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgConnection};
+use sqlx::query::Query;
 use sqlx::{ConnectOptions, Connection, Executor};
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 use crate::AgentKey;
-use crate::error::db;
 use crate::events::{CHANNEL, committed_payload};
-use crate::statements::{Expect, Statements, Stmt};
 
-/// Most requests committed in one transaction.
-const MAX_GROUP: usize = 256;
-
-/// Queued commits before callers wait for room.
-const QUEUE: usize = 4096;
-
-/// One caller's commit.
-struct WriteRequest {
-    ops: Vec<Op>,
-    reply: oneshot::Sender<Result<(), StoreError>>,
-}
+/// One caller's commit: its ops, made into statements on the writer's task.
+type WriteRequest = Request<Vec<Op>>;
 
 /// The handle owners commit through.
 pub(crate) struct Writer {
-    sender: Mutex<Option<mpsc::Sender<WriteRequest>>>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    /// Commits for the writer task, which runs until the queue closes.
+    queue: Queue<Vec<Op>>,
 }
 
 impl Writer {
@@ -47,48 +36,19 @@ impl Writer {
         agent: AgentKey,
         holder: String,
     ) -> Self {
-        let (sender, receiver) = mpsc::channel(QUEUE);
-        let task = tokio::spawn(run(conn, connect, agent, holder, receiver));
-        Self {
-            sender: Mutex::new(Some(sender)),
-            task: Mutex::new(Some(task)),
-        }
+        let (queue, groups) = Queue::new();
+        tokio::spawn(run(conn, connect, agent, holder, groups));
+        Self { queue }
     }
 
     /// Commits `ops` in the next group; all of them or none.
     pub(crate) async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
-        let sender = self
-            .sender
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-            .ok_or(StoreError::Closed)?;
-        let (reply, answer) = oneshot::channel();
-        sender
-            .send(WriteRequest { ops, reply })
-            .await
-            .map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
+        self.queue.submit(ops).await
     }
 
     /// Stops taking commits and waits for the ones already handed over.
     pub(crate) async fn close(&self) {
-        drop(
-            self.sender
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take(),
-        );
-        let task = self
-            .task
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(task) = task
-            && let Err(error) = task.await
-        {
-            tracing::warn!(%error, "the PostgreSQL writer task failed");
-        }
+        self.queue.close().await;
     }
 }
 
@@ -97,24 +57,12 @@ async fn run(
     connect: PgConnectOptions,
     agent: AgentKey,
     holder: String,
-    mut requests: mpsc::Receiver<WriteRequest>,
+    mut requests: Groups<Vec<Op>>,
 ) {
-    let mut group = Vec::with_capacity(MAX_GROUP);
-    while let Some(first) = requests.recv().await {
-        group.push(first);
-        while group.len() < MAX_GROUP {
-            match requests.try_recv() {
-                Ok(request) => group.push(request),
-                Err(_) => break,
-            }
-        }
+    let mut group = Vec::with_capacity(queue::MAX_GROUP);
+    while requests.next(&mut group).await {
         let (results, broken) = commit_group(&mut conn, agent.as_str(), &holder, &group).await;
-        for (request, result) in group.drain(..).zip(results) {
-            // A caller that stopped waiting: what committed stands.
-            if request.reply.send(result).is_err() {
-                tracing::trace!("a committer left before its answer");
-            }
-        }
+        queue::answer(&mut group, results);
         if broken {
             match connect.connect().await {
                 Ok(fresh) => conn = fresh,
@@ -136,21 +84,16 @@ struct Prepared {
     heads: BTreeMap<String, u64>,
 }
 
-fn prepare(agent: &str, holder: &str, ops: &[Op]) -> Result<Prepared, StoreError> {
-    let mut statements = Statements {
-        agent,
-        holder,
-        batch: Vec::new(),
-    };
-    let mut heads = BTreeMap::new();
-    for op in ops {
-        statements.op(op)?;
-        if let Op::PutHeader(header) = op {
-            heads.insert(header.id.as_str().to_owned(), header.head_sequence);
-        }
-    }
+fn prepare(holder: &str, ops: &[Op]) -> Result<Prepared, StoreError> {
+    let heads = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::PutHeader(header) => Some((header.id.as_str().to_owned(), header.head_sequence)),
+            _ => None,
+        })
+        .collect();
     Ok(Prepared {
-        statements: statements.batch,
+        statements: encode(Dialect::Postgres, holder, ops)?,
         heads,
     })
 }
@@ -165,7 +108,7 @@ async fn commit_group(
 ) -> (Vec<Result<(), StoreError>>, bool) {
     let prepared: Vec<Result<Prepared, StoreError>> = group
         .iter()
-        .map(|request| prepare(agent, holder, &request.ops))
+        .map(|request| prepare(holder, &request.work))
         .collect();
     let failed_all = |error: &StoreError| -> Vec<Result<(), StoreError>> {
         group.iter().map(|_| Err(error.duplicate())).collect()
@@ -180,8 +123,8 @@ async fn commit_group(
     for request in &prepared {
         let result = match request {
             Err(error) => Err(error.duplicate()),
-            Ok(request) if single => apply(conn, &request.statements).await,
-            Ok(request) => match isolated(conn, &request.statements).await {
+            Ok(request) if single => apply(conn, agent, &request.statements).await,
+            Ok(request) => match isolated(conn, agent, &request.statements).await {
                 Ok(result) => result,
                 Err(error) => {
                     // The savepoint machinery failed: nothing here can be trusted
@@ -231,10 +174,11 @@ async fn commit_group(
 /// The outer error means the savepoint itself failed.
 async fn isolated(
     conn: &mut PgConnection,
+    agent: &str,
     statements: &[Stmt],
 ) -> Result<Result<(), StoreError>, StoreError> {
     conn.execute("SAVEPOINT request").await.map_err(db)?;
-    let result = apply(conn, statements).await;
+    let result = apply(conn, agent, statements).await;
     if result.is_err() {
         conn.execute("ROLLBACK TO SAVEPOINT request")
             .await
@@ -246,27 +190,33 @@ async fn isolated(
     Ok(result)
 }
 
-/// Executes the statements of one request, checking claims and fences.
-async fn apply(conn: &mut PgConnection, statements: &[Stmt]) -> Result<(), StoreError> {
+/// Executes the statements of one request for the Agent `agent`, checking what each
+/// must find (claims, fences).
+async fn apply(
+    conn: &mut PgConnection,
+    agent: &str,
+    statements: &[Stmt],
+) -> Result<(), StoreError> {
     for stmt in statements {
-        let done = stmt.query().execute(&mut *conn).await.map_err(db)?;
-        let found = done.rows_affected();
-        match stmt.expect {
-            Expect::Any => {}
-            Expect::Claim if found != 1 => {
-                return Err(StoreError::Conflict(
-                    "a timer was already claimed".to_owned(),
-                ));
-            }
-            Expect::Fence if found != 1 => {
-                return Err(StoreError::Fenced(
-                    "the Session's lease has another fencing token now".to_owned(),
-                ));
-            }
-            Expect::Claim | Expect::Fence => {}
-        }
+        let done = query(agent, stmt).execute(&mut *conn).await.map_err(db)?;
+        stmt.expect.check(done.rows_affected())?;
     }
     Ok(())
+}
+
+/// The sqlx query of a statement: the Agent first, then its parameters, a NULL typed
+/// as its column.
+fn query<'q>(agent: &'q str, stmt: &'q Stmt) -> Query<'q, sqlx::Postgres, PgArguments> {
+    let mut query = sqlx::query(stmt.sql).bind(agent);
+    for bind in &stmt.binds {
+        query = match bind {
+            Bind::Text(value) => query.bind(value.as_deref()),
+            Bind::Int(value) => query.bind(*value),
+            Bind::Bytes(value) => query.bind(value.as_slice()),
+            Bind::Bool(value) => query.bind(*value),
+        };
+    }
+    query
 }
 
 async fn rollback(conn: &mut PgConnection) {

@@ -19,11 +19,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, SessionApi};
 use shiitake_server::{ServerConfig, Token, router};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 const TOKEN: &str = "slash-flow-token-0123456789";
 

@@ -7,9 +7,10 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use shiitake_core::LocalSession;
 use shiitake_core::store::SessionHeader;
-use shiitake_core::{Durability, LocalSession};
 use shiitake_protocol::{EntryId, PromptText, SendOptions, SessionApi, SessionId};
+use shiitake_store_sqlite::Durability;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
 

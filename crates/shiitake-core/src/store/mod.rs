@@ -1,16 +1,15 @@
-//! The durable store: one small trait, one implementation per database.
+//! The durable store: one small trait, implemented outside core.
 //!
 //! Core speaks to storage only through [`Store`]. Writes are [`Op`] lists that
 //! commit atomically (one [`Store::commit`] call is one transaction, or part of
 //! one group commit); reads are bounded queries whose cost follows the page.
-//! The trait carries domain rows, never SQL, so a PostgreSQL implementation
-//! fits beside the SQLite one without touching the rest of core.
+//! The trait carries domain rows, never SQL: the SQLite store
+//! (`shiitake-store-sqlite`) and the PostgreSQL store (`shiitake-store-postgres`)
+//! implement it in crates of their own, on SQL written once for both
+//! (`shiitake-store-sql`), so core compiles no database driver.
 
-pub mod columns;
 mod op;
 pub mod ownership;
-pub mod packed;
-pub mod sqlite;
 mod words;
 
 pub use op::Op;

@@ -9,8 +9,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use shiitake_capabilities::Catalog;
 use shiitake_conformance::{Fixture, TestTools, tools};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, RetryPolicy, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_model::{Script, ScriptedModel};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use tempfile::TempDir;
 
 /// One Agent for one test.

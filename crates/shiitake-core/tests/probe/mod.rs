@@ -13,10 +13,11 @@ use shiitake_core::extension::{
     AdmissionOutcome, Admitted, Contribution, Due, Extension, ExtensionDefinition, FiredTimer,
     Grants, HookError, Migration, RunContext, Settled, StateScope, StateView, Tx,
 };
-use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
+use shiitake_core::{Agent, AgentConfig};
 use shiitake_model::ScriptedModel;
 use shiitake_protocol::catalog::{Catalog, CatalogCommand, CatalogFormat, CatalogScope};
 use shiitake_protocol::{ExtensionId, PromptDelivery, RequestId, SessionId};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 pub const ID: &str = "test-probe";
 

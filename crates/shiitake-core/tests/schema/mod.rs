@@ -25,7 +25,9 @@ pub async fn connect(path: &Path) -> sqlx::SqliteConnection {
 /// Creates the file at `path` with the schema as migrations 1 to `version` left it,
 /// as an older release wrote it; returns the connection for seeding its rows.
 pub async fn migrated_to(path: &Path, version: i64) -> sqlx::SqliteConnection {
-    let mut migrator = Migrator::new(Path::new("migrations/sqlite")).await.unwrap();
+    let mut migrator = Migrator::new(Path::new("../shiitake-store-sqlite/migrations/sqlite"))
+        .await
+        .unwrap();
     migrator.migrations = std::borrow::Cow::Owned(
         migrator
             .migrations

@@ -10,11 +10,12 @@ use std::time::Duration;
 use shiitake_capabilities::Catalog;
 use shiitake_conformance::support::PATIENCE;
 use shiitake_core::clock::Clock;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_almanac::contract::*;
 use shiitake_ext_almanac::{AlmanacExtension, almanac_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::bind_agent_extension;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use sqlx::ConnectOptions;
 
 /// 2026-11-30T00:00:00Z, a Monday.

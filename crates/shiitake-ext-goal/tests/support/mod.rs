@@ -14,7 +14,7 @@ use shiitake_capabilities::{
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
 use shiitake_core::store::Store;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, RetryPolicy, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_ext_goal::contract::{
     Goal, GoalChange, GoalContract, GoalProjection, PauseGoal, SetGoal,
 };
@@ -23,6 +23,7 @@ use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
 use shiitake_protocol::message::{InputContent, Message, UserContent};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use tokio::sync::Semaphore;
 
 /// 2025-11-30T00:00:00Z, where paused clocks start.

@@ -16,15 +16,14 @@ use shiitake_capabilities::{
     Catalog, Module, ModulePath, Operation, OperationName, SourceId, StaticSource,
 };
 use shiitake_conformance::support::{new_session, send, terminal_of, transcript};
-use shiitake_core::{
-    Agent, AgentBuilder, AgentConfig, Durability, FixedModel, LocalSession, SqliteStore,
-};
+use shiitake_core::{Agent, AgentBuilder, AgentConfig, FixedModel, LocalSession};
 use shiitake_ext_home::contract::*;
 use shiitake_ext_home::{Attachment, ComputerList, add_home};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension};
 use shiitake_protocol::message::{InputContent, Message};
 use shiitake_protocol::{ReadOptions, SessionApi};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use tempfile::TempDir;
 
 pub fn write(path: &Path, text: &str) {

@@ -10,12 +10,13 @@ use std::time::Duration;
 use shiitake_capabilities::Catalog;
 use shiitake_conformance::support::PATIENCE;
 use shiitake_core::clock::ManualClock;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_loop::contract::*;
 use shiitake_ext_loop::{LoopExtension, loop_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::{ExtensionViewV0, view};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use sqlx::ConnectOptions;
 
 /// 2026-11-30T00:00:00Z, a Monday.

@@ -9,13 +9,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, RetryPolicy, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_ext_question::contract::{AskView, QuestionContract, QuestionProjection};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::{ExtensionViewV0, view};
 use shiitake_protocol::message::{InputContent, Message};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 /// 2026-11-30T00:00:00Z, where paused clocks start.
 pub const START: u64 = 1_764_460_800_000;

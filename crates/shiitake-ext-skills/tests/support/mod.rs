@@ -9,10 +9,11 @@ use std::sync::Arc;
 use serde_json::Value;
 use shiitake_capabilities::Catalog;
 use shiitake_conformance::support::{new_session, send, terminal_of, transcript};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, LocalSession, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession};
 use shiitake_ext_skills::{SkillLibrary, SkillRoot, add_skills};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::message::{InputContent, Message};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 use tempfile::TempDir;
 
 pub fn write(path: &Path, text: &str) {

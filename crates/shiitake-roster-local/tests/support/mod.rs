@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_core::clock::Clock;
-use shiitake_core::{AgentConfig, Durability, FixedModel, RetryPolicy};
+use shiitake_core::{AgentConfig, FixedModel, RetryPolicy};
 use shiitake_ext_subagents::contract::{FooterView, SubagentsContract};
 use shiitake_model::{
     AssistantStream, Model, ModelContext, ModelError, ModelErrorKind, ModelInfo, ModelOptions,
@@ -21,6 +21,7 @@ use shiitake_protocol::message::{Message, UserContent};
 use shiitake_protocol::*;
 use shiitake_roster_local::{LocalDirectory, LocalOptions};
 use shiitake_server::{ServerConfig, Token, directory_router};
+use shiitake_store_sqlite::Durability;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shiitake_chromium::{Page, eval, wait_for};
-use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_model::ScriptedModel;
 use shiitake_protocol::message::{Message, UserContent};
 use shiitake_protocol::{AgentApi, PromptText, RequestId, SendOptions, SessionApi};
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 /// How long the page may take to show something.
 pub const SHOWN: Duration = Duration::from_secs(20);

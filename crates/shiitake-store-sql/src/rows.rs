@@ -1,28 +1,28 @@
-//! Stored rows as columns, and their decoding into store types.
+//! Stored rows as columns, and their decoding into core's store types.
 //!
 //! Both stores keep the same columns (text, 64-bit integers, booleans; JSON as
-//! text; messages packed as bytes), so one set of row structs serves both: each derives `sqlx::FromRow`,
-//! which works for any sqlx backend, and decodes into the typed rows of
-//! [`crate::store`]. A column that does not decode is [`StoreError::Corrupt`]
+//! text; messages packed as bytes), so one set of row structs serves both: each derives
+//! `sqlx::FromRow`, which works for any sqlx database, and decodes into the typed rows
+//! of `shiitake_core::store`. A column that does not decode is [`StoreError::Corrupt`]
 //! with the column named, never a panic.
 
 use serde::de::DeserializeOwned;
 use shiitake_protocol::{CommandId, EntryId, EventId, RequestId, SessionId, SessionInboxState};
 use sqlx::FromRow;
 
-use crate::store::{
-    CommandKind, CommandState, ExtensionRow, RowScope, SessionHeader, StoreError, StoredCommand,
-    StoredCompaction, StoredEntry, StoredExtensionRow, StoredSandboxFailure, StoredTerminal,
-    StoredWord, TimerKind,
+use shiitake_core::store::{
+    AttentionRow, CommandKind, CommandState, ExtensionRow, ExtensionStatusRow, RowScope,
+    SessionHeader, StoreError, StoredCommand, StoredCompaction, StoredEntry, StoredExtensionRow,
+    StoredSandboxFailure, StoredTerminal, StoredWord, TimerKind, TimerRow,
 };
 
 /// A count or time as the databases store it: i64, which every count and time here
-/// fits (a larger value saturates).
+/// fits (a larger value saturates). Both databases have only signed 64-bit integers.
 pub fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// Reads back an integer that must not be negative.
+/// Reads back an integer that must not be negative; a negative one is [`StoreError::Corrupt`].
 pub fn uint(value: i64, what: &str) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative {what}: {value}")))
 }
@@ -37,55 +37,53 @@ fn json<T: DeserializeOwned>(value: &str, what: &str) -> Result<T, StoreError> {
     serde_json::from_str(value).map_err(|error| StoreError::Corrupt(format!("{what}: {error}")))
 }
 
+/// Decodes a column that may be NULL.
+fn opt<V, T>(
+    value: Option<V>,
+    decode: impl FnOnce(V) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    value.map(decode).transpose()
+}
+
 /// Reads a stored word back into its enum; an unknown word is [`StoreError::Corrupt`].
-pub fn word<T: StoredWord>(value: &str, what: &str) -> Result<T, StoreError> {
+pub(crate) fn word<T: StoredWord>(value: &str, what: &str) -> Result<T, StoreError> {
     T::from_word(value).ok_or_else(|| StoreError::Corrupt(format!("bad {what} {value:?}")))
 }
 
 /// The columns of `sessions` a [`SessionHeader`] is read from.
 ///
 /// The fields are the columns, named alike.
-#[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct SessionRow {
-    pub id: String,
-    pub created_at: i64,
-    pub last_activity_at: i64,
-    pub settled_at: Option<i64>,
-    pub title: String,
-    pub head_sequence: i64,
-    pub leaf_entry_id: Option<String>,
-    pub lineage_epoch: i64,
-    pub model_preference: Option<String>,
-    pub inbox_state: String,
-    pub inbox_rank: i64,
-    pub open_from: Option<String>,
+pub(crate) struct SessionRow {
+    pub(crate) id: String,
+    pub(crate) created_at: i64,
+    pub(crate) last_activity_at: i64,
+    pub(crate) settled_at: Option<i64>,
+    pub(crate) title: String,
+    pub(crate) head_sequence: i64,
+    pub(crate) leaf_entry_id: Option<String>,
+    pub(crate) lineage_epoch: i64,
+    pub(crate) model_preference: Option<String>,
+    pub(crate) inbox_state: String,
+    pub(crate) inbox_rank: i64,
+    pub(crate) open_from: Option<String>,
 }
 
 impl SessionRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<SessionHeader, StoreError> {
+    pub(crate) fn decode(self) -> Result<SessionHeader, StoreError> {
         Ok(SessionHeader {
             id: id::<SessionId>(&self.id, "session id")?,
             created_at: uint(self.created_at, "created_at")?,
             last_activity_at: uint(self.last_activity_at, "last_activity_at")?,
-            settled_at: self.settled_at.map(|t| uint(t, "settled_at")).transpose()?,
+            settled_at: opt(self.settled_at, |t| uint(t, "settled_at"))?,
             title: self.title,
             head_sequence: uint(self.head_sequence, "head_sequence")?,
-            leaf: self
-                .leaf_entry_id
-                .map(|e| id::<EntryId>(&e, "leaf"))
-                .transpose()?,
+            leaf: opt(self.leaf_entry_id, |e| id::<EntryId>(&e, "leaf"))?,
             epoch: uint(self.lineage_epoch, "lineage_epoch")?,
-            model_preference: self
-                .model_preference
-                .map(|p| json(&p, "model preference"))
-                .transpose()?,
+            model_preference: opt(self.model_preference, |p| json(&p, "model preference"))?,
             inbox_state: word::<SessionInboxState>(&self.inbox_state, "inbox state")?,
-            open_from: self
-                .open_from
-                .map(|c| id::<CommandId>(&c, "open_from"))
-                .transpose()?,
+            open_from: opt(self.open_from, |c| id::<CommandId>(&c, "open_from"))?,
         })
     }
 }
@@ -93,41 +91,31 @@ impl SessionRow {
 /// The columns of `commands` a [`StoredCommand`] is read from.
 ///
 /// The fields are the columns, named alike.
-#[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct CommandRow {
-    pub id: String,
-    pub request_id: Option<String>,
-    pub origin: Option<String>,
-    pub kind: String,
-    pub payload: String,
-    pub accepted_sequence: i64,
-    pub state: String,
-    pub run_id: Option<String>,
-    pub recoveries: i64,
+pub(crate) struct CommandRow {
+    pub(crate) id: String,
+    pub(crate) request_id: Option<String>,
+    pub(crate) origin: Option<String>,
+    pub(crate) kind: String,
+    pub(crate) payload: String,
+    pub(crate) accepted_sequence: i64,
+    pub(crate) state: String,
+    pub(crate) run_id: Option<String>,
+    pub(crate) recoveries: i64,
 }
 
 impl CommandRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<StoredCommand, StoreError> {
+    pub(crate) fn decode(self) -> Result<StoredCommand, StoreError> {
         Ok(StoredCommand {
             id: id::<CommandId>(&self.id, "command id")?,
-            origin: self
-                .origin
-                .map(|o| json(&o, "command origin"))
-                .transpose()?,
-            request_id: self
-                .request_id
-                .map(|r| id::<RequestId>(&r, "request id"))
-                .transpose()?,
+            origin: opt(self.origin, |o| json(&o, "command origin"))?,
+            request_id: opt(self.request_id, |r| id::<RequestId>(&r, "request id"))?,
             kind: word::<CommandKind>(&self.kind, "command kind")?,
             payload: self.payload,
             accepted_sequence: uint(self.accepted_sequence, "accepted_sequence")?,
             state: word::<CommandState>(&self.state, "command state")?,
-            run_id: self
-                .run_id
-                .map(|r| id::<CommandId>(&r, "run id"))
-                .transpose()?,
+            run_id: opt(self.run_id, |r| id::<CommandId>(&r, "run id"))?,
             recoveries: u32::try_from(self.recoveries).unwrap_or(u32::MAX),
         })
     }
@@ -136,32 +124,25 @@ impl CommandRow {
 /// The columns of `entries` a [`StoredEntry`] is read from.
 ///
 /// The fields are the columns, named alike; the message is stored packed
-/// ([`crate::store::packed`]).
-#[allow(missing_docs)]
+/// ([`crate::packed`]).
 #[derive(FromRow)]
-pub struct EntryRow {
-    pub id: String,
-    pub parent_id: Option<String>,
-    pub sequence: i64,
-    pub command_id: Option<String>,
-    pub message: Vec<u8>,
+pub(crate) struct EntryRow {
+    pub(crate) id: String,
+    pub(crate) parent_id: Option<String>,
+    pub(crate) sequence: i64,
+    pub(crate) command_id: Option<String>,
+    pub(crate) message: Vec<u8>,
 }
 
 impl EntryRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<StoredEntry, StoreError> {
+    pub(crate) fn decode(self) -> Result<StoredEntry, StoreError> {
         Ok(StoredEntry {
             id: id::<EntryId>(&self.id, "entry id")?,
-            parent: self
-                .parent_id
-                .map(|p| id::<EntryId>(&p, "parent id"))
-                .transpose()?,
+            parent: opt(self.parent_id, |p| id::<EntryId>(&p, "parent id"))?,
             sequence: uint(self.sequence, "sequence")?,
-            command_id: self
-                .command_id
-                .map(|c| id::<CommandId>(&c, "command id"))
-                .transpose()?,
-            message: super::packed::unpack(&self.message)?,
+            command_id: opt(self.command_id, |c| id::<CommandId>(&c, "command id"))?,
+            message: crate::packed::unpack(&self.message)?,
         })
     }
 }
@@ -169,28 +150,24 @@ impl EntryRow {
 /// The columns of `terminals` a [`StoredTerminal`] is read from.
 ///
 /// The fields are the columns, named alike.
-#[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct TerminalRow {
-    pub command_id: String,
-    pub outcome: String,
-    pub sequence: i64,
-    pub diagnostic: Option<String>,
-    pub anchor_entry: Option<String>,
+pub(crate) struct TerminalRow {
+    pub(crate) command_id: String,
+    pub(crate) outcome: String,
+    pub(crate) sequence: i64,
+    pub(crate) diagnostic: Option<String>,
+    pub(crate) anchor_entry: Option<String>,
 }
 
 impl TerminalRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<StoredTerminal, StoreError> {
+    pub(crate) fn decode(self) -> Result<StoredTerminal, StoreError> {
         Ok(StoredTerminal {
             command_id: id::<CommandId>(&self.command_id, "command id")?,
             outcome: word(&self.outcome, "terminal outcome")?,
             sequence: uint(self.sequence, "sequence")?,
             diagnostic: self.diagnostic,
-            anchor: self
-                .anchor_entry
-                .map(|a| id::<EntryId>(&a, "anchor"))
-                .transpose()?,
+            anchor: opt(self.anchor_entry, |a| id::<EntryId>(&a, "anchor"))?,
         })
     }
 }
@@ -198,20 +175,19 @@ impl TerminalRow {
 /// The columns of `compactions` a [`StoredCompaction`] is read from.
 ///
 /// The fields are the columns, named alike.
-#[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct CompactionRow {
-    pub id: String,
-    pub commit_sequence: i64,
-    pub first_kept_entry: String,
-    pub precedes_sequence: i64,
-    pub at: i64,
-    pub summary: String,
+pub(crate) struct CompactionRow {
+    pub(crate) id: String,
+    pub(crate) commit_sequence: i64,
+    pub(crate) first_kept_entry: String,
+    pub(crate) precedes_sequence: i64,
+    pub(crate) at: i64,
+    pub(crate) summary: String,
 }
 
 impl CompactionRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<StoredCompaction, StoreError> {
+    pub(crate) fn decode(self) -> Result<StoredCompaction, StoreError> {
         Ok(StoredCompaction {
             id: id::<EventId>(&self.id, "compaction id")?,
             commit_sequence: uint(self.commit_sequence, "commit_sequence")?,
@@ -226,19 +202,18 @@ impl CompactionRow {
 /// The columns of `sandbox_failures` a [`StoredSandboxFailure`] is read from.
 ///
 /// The fields are the columns, named alike.
-#[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct SandboxFailureRow {
-    pub id: String,
-    pub sequence: i64,
-    pub at: i64,
-    pub capability: String,
-    pub message: String,
+pub(crate) struct SandboxFailureRow {
+    pub(crate) id: String,
+    pub(crate) sequence: i64,
+    pub(crate) at: i64,
+    pub(crate) capability: String,
+    pub(crate) message: String,
 }
 
 impl SandboxFailureRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<StoredSandboxFailure, StoreError> {
+    pub(crate) fn decode(self) -> Result<StoredSandboxFailure, StoreError> {
         Ok(StoredSandboxFailure {
             id: id::<EventId>(&self.id, "sandbox failure id")?,
             sequence: uint(self.sequence, "sequence")?,
@@ -252,20 +227,19 @@ impl SandboxFailureRow {
 /// The columns of `extension_rows` a [`StoredExtensionRow`] is read from.
 ///
 /// The fields are the columns, named alike.
-#[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct ExtensionRowRow {
-    pub extension_id: String,
-    pub scope: String,
-    pub scope_id: String,
-    pub collection: String,
-    pub key: String,
-    pub value: String,
+pub(crate) struct ExtensionRowRow {
+    pub(crate) extension_id: String,
+    pub(crate) scope: String,
+    pub(crate) scope_id: String,
+    pub(crate) collection: String,
+    pub(crate) key: String,
+    pub(crate) value: String,
 }
 
 impl ExtensionRowRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<StoredExtensionRow, StoreError> {
+    pub(crate) fn decode(self) -> Result<StoredExtensionRow, StoreError> {
         Ok(StoredExtensionRow {
             extension_id: id(&self.extension_id, "extension id")?,
             row: ExtensionRow {
@@ -278,22 +252,21 @@ impl ExtensionRowRow {
     }
 }
 
-/// The columns of `extension_status` an [`ExtensionStatusRow`](crate::store::ExtensionStatusRow) is read from.
+/// The columns of `extension_status` an [`ExtensionStatusRow`](ExtensionStatusRow) is read from.
 ///
 /// The fields are the columns, named alike.
-#[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct StatusRow {
-    pub extension_id: String,
-    pub revision: String,
-    pub schema_version: i64,
-    pub stopped_reason: Option<String>,
+pub(crate) struct StatusRow {
+    pub(crate) extension_id: String,
+    pub(crate) revision: String,
+    pub(crate) schema_version: i64,
+    pub(crate) stopped_reason: Option<String>,
 }
 
 impl StatusRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<crate::store::ExtensionStatusRow, StoreError> {
-        Ok(crate::store::ExtensionStatusRow {
+    pub(crate) fn decode(self) -> Result<ExtensionStatusRow, StoreError> {
+        Ok(ExtensionStatusRow {
             extension_id: id(&self.extension_id, "extension id")?,
             revision: self.revision,
             schema_version: u32::try_from(self.schema_version).unwrap_or(0),
@@ -302,28 +275,27 @@ impl StatusRow {
     }
 }
 
-/// The columns of `timers` a [`TimerRow`](crate::store::TimerRow) is read from.
+/// The columns of `timers` a [`TimerRow`](TimerRow) is read from.
 ///
 /// The fields are the columns, named alike.
-#[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct TimerRowRow {
-    pub id: String,
-    pub extension_id: String,
-    pub session_id: Option<String>,
-    pub due_at: i64,
-    pub cadence: Option<String>,
-    pub payload: String,
-    pub kind: String,
+pub(crate) struct TimerRowRow {
+    pub(crate) id: String,
+    pub(crate) extension_id: String,
+    pub(crate) session_id: Option<String>,
+    pub(crate) due_at: i64,
+    pub(crate) cadence: Option<String>,
+    pub(crate) payload: String,
+    pub(crate) kind: String,
 }
 
 impl TimerRowRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<crate::store::TimerRow, StoreError> {
-        Ok(crate::store::TimerRow {
+    pub(crate) fn decode(self) -> Result<TimerRow, StoreError> {
+        Ok(TimerRow {
             id: self.id,
             extension_id: id(&self.extension_id, "extension id")?,
-            session_id: self.session_id.map(|s| id(&s, "session id")).transpose()?,
+            session_id: opt(self.session_id, |s| id(&s, "session id"))?,
             due_at: uint(self.due_at, "due_at")?,
             cadence: self.cadence,
             payload: json(&self.payload, "timer payload")?,
@@ -332,22 +304,21 @@ impl TimerRowRow {
     }
 }
 
-/// The columns of `attention` an [`AttentionRow`](crate::store::AttentionRow) is read from.
+/// The columns of `attention` an [`AttentionRow`](AttentionRow) is read from.
 ///
 /// The fields are the columns, named alike.
-#[allow(missing_docs)]
 #[derive(FromRow)]
-pub struct AttentionRowRow {
-    pub extension_id: String,
-    pub kind: String,
-    pub inbox: bool,
-    pub text: String,
+pub(crate) struct AttentionRowRow {
+    pub(crate) extension_id: String,
+    pub(crate) kind: String,
+    pub(crate) inbox: bool,
+    pub(crate) text: String,
 }
 
 impl AttentionRowRow {
     /// The typed row; a column that does not decode is [`StoreError::Corrupt`].
-    pub fn decode(self) -> Result<crate::store::AttentionRow, StoreError> {
-        Ok(crate::store::AttentionRow {
+    pub(crate) fn decode(self) -> Result<AttentionRow, StoreError> {
+        Ok(AttentionRow {
             extension_id: id(&self.extension_id, "extension id")?,
             kind: self.kind,
             inbox: self.inbox,

@@ -18,22 +18,17 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use rusqlite::types::{ToSql, ToSqlOutput, Value as SqlValue};
 use rusqlite::{Connection, OpenFlags, params_from_iter};
-use tokio::sync::{mpsc, oneshot};
+use shiitake_core::store::StoreError;
+use shiitake_store_sql::queue::{self, Groups, Request};
+use shiitake_store_sql::{Bind, Stmt};
 
-use super::Durability;
-use super::statements::Stmt;
-use crate::store::StoreError;
+use crate::Durability;
 
 /// One caller's commit, already made into statements on the caller's side (JSON and
 /// packed messages included), so the one writer thread only executes.
-pub(crate) struct WriteRequest {
-    pub(crate) batch: Vec<Stmt>,
-    pub(crate) reply: oneshot::Sender<Result<(), StoreError>>,
-}
-
-/// Most requests committed in one transaction.
-const MAX_GROUP: usize = 256;
+type WriteRequest = Request<Vec<Stmt>>;
 
 /// Prepared statements the writer keeps: every statement shape it writes, with room.
 const STATEMENT_CACHE: usize = 64;
@@ -43,38 +38,26 @@ pub(crate) fn open(path: &Path, durability: Durability) -> Result<Connection, St
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", durability.pragma())?;
-    conn.pragma_update(None, "foreign_keys", "ON")?;
+    )
+    .map_err(sqlite)?;
+    conn.busy_timeout(Duration::from_secs(10)).map_err(sqlite)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(sqlite)?;
+    conn.pragma_update(None, "synchronous", durability.pragma())
+        .map_err(sqlite)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(sqlite)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
 
 /// Runs on the writer thread until every sender is dropped, then closes the connection.
 /// Counts each transaction it commits in `commits`.
-pub(crate) fn run(
-    conn: Connection,
-    mut requests: mpsc::Receiver<WriteRequest>,
-    commits: &AtomicU64,
-) {
-    let mut group = Vec::with_capacity(MAX_GROUP);
-    while let Some(first) = requests.blocking_recv() {
-        group.push(first);
-        while group.len() < MAX_GROUP {
-            match requests.try_recv() {
-                Ok(request) => group.push(request),
-                Err(_) => break,
-            }
-        }
+pub(crate) fn run(conn: Connection, mut requests: Groups<Vec<Stmt>>, commits: &AtomicU64) {
+    let mut group = Vec::with_capacity(queue::MAX_GROUP);
+    while requests.blocking_next(&mut group) {
         let results = commit_group(&conn, &group, commits);
-        for (request, result) in group.drain(..).zip(results) {
-            // The caller may have given up waiting (its task was cancelled); the commit stands.
-            if request.reply.send(result).is_err() {
-                tracing::trace!("a committer left before its answer");
-            }
-        }
+        queue::answer(&mut group, results);
     }
     if let Err((_, error)) = conn.close() {
         tracing::warn!(%error, "closing the SQLite writer connection");
@@ -92,11 +75,11 @@ fn commit_group(
         return failed_all(&error);
     }
     let results = match group {
-        [only] => vec![apply(conn, &only.batch)],
+        [only] => vec![apply(conn, &only.work)],
         _ => {
             let mut results = Vec::with_capacity(group.len());
             for request in group {
-                match isolated(conn, &request.batch) {
+                match isolated(conn, &request.work) {
                     Ok(result) => results.push(result),
                     Err(error) => {
                         // The savepoint machinery itself failed: nothing in this
@@ -137,22 +120,40 @@ fn isolated(conn: &Connection, batch: &[Stmt]) -> Result<Result<(), StoreError>,
     Ok(result)
 }
 
-/// Executes every statement of `batch`, checking claims.
+/// Executes every statement of `batch`, checking what each must find.
 fn apply(conn: &Connection, batch: &[Stmt]) -> Result<(), StoreError> {
     for stmt in batch {
         let changed = conn
-            .prepare_cached(stmt.sql)?
-            .execute(params_from_iter(&stmt.binds))?;
-        if let Some(conflict) = stmt.claim.filter(|_| changed != 1) {
-            return Err(StoreError::Conflict(conflict.to_owned()));
-        }
+            .prepare_cached(stmt.sql)
+            .and_then(|mut prepared| {
+                prepared.execute(params_from_iter(stmt.binds.iter().map(Param)))
+            })
+            .map_err(sqlite)?;
+        stmt.expect.check(changed as u64)?;
     }
     Ok(())
 }
 
 fn execute(conn: &Connection, sql: &'static str) -> Result<(), StoreError> {
-    conn.prepare_cached(sql)?.execute([])?;
+    conn.prepare_cached(sql)
+        .and_then(|mut prepared| prepared.execute([]))
+        .map_err(sqlite)?;
     Ok(())
+}
+
+/// A neutral parameter as rusqlite binds it.
+struct Param<'a>(&'a Bind);
+
+impl ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Bind::Text(Some(text)) => ToSqlOutput::from(text.as_str()),
+            Bind::Int(Some(value)) => ToSqlOutput::from(*value),
+            Bind::Text(None) | Bind::Int(None) => ToSqlOutput::Owned(SqlValue::Null),
+            Bind::Bytes(bytes) => ToSqlOutput::from(bytes.as_slice()),
+            Bind::Bool(value) => ToSqlOutput::from(*value),
+        })
+    }
 }
 
 fn rollback(conn: &Connection) {
@@ -161,17 +162,17 @@ fn rollback(conn: &Connection) {
     }
 }
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(error: rusqlite::Error) -> Self {
-        let unique = matches!(
-            &error,
-            rusqlite::Error::SqliteFailure(failure, _)
-                if failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
-                    || failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
-        );
-        StoreError::Database {
-            message: error.to_string(),
-            unique,
-        }
+/// A rusqlite error as core sees it: whether a unique index (or the primary key)
+/// refused the write.
+fn sqlite(error: rusqlite::Error) -> StoreError {
+    let unique = matches!(
+        &error,
+        rusqlite::Error::SqliteFailure(failure, _)
+            if failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                || failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+    );
+    StoreError::Database {
+        message: error.to_string(),
+        unique,
     }
 }

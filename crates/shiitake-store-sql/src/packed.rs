@@ -1,4 +1,4 @@
-//! Messages as the stores keep them: zstd against a fixed dictionary.
+//! Messages as both stores keep them: zstd against a fixed dictionary.
 //!
 //! A lineage message is mostly its schema (`"role"`, `"usage"`, `"cacheRead"`, ...), which a
 //! message of a few hundred bytes cannot compress on its own. Each stored message is
@@ -20,7 +20,7 @@ use shiitake_protocol::Message;
 use zstd::bulk::{Compressor, Decompressor};
 use zstd::dict::{DecoderDictionary, EncoderDictionary};
 
-use crate::store::StoreError;
+use shiitake_core::store::StoreError;
 
 /// The tag of a message compressed against `messages-v1.dict`.
 const DICTIONARY_V1: u8 = 1;

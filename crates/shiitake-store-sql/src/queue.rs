@@ -1,0 +1,130 @@
+//! The hand-off between the committers of a store and its one writer (group commit).
+//!
+//! Owners queue their commits and wait for the answer; the writer takes whatever is
+//! waiting (up to [`MAX_GROUP`]) as one group, commits it in one transaction, and
+//! answers each caller. How a group is committed is the writer's own (SQLite's thread on
+//! rusqlite, PostgreSQL's task on sqlx); the queue is the same for both.
+
+use std::sync::{Mutex, PoisonError};
+
+use shiitake_core::store::StoreError;
+use tokio::sync::{mpsc, oneshot};
+
+/// Most requests committed in one transaction.
+pub const MAX_GROUP: usize = 256;
+
+/// Queued commits accepted before callers wait for room.
+const QUEUE: usize = 4096;
+
+/// One caller's commit (`work`: its statements or ops) and where its answer goes.
+#[derive(Debug)]
+pub struct Request<T> {
+    /// What to commit.
+    pub work: T,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// The committers' side: submit a commit and wait for its answer.
+#[derive(Debug)]
+pub struct Queue<T> {
+    sender: Mutex<Option<mpsc::Sender<Request<T>>>>,
+    /// Fails (its sender dropped) once the writer let go of its [`Groups`].
+    stopped: tokio::sync::Mutex<Option<oneshot::Receiver<()>>>,
+}
+
+/// The writer's side: the groups to commit, until every committer is gone. The writer
+/// drops it when it has stopped (its connection closed), which [`Queue::close`] waits for.
+#[derive(Debug)]
+pub struct Groups<T> {
+    receiver: mpsc::Receiver<Request<T>>,
+    _running: oneshot::Sender<()>,
+}
+
+impl<T> Queue<T> {
+    /// A queue and the writer's end of it.
+    pub fn new() -> (Self, Groups<T>) {
+        let (sender, receiver) = mpsc::channel(QUEUE);
+        let (running, stopped) = oneshot::channel();
+        let queue = Self {
+            sender: Mutex::new(Some(sender)),
+            stopped: tokio::sync::Mutex::new(Some(stopped)),
+        };
+        let groups = Groups {
+            receiver,
+            _running: running,
+        };
+        (queue, groups)
+    }
+
+    /// Hands `work` to the writer and waits for its answer; [`StoreError::Closed`] once
+    /// the queue is closed or the writer stopped.
+    pub async fn submit(&self, work: T) -> Result<(), StoreError> {
+        let sender = self
+            .sender
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or(StoreError::Closed)?;
+        let (reply, answer) = oneshot::channel();
+        sender
+            .send(Request { work, reply })
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Takes no more commits, and waits until the writer committed what it was handed
+    /// and stopped (it dropped its [`Groups`]).
+    pub async fn close(&self) {
+        drop(
+            self.sender
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        if let Some(stopped) = self.stopped.lock().await.take() {
+            // Never sent: it fails when the writer drops its end, which is the signal.
+            let _stopped = stopped.await;
+        }
+    }
+}
+
+impl<T> Groups<T> {
+    /// Waits for the next request on a task, then takes whatever else is waiting into
+    /// `group`; `false` when the queue is closed and empty.
+    pub async fn next(&mut self, group: &mut Vec<Request<T>>) -> bool {
+        match self.receiver.recv().await {
+            Some(first) => self.gather(first, group),
+            None => false,
+        }
+    }
+
+    /// As [`Groups::next`], on a thread of its own.
+    pub fn blocking_next(&mut self, group: &mut Vec<Request<T>>) -> bool {
+        match self.receiver.blocking_recv() {
+            Some(first) => self.gather(first, group),
+            None => false,
+        }
+    }
+
+    fn gather(&mut self, first: Request<T>, group: &mut Vec<Request<T>>) -> bool {
+        group.push(first);
+        while group.len() < MAX_GROUP {
+            match self.receiver.try_recv() {
+                Ok(request) => group.push(request),
+                Err(_) => break,
+            }
+        }
+        true
+    }
+}
+
+/// Answers every request of `group` with its result, in order, and empties it.
+pub fn answer<T>(group: &mut Vec<Request<T>>, results: Vec<Result<(), StoreError>>) {
+    for (request, result) in group.drain(..).zip(results) {
+        // A caller that stopped waiting (its task was cancelled): what committed stands.
+        if request.reply.send(result).is_err() {
+            tracing::trace!("a committer left before its answer");
+        }
+    }
+}
