@@ -12,7 +12,6 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use shiitake_core::clock::SystemClock;
 use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
-use shiitake_store_sqlite::{Durability, SqliteStore};
 use shiitake_ext_agents::contract::{ChildRecord, EXTENSION_ID};
 use shiitake_ext_agents::{AgentDirectory, ConversationAgents, DirectoryError, agents_grants};
 use shiitake_ext_goal::{GoalExtension, goal_grants};
@@ -21,6 +20,7 @@ use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::message::{InputContent, Message};
 use shiitake_protocol::*;
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 /// The host's directory: the Agents opened so far, by name; `refuse` turns
 /// `agents.create` away.

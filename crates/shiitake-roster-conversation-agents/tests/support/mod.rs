@@ -12,13 +12,13 @@ use async_trait::async_trait;
 use serde_json::Value;
 use shiitake_core::clock::SystemClock;
 use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
-use shiitake_store_sqlite::{Durability, SqliteStore};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::message::{InputContent, Message};
 use shiitake_protocol::*;
 use shiitake_roster_conversation_agents::{
     AgentDirectory, DirectoryError, SharedSet, add_conversation_agents, add_shared_set,
 };
+use shiitake_store_sqlite::{Durability, SqliteStore};
 
 /// The host's directory: the Agents opened so far, by name; `refuse` turns
 /// `agents.create` away.
