@@ -1,7 +1,8 @@
 //! The OpenAI-compatible provider against a real model: llama.cpp's server
 //! with SmolLM2-135M and Shiitake's `shiitake-tools` chat handler (`cargo xtask
 //! local-model start`), here in streaming mode. Runs when
-//! `SHIITAKE_TEST_LOCAL_MODEL_URL` is set (`.ci/run` sets it), and asserts
+//! `SHIITAKE_TEST_LOCAL_MODEL_URL` names a server that answers (`cargo xtask test`
+//! sets it; see `shiitake-test-services` for what happens otherwise), and asserts
 //! protocol facts only, never wording.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -20,27 +21,18 @@ use shiitake_protocol::message::{
     AssistantContent, AssistantMessage, InputContent, Message, StopReason, TextContent, ToolCall,
     ToolResultMessage, Usage, UserMessage,
 };
+use shiitake_test_services::Service;
 use tokio_util::sync::CancellationToken;
 
 use common::check::{ask, call, check_grammar, collect};
 
-const URL_VARIABLE: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
-
 /// llama-cpp-python interrupts a streaming request when another arrives: one at a time.
 static SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// The provider for the local server, or `None` (with a note) when it is not configured.
+/// The provider for the local server, or `None` after the `SKIPPED` line when it is
+/// not configured or does not answer (a failure when `SHIITAKE_REQUIRE_SERVICES=1`).
 fn local_model() -> Option<OpenAiCompatible> {
-    // Set but empty counts as unset, so `VAR= cargo test` turns these tests off.
-    let Some(url) = std::env::var(URL_VARIABLE)
-        .ok()
-        .filter(|url| !url.trim().is_empty())
-    else {
-        eprintln!(
-            "skipped: {URL_VARIABLE} is not set; run `cargo xtask local-model start` and export it"
-        );
-        return None;
-    };
+    let url = Service::LocalModel.url()?;
     Some(OpenAiCompatible::new(OpenAiConfig::new(url, "smollm2")).unwrap())
 }
 

@@ -1,7 +1,7 @@
 //! `serve` + piped `chat` against the real bundled local model, as a person
 //! runs the README's command. Runs when `SHIITAKE_TEST_LOCAL_MODEL_URL` names
-//! the server (`cargo xtask test` starts it and sets it); prints a skip note
-//! otherwise. Asserts what was committed, read back over HTTP, not wording.
+//! the server (`cargo xtask test` starts it and sets it); otherwise prints one
+//! `SKIPPED` line, or fails when `SHIITAKE_REQUIRE_SERVICES=1`. Asserts what was committed, read back over HTTP, not wording.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,23 +12,16 @@ use std::time::Duration;
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_protocol::message::{AssistantMessage, Message};
 use shiitake_protocol::{AgentApi, ReadOptions, SessionApi, SessionId, TerminalOutcome};
+use shiitake_test_services::Service;
 use support::{Serve, free_port, stdout};
 
 /// The model server runs one request at a time: one conversation at a time.
 static SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The spec of the bundled model, or `None` (with a note) when no server is configured.
+/// The spec of the bundled model, or `None` after the `SKIPPED` line when no server
+/// is configured or it does not answer (a failure when `SHIITAKE_REQUIRE_SERVICES=1`).
 fn local_spec() -> Option<String> {
-    // Set but empty counts as unset, so `VAR= cargo test` turns these tests off.
-    let Some(url) = std::env::var("SHIITAKE_TEST_LOCAL_MODEL_URL")
-        .ok()
-        .filter(|url| !url.trim().is_empty())
-    else {
-        eprintln!(
-            "skipped: SHIITAKE_TEST_LOCAL_MODEL_URL is not set (cargo xtask local-model start)"
-        );
-        return None;
-    };
+    let url = Service::LocalModel.url()?;
     Some(shiitake_local_model::spec(
         &url,
         shiitake_local_model::Weights::default(),

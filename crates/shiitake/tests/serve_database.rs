@@ -3,7 +3,8 @@
 //! the token from the environment (not from its data directory).
 //!
 //! The PostgreSQL test reads `SHIITAKE_TEST_POSTGRES_URL` (`cargo xtask test`
-//! sets it) and is skipped with a note without it.
+//! sets it); without it, or when it does not answer, it prints one `SKIPPED` line,
+//! or fails when `SHIITAKE_REQUIRE_SERVICES=1`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_protocol::{AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi};
+use shiitake_test_services::Service;
 use support::{binary, script};
 
 const TOKEN: &str = "serve-database-token-0123456789";
@@ -123,8 +125,7 @@ fn start_with_model(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_on_postgres_share_sessions() {
-    let Ok(database) = std::env::var("SHIITAKE_TEST_POSTGRES_URL") else {
-        eprintln!("skipped: SHIITAKE_TEST_POSTGRES_URL is not set (`cargo xtask test` sets it)");
+    let Some(database) = Service::Postgres.url() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
