@@ -12,10 +12,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_core::clock::{ManualClock, SystemClock};
@@ -27,7 +26,6 @@ use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::*;
 use std::sync::Arc;
-use support::*;
 
 fn send_turn(mode: &str) -> Turn {
     Turn::tool_call(
