@@ -4,17 +4,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
 use shiitake_ext_loop::contract::*;
 use shiitake_model::{Step, Turn};
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::{AgentApi, SessionApi};
-use support::*;
 
 fn texts(n: usize) -> Vec<Turn> {
     (0..n).map(|i| Turn::text(format!("ran {i}"))).collect()

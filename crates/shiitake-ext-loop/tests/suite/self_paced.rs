@@ -4,10 +4,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
@@ -15,7 +14,6 @@ use shiitake_ext_loop::contract::*;
 use shiitake_model::Turn;
 use shiitake_protocol::AgentApi;
 use shiitake_protocol::extension::bind_session_extension;
-use support::*;
 
 #[tokio::test]
 async fn three_occurrences_then_the_loop_ends_without_schedule_next() {
