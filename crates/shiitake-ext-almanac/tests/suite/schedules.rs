@@ -4,17 +4,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
 use shiitake_ext_almanac::contract::*;
 use shiitake_protocol::extension::{ExtensionViewV0, bind_agent_extension, view};
 use shiitake_protocol::{AgentApi, ErrorCode, ExtensionRunState, ReadOptions, SessionApi};
-use support::*;
 
 #[tokio::test]
 async fn a_schedule_admits_into_its_session_once_and_a_cadence_repeats() {

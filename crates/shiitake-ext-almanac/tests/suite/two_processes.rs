@@ -3,13 +3,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 
 const OCCURRENCES: usize = 100;
 
