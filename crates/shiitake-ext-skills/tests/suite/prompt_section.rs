@@ -3,15 +3,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::*;
 use shiitake_core::extension::host::PROMPT_SECTION_LIMIT;
 use shiitake_ext_skills::contract::*;
 use shiitake_ext_skills::{SkillLibrary, SkillRoot};
 use shiitake_model::Turn;
-use support::*;
 
 #[test]
 fn the_contract_bound_is_cores_section_bound() {

@@ -5,14 +5,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::*;
 use serde_json::json;
 use shiitake_ext_skills::SkillLibrary;
 use shiitake_ext_skills::contract::*;
-use support::*;
 
 async fn load_all(tree: &Tree, inputs: &[serde_json::Value]) -> Vec<Outcome> {
     let library = Arc::new(SkillLibrary::discover(&tree.roots()).await);

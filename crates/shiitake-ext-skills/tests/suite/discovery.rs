@@ -4,16 +4,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::*;
 use serde_json::json;
 use shiitake_ext_skills::SkillLibrary;
 use shiitake_ext_skills::contract::*;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::{AgentApi, ExtensionId};
-use support::*;
 
 fn expected(tree: &Tree) -> SkillsList {
     let first = tree.shown("first");
