@@ -5,16 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use futures::StreamExt;
 use shiitake_conformance::support::*;
 use shiitake_core::LocalSession;
 use shiitake_ext_subagents::contract::{POLL_EVERY_MS, QUIET_AFTER_MS, REFRESH_AFTER_MS};
 use shiitake_protocol::*;
-use support::*;
 
 /// Lets the refresher act on what just happened, then says how many reads it made.
 async fn settle(parent: &Parent) -> usize {

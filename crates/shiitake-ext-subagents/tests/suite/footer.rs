@@ -4,8 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_core::extension::Sender;
@@ -17,7 +16,6 @@ use shiitake_ext_subagents::contract::{
 use shiitake_model::Turn;
 use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
 use shiitake_protocol::*;
-use support::*;
 
 fn ask_turn(mode: &str) -> Turn {
     Turn::tool_call(
