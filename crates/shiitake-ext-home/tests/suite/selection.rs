@@ -4,14 +4,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::json;
 use shiitake_ext_home::contract::*;
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::{AgentApi, ErrorCode};
-use support::*;
 
 #[tokio::test]
 async fn a_sole_attachment_is_adopted_once_and_stays_home() {

@@ -3,13 +3,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::json;
 use shiitake_ext_home::contract::*;
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
-use support::*;
 
 const ADD_TWO: &str = "*** Begin Patch\n*** Add File: src/a.rs\n+fn a() {}\n*** Add File: computer://home/src/b.rs\n+// see computer://notes/todo.md\n*** End Patch";
 

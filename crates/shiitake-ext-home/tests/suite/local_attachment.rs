@@ -3,15 +3,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::*;
 use shiitake_ext_home::contract::*;
 use shiitake_ext_home::{AttachError, Attachment, ComputerList, add_home};
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
-use support::*;
 
 #[test]
 fn a_directory_becomes_an_attachment_with_a_stable_id() {

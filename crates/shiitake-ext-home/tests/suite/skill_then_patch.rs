@@ -3,15 +3,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::*;
 use serde_json::json;
 use shiitake_ext_home::add_home;
 use shiitake_ext_skills::{SkillLibrary, SkillRoot, add_skills};
 use shiitake_model::Turn;
-use support::*;
 
 const PATCH: &str = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-fn work() {}\n+/// Documented, as the house style asks.\n+fn work() {}\n*** End Patch";
 

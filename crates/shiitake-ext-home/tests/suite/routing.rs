@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::json;
 use shiitake_ext_home::contract::*;
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
-use support::*;
 
 #[tokio::test]
 async fn addresses_reach_home_and_the_other_computers() {

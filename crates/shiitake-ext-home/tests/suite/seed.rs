@@ -4,14 +4,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
+use crate::support::*;
 use serde_json::json;
 use shiitake_ext_home::contract::*;
 use shiitake_model::Turn;
 use shiitake_protocol::extension::{bind_agent_extension, bind_session_extension};
 use shiitake_protocol::{AgentApi, ErrorCode, ExtensionId};
-use support::*;
 
 #[tokio::test]
 async fn a_seed_is_recorded_without_a_choice_even_when_detached() {

@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::json;
 use shiitake_ext_home::contract::*;
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
-use support::*;
 
 #[tokio::test]
 async fn a_run_keeps_what_it_captured_when_the_host_detaches_everything() {
