@@ -5,8 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_ext_goal::contract::{
@@ -16,7 +15,6 @@ use shiitake_ext_goal::contract::{
 use shiitake_model::{Step, Turn};
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::*;
-use support::*;
 
 fn paused(kind: PauseKind) -> impl Fn(&shiitake_ext_goal::contract::GoalProjection) -> bool {
     move |p| {

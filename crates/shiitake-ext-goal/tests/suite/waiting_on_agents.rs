@@ -7,10 +7,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_core::LocalSession;
@@ -19,7 +18,6 @@ use shiitake_ext_goal::contract::{ATTENTION_WAITING, AgentCommandState, GoalStat
 use shiitake_ext_goal::{extension_id, roster};
 use shiitake_model::Turn;
 use shiitake_protocol::*;
-use support::*;
 
 /// Stands in for the conversation-agents roster: it records what the parent Session
 /// sent and how the child's work went, through Goal's host API.

@@ -4,10 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
+use crate::support::*;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
 use shiitake_core::extension::{Extension, ExtensionDefinition, Grants, HookError, StateScope, Tx};
@@ -17,7 +18,6 @@ use shiitake_ext_goal::contract::{GoalStatus, STATE_VERSION};
 use shiitake_ext_goal::{GoalExtension, extension_id, goal_grants};
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::*;
-use support::*;
 
 /// The goal extension as a version-5 preview build wrote it: another row shape.
 struct Preview(ExtensionDefinition);

@@ -5,8 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::json;
 use shiitake_conformance::support::*;
 use shiitake_ext_goal::contract::{
@@ -14,7 +13,6 @@ use shiitake_ext_goal::contract::{
 };
 use shiitake_model::Turn;
 use shiitake_protocol::*;
-use support::*;
 
 const DIRECTIVE: &str = "This turn continues the goal on its own";
 const CONTEXT: &str = "Session goal (revision";

@@ -5,8 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
 use shiitake_ext_goal::contract::{
@@ -17,7 +16,6 @@ use shiitake_model::Turn;
 use shiitake_protocol::catalog::{ArgumentKind, FlowStep};
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::*;
-use support::*;
 
 fn set(objective: &str, replace: Option<u64>, request: Option<&str>) -> SetGoal {
     SetGoal {
