@@ -4,11 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::json;
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_conformance::support::*;
@@ -19,7 +18,6 @@ use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::*;
 use shiitake_server::{ServerConfig, Token, router};
-use support::*;
 
 const TOKEN: &str = "question-test-token-0123456789";
 

@@ -4,8 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
 use shiitake_ext_question::contract::{
@@ -16,7 +15,6 @@ use shiitake_ext_question::validate;
 use shiitake_model::Turn;
 use shiitake_protocol::message::Message;
 use shiitake_protocol::*;
-use support::*;
 
 fn question(header: &str) -> Value {
     json!({"header": header, "question": "Which?", "options": [{"label": "A"}, {"label": "B"}]})

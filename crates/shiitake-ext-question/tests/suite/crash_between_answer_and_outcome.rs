@@ -4,18 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use crate::support::*;
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::*;
-use support::*;
 
 /// The `question_crash_harness` example, built by `cargo test` next to this test binary.
 fn harness() -> PathBuf {

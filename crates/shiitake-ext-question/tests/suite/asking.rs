@@ -3,8 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::*;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
 use shiitake_ext_question::contract::{
@@ -15,7 +14,6 @@ use shiitake_model::Turn;
 use shiitake_protocol::catalog::FlowStep;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::*;
-use support::*;
 
 fn pick(label: &str) -> Vec<QuestionAnswer> {
     vec![QuestionAnswer {

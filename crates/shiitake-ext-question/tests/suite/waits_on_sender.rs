@@ -5,10 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
 use shiitake_core::extension::Sender;
@@ -19,7 +18,6 @@ use shiitake_ext_question::{QuestionConfig, extension_id, sender};
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::*;
-use support::*;
 
 const PARENT: &str = "parent-session";
 
