@@ -2,13 +2,11 @@
 
 #![allow(clippy::unwrap_used)] // test support code outside #[test] functions
 
-mod strategies;
-
+use crate::support::strategies as s;
 use proptest::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use shiitake_protocol::*;
-use strategies as s;
 
 fn round_trips<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(value: &T) {
     let encoded = serde_json::to_string(value).unwrap();
