@@ -2,8 +2,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use shiitake_model::scripted::Turn;
@@ -17,9 +15,9 @@ use shiitake_protocol::message::{
 };
 use tokio_util::sync::CancellationToken;
 
-use common::check::{ask, call};
-use common::server::{Part, Reply, TestServer};
-use common::wire;
+use crate::support::check::{ask, call};
+use crate::support::server::{Part, Reply, TestServer};
+use crate::support::wire;
 
 fn provider(server: &TestServer) -> Anthropic {
     Anthropic::new(

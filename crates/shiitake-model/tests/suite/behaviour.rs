@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,9 +16,9 @@ use shiitake_model::{
 use shiitake_protocol::message::{AssistantContent, StopReason};
 use tokio_util::sync::CancellationToken;
 
-use common::check::{ask, call, check_grammar, collect};
-use common::server::TestServer;
-use common::wire::{self, Wire};
+use crate::support::check::{ask, call, check_grammar, collect};
+use crate::support::server::TestServer;
+use crate::support::wire::{self, Wire};
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {

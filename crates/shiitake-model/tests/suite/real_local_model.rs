@@ -7,8 +7,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -24,7 +22,7 @@ use shiitake_protocol::message::{
 use shiitake_test_services::Service;
 use tokio_util::sync::CancellationToken;
 
-use common::check::{ask, call, check_grammar, collect};
+use crate::support::check::{ask, call, check_grammar, collect};
 
 /// llama-cpp-python interrupts a streaming request when another arrives: one at a time.
 static SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

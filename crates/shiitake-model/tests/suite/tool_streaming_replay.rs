@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -17,9 +15,9 @@ use shiitake_model::{
 use shiitake_protocol::message::StopReason;
 use tokio_util::sync::CancellationToken;
 
-use common::check::{ask, call};
-use common::server::{Part, Reply, TestServer};
-use common::wire;
+use crate::support::check::{ask, call};
+use crate::support::server::{Part, Reply, TestServer};
+use crate::support::wire;
 
 fn read_tool() -> ToolSpec {
     ToolSpec {

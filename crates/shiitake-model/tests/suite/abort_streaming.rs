@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -15,9 +13,9 @@ use shiitake_model::{
 use shiitake_protocol::message::StopReason;
 use tokio_util::sync::CancellationToken;
 
-use common::check::{ask, check_grammar, collect};
-use common::server::{Part, Reply, TestServer};
-use common::wire::{self, Wire};
+use crate::support::check::{ask, check_grammar, collect};
+use crate::support::server::{Part, Reply, TestServer};
+use crate::support::wire::{self, Wire};
 
 fn model(wire: Wire, base: &str) -> Box<dyn Model> {
     match wire {

@@ -2,8 +2,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
@@ -13,8 +11,8 @@ use shiitake_model::{
 };
 use tokio_util::sync::CancellationToken;
 
-use common::check::ask;
-use common::server::{Part, Reply, TestServer};
+use crate::support::check::ask;
+use crate::support::server::{Part, Reply, TestServer};
 
 fn models(base: &str, limits: HttpLimits) -> Vec<Box<dyn Model>> {
     vec![

@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::io::Write;
 use std::time::Duration;
 
@@ -16,7 +14,7 @@ use shiitake_model::{
 };
 use tokio_util::sync::CancellationToken;
 
-use common::check::{ask, call};
+use crate::support::check::{ask, call};
 
 #[tokio::test]
 async fn echo_repeats_the_last_user_message() {
