@@ -6,15 +6,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod mcp_support;
+use crate::support::mcp;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::mcp::*;
 use knapsack::Knapsack;
 use knapsack::mcp::{McpError, McpHttp, McpServer, McpServersOptions, McpUnavailable};
-use mcp_support::*;
 use serde_json::{Value, json};
 use shiitake_capabilities::{
     CapabilitySource, Catalog, ExecutionId, ForModelKind, InvocationContext, OperationPath, Replay,
@@ -51,7 +51,7 @@ fn path(text: &str) -> OperationPath {
 }
 
 /// A catalog over one good server `notes` (bearer required).
-async fn notes_catalog(notes: Notes) -> (Catalog, mcp_support::Running, Reports) {
+async fn notes_catalog(notes: Notes) -> (Catalog, mcp::Running, Reports) {
     let running = serve(notes, Some(SECRET)).await;
     let (options, reports) = options(Duration::from_secs(10));
     let source = Knapsack::mcp_servers(

@@ -6,19 +6,22 @@
 //! The MCP servers run on their own thread and runtime with logging switched off
 //! there: they are the remote party, which legitimately holds the credential. Every
 //! log line of the host side (Knapsack, rmcp's client, reqwest, the Agent) is captured.
+//!
+//! The capture is the process's global subscriber, so in the crate's one test binary it
+//! also holds the lines of tests running beside this one; the secret is this test's
+//! own, so none of them can hold it. No other test of the binary may install a global
+//! subscriber (this one's `try_init` would fail).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod mcp_support;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::mcp::*;
 use futures::StreamExt;
 use knapsack::Knapsack;
 use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
-use mcp_support::*;
 use serde_json::json;
 use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_conformance::support::*;
