@@ -3,19 +3,17 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::{Remote, TOKEN, client};
 use futures::StreamExt;
 use shiitake_conformance::Fixture;
 use shiitake_conformance::support::{PATIENCE, new_session, send, terminal_of};
 use shiitake_model::{Script, Step, Turn};
 use shiitake_protocol::*;
-use support::{Remote, TOKEN, client};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 

@@ -13,19 +13,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod page;
-mod support;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use page::{agent, run, session_with_prompt, shown, type_and_click, user_texts};
+use crate::support::page::{agent, run, session_with_prompt, shown, type_and_click, user_texts};
+use crate::support::{Server, TOKEN};
 use serde_json::json;
 use shiitake_chromium::{Chromium, eval, screenshot};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::{AgentApi, SessionApi};
 use shiitake_server::{ServerConfig, Token, WebLogin, router};
-use support::{Server, TOKEN};
 
 const ANSWER: &str = "Hello! This answer streams in small pieces, so the page shows it growing.";
 const STEER: &str = "Use SQLite, please.";

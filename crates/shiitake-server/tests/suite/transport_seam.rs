@@ -2,11 +2,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::{Server, TOKEN};
 use async_trait::async_trait;
 use axum::extract::Request;
 use axum::middleware::Next;
@@ -19,7 +20,6 @@ use shiitake_conformance::TestTools;
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::*;
 use shiitake_server::{ServerConfig, Token, router};
-use support::{Server, TOKEN};
 
 /// Counts requests, then sends them the default way: a stand-in for a host's own HTTP stack.
 struct Counting {

@@ -8,13 +8,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod page;
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use page::{SHOWN, agent, run, session_with_prompt, shown, type_and_click, user_texts};
+use crate::support::page::{
+    SHOWN, agent, run, session_with_prompt, shown, type_and_click, user_texts,
+};
+use crate::support::{Server, TOKEN};
 use serde_json::json;
 use shiitake_chromium::{Chromium, eval};
 use shiitake_core::{Agent, AgentConfig, Durability, FixedModel, SqliteStore};
@@ -27,7 +27,6 @@ use shiitake_ext_subagents::contract::{
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, AgentName, RequestId, SessionApi};
 use shiitake_server::{AgentDirectoryApi, ServerConfig, Token, WebLogin, directory_router};
-use support::{Server, TOKEN};
 
 /// A stand-in for the subagents view: publishes the `rows` a command sets, so the
 /// footer's subagent rows (Open, Answer) can be driven without the roster.
@@ -189,7 +188,7 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
         Turn::text("Helper here."),
         Turn::text("Helper again."),
     ])));
-    let (helper, _helper_dir) = crate::agent(helper_model.clone()).await;
+    let (helper, _helper_dir) = self::agent(helper_model.clone()).await;
     let helper_session = session_with_prompt(&helper, "web-helper", "Hello helper").await;
     let server = Server::start(
         directory_router(

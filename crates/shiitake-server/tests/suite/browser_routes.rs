@@ -6,11 +6,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{Server, TOKEN, local_agent};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -26,7 +25,6 @@ use shiitake_core::Agent;
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::{SessionApi, SessionId};
 use shiitake_server::{ServerConfig, Token, router};
-use support::{Server, TOKEN, local_agent};
 use tokio_util::sync::CancellationToken;
 
 /// A core Agent on SQLite in a temporary directory.

@@ -2,14 +2,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
+use crate::support::{Remote, Server, TOKEN};
 use shiitake_conformance::{Fixture, TestTools};
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::{AgentApi, ErrorCode, ReadOptions, RequestId, SessionApi};
-use support::{Remote, Server, TOKEN};
 
 async fn status_and_body(request: reqwest::RequestBuilder) -> (u16, String) {
     let response = request.send().await.unwrap();

@@ -2,14 +2,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
+use crate::support::{Remote, TOKEN};
 use serde_json::{Value, json};
 use shiitake_conformance::Fixture;
 use shiitake_model::{Script, Turn};
 use shiitake_protocol::{AgentApi, ErrorCode, RequestId, ShiitakeError};
 use shiitake_server::MAX_BODY_BYTES;
-use support::{Remote, TOKEN};
 
 struct Raw {
     http: reqwest::Client,

@@ -3,17 +3,17 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{Server, TOKEN};
 use serde_json::json;
 use shiitake_conformance::TestTools;
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::{AgentApi, ErrorCode, RequestId, ShiitakeError};
 use shiitake_server::{ServerConfig, Token, router};
-use support::{Server, TOKEN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 struct Limited {

@@ -5,10 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{Server, TOKEN};
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::{Value, json};
@@ -16,7 +15,6 @@ use shiitake_core::{Agent, AgentConfig, Durability, SqliteStore};
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::AgentApi;
 use shiitake_server::{CSRF_HEADER, ServerConfig, Token, WebLogin, router};
-use support::{Server, TOKEN};
 
 struct Web {
     server: Server,
