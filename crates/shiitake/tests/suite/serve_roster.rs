@@ -5,13 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::{Serve, binary, free_port, script, stdout, wait_with_timeout};
 use serde_json::json;
-use support::{Serve, binary, free_port, script, stdout, wait_with_timeout};
 
 /// A skills root with one skill, and two Computers with one file each.
 fn layout(dir: &std::path::Path) -> (String, String, String) {

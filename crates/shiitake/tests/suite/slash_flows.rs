@@ -7,11 +7,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
-/// The Local roster of the roster's own tests: Agents on gated scripts, served over HTTP.
-#[path = "../../shiitake-roster-local/tests/support/mod.rs"]
-mod roster;
+use crate::support::roster;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

@@ -21,8 +21,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -30,13 +28,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::{binary, free_port, mcp};
 use serde_json::{Value, json};
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_protocol::{
     AgentApi, ModelPreference, ModelSpec, PageLimit, PromptText, ReadOptions, RequestId,
     SendOptions, SessionApi, SessionId,
 };
-use support::{binary, free_port, mcp};
 
 fn setting(name: &str, default: usize) -> usize {
     std::env::var(name)

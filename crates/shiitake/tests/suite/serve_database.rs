@@ -8,18 +8,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::{binary, script};
 use serde_json::json;
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_protocol::{AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi};
 use shiitake_test_services::Service;
-use support::{binary, script};
 
 const TOKEN: &str = "serve-database-token-0123456789";
 

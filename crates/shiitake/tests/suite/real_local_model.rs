@@ -5,15 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{Serve, free_port, stdout};
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_protocol::message::{AssistantMessage, Message};
 use shiitake_protocol::{AgentApi, ReadOptions, SessionApi, SessionId, TerminalOutcome};
 use shiitake_test_services::Service;
-use support::{Serve, free_port, stdout};
 
 /// The model server runs one request at a time: one conversation at a time.
 static SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -2,14 +2,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::support::{Serve, free_port, script, stdout, wait_with_timeout};
 use serde_json::json;
-use support::{Serve, free_port, script, stdout, wait_with_timeout};
 
 #[test]
 fn watch_resumes_across_a_killed_and_restarted_server() {

@@ -2,12 +2,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{Serve, free_port, script, stdout};
 use serde_json::json;
-use support::{Serve, free_port, script, stdout};
 
 #[test]
 fn chat_streams_the_answer_and_shows_the_tool_call() {

@@ -5,15 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{binary, free_port, mcp, script, wait_with_timeout};
 use serde_json::json;
-use support::{binary, free_port, mcp, script, wait_with_timeout};
 
 const TOKEN: &str = "cli-token-5e0b-d2a4";
 

@@ -2,15 +2,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::support::{Serve, free_port, script};
 use serde_json::json;
-use support::{Serve, free_port, script};
 
 #[test]
 fn ctrl_c_aborts_the_running_answer() {

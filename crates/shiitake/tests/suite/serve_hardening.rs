@@ -3,14 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::{Serve, binary, free_port, script, stdout, wait_with_timeout};
 use serde_json::json;
-use support::{Serve, binary, free_port, script, stdout, wait_with_timeout};
 
 /// A `serve` that is expected to refuse to start: its output once it has exited.
 fn serve_refused(data_dir: &Path, workspace: Option<&Path>, cwd: &Path) -> std::process::Output {

@@ -4,12 +4,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
+use crate::support::{Serve, free_port, script, stdout};
 use serde_json::json;
-use support::{Serve, free_port, script, stdout};
 
 #[test]
 fn control_characters_from_the_model_and_tools_are_escaped() {
