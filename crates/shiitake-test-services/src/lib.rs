@@ -166,12 +166,17 @@ impl<T> Decision<T> {
     /// the message when the service was required.
     #[track_caller]
     pub fn apply(self) -> Option<T> {
+        self.apply_to(&mut std::io::stderr())
+    }
+
+    /// [`Decision::apply`], writing the skip line to `out`.
+    #[track_caller]
+    pub fn apply_to(self, out: &mut dyn Write) -> Option<T> {
         match self {
             Self::Run(found) => Some(found),
             Self::Skip(line) => {
-                // Straight to stderr: libtest captures `eprintln!` of passing tests.
                 // A skip that cannot say so fails rather than pass silently.
-                if let Err(error) = writeln!(std::io::stderr(), "{line}") {
+                if let Err(error) = writeln!(out, "{line}") {
                     panic!("cannot write the skip line ({error}): {line}");
                 }
                 None

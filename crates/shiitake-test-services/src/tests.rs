@@ -203,17 +203,17 @@ fn the_whole_rule_on_a_given_environment() {
 }
 
 #[test]
-fn applying_a_run_gives_what_was_found_and_a_skip_gives_none() {
-    assert_eq!(Decision::Run(3).apply(), Some(3));
-    assert_eq!(
-        Decision::<u8>::Skip("SKIPPED (on purpose: the unit test of Decision::apply)".into())
-            .apply(),
-        None
-    );
+fn applying_a_run_gives_what_was_found_and_a_skip_writes_its_line_and_gives_none() {
+    let mut out = Vec::new();
+    assert_eq!(Decision::Run(3).apply_to(&mut out), Some(3));
+    assert!(out.is_empty());
+    let skip = Decision::<u8>::Skip("SKIPPED t: PostgreSQL is missing".into());
+    assert_eq!(skip.apply_to(&mut out), None);
+    assert_eq!(out, b"SKIPPED t: PostgreSQL is missing\n");
 }
 
 #[test]
 #[should_panic(expected = "PostgreSQL is required")]
 fn applying_a_failure_panics_with_its_message() {
-    Decision::<()>::Fail("PostgreSQL is required (…)".into()).apply();
+    Decision::<()>::Fail("PostgreSQL is required (…)".into()).apply_to(&mut Vec::new());
 }
