@@ -1,7 +1,8 @@
 //! `cargo xtask soak [--rounds N] [--sessions N] [--prompts N]`: the reliability soak
 //! against the release binary.
 //!
-//! Runs `crates/shiitake/tests/soak.rs` in the release profile (so it drives the
+//! Runs `crates/shiitake/tests/suite/soak.rs` (the `suite::soak::` tests of the crate's
+//! one test binary, `tests/all.rs`) in the release profile (so it drives the
 //! release `shiitake` binary) with its sizes from the flags: each round loads the
 //! server with prompts, SIGKILLs it and restarts it, and the end prints and checks
 //! lost, doubled and unsettled prompts, tool calls with two results and tool calls
@@ -34,8 +35,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     run_checked(
         Command::new(cargo())
             .current_dir(workspace_root())
-            .args(["test", "--release", "-p", "shiitake", "--test", "soak"])
-            .args(["--", "--nocapture"])
+            .args(["test", "--release", "-p", "shiitake", "--test", "all"])
+            .args(["--", "suite::soak::", "--nocapture"])
             .env("SHIITAKE_SOAK_ROUNDS", rounds)
             .env("SHIITAKE_SOAK_SESSIONS", sessions)
             .env("SHIITAKE_SOAK_PROMPTS", prompts),

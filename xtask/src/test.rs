@@ -5,9 +5,11 @@
 //! Chromium for the browser tests, found or installed by `cargo xtask chromium`
 //! and named in `SHIITAKE_CHROMIUM`, so those tests run rather than skip; a
 //! throwaway PostgreSQL unless `SHIITAKE_TEST_POSTGRES_URL` names one), then runs
-//! `cargo test --workspace` with the extra arguments given. The model server is
-//! left running for the next run; `cargo xtask local-model stop` ends it. The
-//! PostgreSQL this command started is stopped and deleted afterwards.
+//! `cargo test --workspace` with the extra arguments given and
+//! `SHIITAKE_REQUIRE_SERVICES=1`, so a test whose service is missing fails instead
+//! of skipping (`crates/shiitake-test-services`). The model server is left running
+//! for the next run; `cargo xtask local-model stop` ends it. The PostgreSQL this
+//! command started is stopped and deleted afterwards.
 
 use std::process::Command;
 
@@ -16,6 +18,8 @@ use crate::{chromium, local_model, postgres};
 
 /// The variable the real-model tests read.
 const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
+/// Set, a test whose service is missing fails instead of skipping.
+const REQUIRE_VAR: &str = "SHIITAKE_REQUIRE_SERVICES";
 
 /// Runs the workspace tests with their services up.
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -35,13 +39,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     };
     eprintln!("test: {}={database}", postgres::URL_VAR);
+    eprintln!("test: {REQUIRE_VAR}=1");
     let tested = run_checked(
         Command::new(cargo())
             .args(["test", "--workspace"])
             .args(args)
             .env(MODEL_URL_VAR, url)
             .env(chromium::ENV_VAR, browser)
-            .env(postgres::URL_VAR, database),
+            .env(postgres::URL_VAR, database)
+            .env(REQUIRE_VAR, "1"),
     );
     if started {
         postgres::stop(postgres::DEFAULT_PORT)?;

@@ -7,12 +7,14 @@
 //! JavaScript, wait for a condition in the page, save a screenshot.
 //!
 //! **Finding the browser.** [`find`] reads [`ENV_VAR`] (`SHIITAKE_CHROMIUM`) first:
-//! when it is set, it must name a runnable file, or the test fails (that is how
-//! `cargo xtask test` insists on a real browser). Otherwise it looks for Debian's
-//! `chromium` (and `chromium-browser`, `google-chrome`) on `PATH`. With neither, a
-//! test calls [`Chromium::launch_or_skip`], which prints a note and returns `None`,
-//! so `cargo test` passes on a machine without a browser. `cargo xtask chromium`
-//! installs Debian's package when it is missing and prints its path.
+//! when it is set, it must name a runnable file. Otherwise it looks for Debian's
+//! `chromium` (and `chromium-browser`, `google-chrome`) on `PATH`. A test calls
+//! [`Chromium::launch_or_skip`], which hands what [`find`] found to
+//! `shiitake-test-services`: with no browser it prints one `SKIPPED` line and
+//! returns `None`, so `cargo test` passes on a machine without a browser, unless
+//! `SHIITAKE_REQUIRE_SERVICES=1` is set (as `cargo xtask test` does): then the test
+//! fails, naming Chromium. `cargo xtask chromium` installs Debian's package when it
+//! is missing and prints its path.
 //!
 //! **What it does not own.** What a page does: every test brings its own server and
 //! page. This crate is a test-support crate and is not published.
@@ -20,7 +22,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), shiitake_chromium::ChromiumError> {
 //! let Some(chromium) = shiitake_chromium::Chromium::launch_or_skip("demo").await? else {
-//!     return Ok(()); // no browser here; a note was printed
+//!     return Ok(()); // no browser here; a SKIPPED line was printed
 //! };
 //! let page = chromium.open("http://127.0.0.1:8080/", &[]).await?;
 //! let title: String = shiitake_chromium::eval(&page, "document.title").await?;
@@ -39,12 +41,13 @@ use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
 use chromiumoxide::page::ScreenshotParams;
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
+use shiitake_test_services::{Missing, Service};
 use tokio::task::JoinHandle;
 
 pub use chromiumoxide::Page;
 
 /// The variable that names the browser binary; when set it must work.
-pub const ENV_VAR: &str = "SHIITAKE_CHROMIUM";
+pub const ENV_VAR: &str = Service::Chromium.variable();
 
 /// Names tried on `PATH` when [`ENV_VAR`] is not set, Debian's first.
 pub const CANDIDATES: &[&str] = &[
@@ -222,18 +225,23 @@ impl Chromium {
         })
     }
 
-    /// Launches the browser [`find`] names, or prints a note naming `test` and
-    /// returns `None` when there is none (so the test can return early and pass).
+    /// Launches the browser [`find`] names. When there is none (or [`ENV_VAR`]
+    /// names something that is not runnable), prints one `SKIPPED` line naming
+    /// `test` and returns `None`, so the test can return early; with
+    /// `SHIITAKE_REQUIRE_SERVICES=1` it panics instead, naming Chromium and how to
+    /// provide it (see `shiitake-test-services`).
     pub async fn launch_or_skip(test: &str) -> Result<Option<Self>, ChromiumError> {
-        match find()? {
+        let found = match find() {
+            Ok(Some(executable)) => Ok(executable),
+            Ok(None) => Err(Missing::new(format!(
+                "{ENV_VAR} is not set and none of {} is on PATH",
+                CANDIDATES.join(", ")
+            ))),
+            Err(error) => Err(Missing::new(error.to_string())),
+        };
+        match Service::Chromium.check_for(test, found) {
             Some(executable) => Self::launch(&executable).await.map(Some),
-            None => {
-                eprintln!(
-                    "note: {test} skipped: no Chromium found (set {ENV_VAR}, install Debian's \
-                     `chromium`, or run `cargo xtask chromium`)"
-                );
-                Ok(None)
-            }
+            None => Ok(None),
         }
     }
 

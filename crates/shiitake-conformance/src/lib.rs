@@ -45,7 +45,8 @@ pub trait Fixture: Sized + Send + Sync + 'static {
 ///
 /// With `if $ready`, each test first evaluates `$ready` (a `bool`) and returns
 /// at once when it is false: for fixtures that need a service the environment
-/// may not provide (a PostgreSQL), which print their own note saying why.
+/// may not provide (a PostgreSQL). `$ready` asks `shiitake-test-services`, which
+/// prints the `SKIPPED` line, or fails the test when `SHIITAKE_REQUIRE_SERVICES=1`.
 #[macro_export]
 macro_rules! conformance_tests {
     ($fixture:ty) => {

@@ -1,4 +1,4 @@
-//! A child process for `tests/two_processes.rs`: two of these race over one SQLite file.
+//! A child process for `tests/suite/two_processes.rs`: two of these race over one SQLite file.
 //!
 //! `race_harness setup <db> <n> <due-in-ms>` creates `n` Sessions and one one-shot
 //! schedule into each, all due `due-in-ms` from now, prints `READY` and exits.

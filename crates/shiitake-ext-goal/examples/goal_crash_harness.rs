@@ -1,4 +1,4 @@
-//! A child process for `tests/kill_during_goal_turn.rs`: an Agent on one SQLite file
+//! A child process for `tests/suite/kill_during_goal_turn.rs`: an Agent on one SQLite file
 //! with the goal extension and a replay-safe `crash__step` tool.
 //!
 //! `goal_crash_harness start <dir>`: sets a goal; its first continuation calls

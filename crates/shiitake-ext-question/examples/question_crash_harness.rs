@@ -1,4 +1,4 @@
-//! A child process for `tests/crash_between_answer_and_outcome.rs`: an Agent whose
+//! A child process for `tests/suite/crash_between_answer_and_outcome.rs`: an Agent whose
 //! model asks a question in wait mode; the harness answers it through the contract
 //! and then holds the commit of the tool outcome, printing `HELD`, so the test can
 //! SIGKILL it exactly between the answer and the outcome.

@@ -4,7 +4,7 @@
 //! a property breaks (a round trip that does not return, an escape from a root);
 //! bad input itself must come back as a typed error. `fuzz_targets/` wraps each in
 //! libFuzzer (`cargo +nightly fuzz run --fuzz-dir crates/shiitake-fuzz <target>`,
-//! feature `libfuzzer`); `tests/smoke.rs` runs each on stable over the seed
+//! feature `libfuzzer`); `tests/suite/smoke.rs` runs each on stable over the seed
 //! corpora in `corpus/` and random inputs.
 
 use std::sync::OnceLock;

@@ -1,6 +1,10 @@
-//! The remote fixture: a core Agent behind a real server on 127.0.0.1, reached with `RemoteAgent`.
+//! What the server tests share: the remote fixture (a core Agent behind a real server
+//! on 127.0.0.1, reached with `RemoteAgent`), and in [`page`] what the web page tests
+//! share.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod page;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

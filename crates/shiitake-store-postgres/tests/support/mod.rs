@@ -2,10 +2,11 @@
 //! tenant per test, and Agents in process or behind a real HTTP server.
 //!
 //! The tests read `SHIITAKE_TEST_POSTGRES_URL` (`cargo xtask test` starts a
-//! throwaway PostgreSQL and sets it; `cargo xtask postgres start` prints one).
-//! Without it every PostgreSQL test returns at once after printing why. Each test
-//! runs as its own Agent key on the shared database, so tests never see each
-//! other's rows.
+//! throwaway PostgreSQL and sets it; `cargo xtask postgres start` prints one)
+//! through `shiitake-test-services`: without it, or when it does not answer, every
+//! PostgreSQL test prints one `SKIPPED` line and returns, or fails when
+//! `SHIITAKE_REQUIRE_SERVICES=1`. Each test runs as its own Agent key on the shared
+//! database, so tests never see each other's rows.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,26 +22,19 @@ use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_server::{ServerConfig, Token, router};
 use shiitake_store_postgres::{AgentKey, PostgresOptions, PostgresStore};
+use shiitake_test_services::Service;
 use tokio::task::JoinHandle;
 
 /// The variable naming the test database.
-pub const URL_VAR: &str = "SHIITAKE_TEST_POSTGRES_URL";
+pub const URL_VAR: &str = Service::Postgres.variable();
 
 /// The token every test server uses.
 pub const TOKEN: &str = "test-token-0123456789abcdef";
 
-/// The test database, or `None` (with a note) when the environment has none.
+/// The test database, or `None` after the `SKIPPED` line when the environment has
+/// none that answers (a failure instead when `SHIITAKE_REQUIRE_SERVICES=1`).
 pub fn url() -> Option<String> {
-    match std::env::var(URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            eprintln!(
-                "skipped: {URL_VAR} is not set (`cargo xtask test` sets it; or \
-                 `export {URL_VAR}=$(cargo xtask postgres start | tail -1)`)"
-            );
-            None
-        }
-    }
+    Service::Postgres.url()
 }
 
 /// Whether the PostgreSQL tests can run here.

@@ -1,8 +1,13 @@
-//! Driving the real `shiitake` binary: a `serve` child on a free port, client commands.
+//! What the CLI tests share: driving the real `shiitake` binary (a `serve` child on a
+//! free port, client commands), a real MCP server ([`mcp`]), and the Local roster of
+//! `shiitake-roster-local`'s own tests ([`roster`]).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod mcp;
+/// The Local roster of the roster's own tests: Agents on gated scripts, served over HTTP.
+#[path = "../../../shiitake-roster-local/tests/support/mod.rs"]
+pub mod roster;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,14 @@
+//! One module per capability, named for the behaviour it tests.
+
+mod computers;
+mod edit_errors;
+mod files_module;
+mod mcp_run;
+mod mcp_servers;
+mod patch_atomic;
+mod patch_grammar;
+mod path_confinement;
+mod path_escape_corpus;
+mod read_limits;
+mod search_visibility;
+mod ui_host;

@@ -1,0 +1,3 @@
+//! What the knapsack tests share: real MCP servers (`mcp`).
+
+pub mod mcp;

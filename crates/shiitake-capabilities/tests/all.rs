@@ -1,0 +1,5 @@
+//! The integration tests of `shiitake-capabilities`, in one test binary.
+//!
+//! Each capability is a module of `suite/`, named for the behaviour it tests.
+
+mod suite;

@@ -1,0 +1,9 @@
+//! One module per capability, named for the behaviour it tests.
+
+mod capture;
+mod local_attachment;
+mod patch_gating;
+mod routing;
+mod seed;
+mod selection;
+mod skill_then_patch;

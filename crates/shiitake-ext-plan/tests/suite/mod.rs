@@ -1,0 +1,3 @@
+//! One module per capability, named for the behaviour it tests.
+
+mod plan_run;

@@ -1,0 +1,7 @@
+//! One module per capability, named for the behaviour it tests.
+
+mod bounds;
+mod codecs;
+mod contract;
+mod fixtures;
+mod round_trip;

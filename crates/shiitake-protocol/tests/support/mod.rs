@@ -1,0 +1,3 @@
+//! What the protocol tests share: proptest strategies for every wire type.
+
+pub mod strategies;

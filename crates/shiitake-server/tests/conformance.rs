@@ -1,5 +1,0 @@
-//! The shared behaviour suite, run against `RemoteAgent` talking to a real server on 127.0.0.1.
-
-mod support;
-
-shiitake_conformance::conformance_tests!(support::Remote);

@@ -1,0 +1,12 @@
+//! One module per capability, named for the behaviour it tests.
+
+mod auth;
+mod browser_routes;
+mod conformance;
+mod errors_and_bounds;
+mod server_limits;
+mod sse_resume;
+mod transport_seam;
+mod web_login;
+mod web_page;
+mod web_subagents;

@@ -1,0 +1,13 @@
+//! One module per capability, named for the behaviour it tests.
+
+mod chat_ctrl_c;
+mod chat_e2e;
+mod chat_shows_what_happened;
+mod kill_and_restart;
+mod real_local_model;
+mod serve_database;
+mod serve_hardening;
+mod serve_mcp;
+mod serve_roster;
+mod slash_flows;
+mod soak;
