@@ -19,7 +19,8 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-mod soak;
+  bench        run the benchmarks and print their ratios (see docs/benchmarks.md)
+  chromium     find or install headless Chromium for the browser tests; prints its path
   pack         package every publishable crate and check each package's file list
   soak         rounds of load, SIGKILL and restart against the release binary (--rounds N)
   fuzz         run each fuzz target for a bounded time (--seconds N, default 60)
