@@ -15,7 +15,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
@@ -51,8 +51,8 @@ struct Node {
     log: PathBuf,
 }
 
-/// The `hub_node` example, built now: `cargo test --test failover` alone does not
-/// build examples, and a stale node would test old code.
+/// The `hub_node` example, built now: `cargo test -p shiitake-store-postgres --test all --
+/// suite::failover::` alone does not build examples, and a stale node would test old code.
 fn node_binary() -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
