@@ -1,4 +1,4 @@
-//! A child process for the kill-and-restart test (`tests/kill_and_restart.rs`).
+//! A child process for the kill-and-restart test (`tests/suite/kill_and_restart.rs`).
 //!
 //! Usage: `crash_harness <phase> <dir>`. Each phase opens the Agent on
 //! `<dir>/agent.db` with its own model script, does its part, and reports

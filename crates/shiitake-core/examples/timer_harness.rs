@@ -1,4 +1,4 @@
-//! A child process for `tests/timer_after_restart.rs`.
+//! A child process for `tests/suite/timer_after_restart.rs`.
 //!
 //! `timer_harness arm <dir>` opens the Agent with the test probe extension,
 //! sets a Session timer due in one second, prints `ARMED` and waits to be
@@ -7,9 +7,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/harness/mod.rs"]
+#[path = "../tests/support/harness.rs"]
 mod harness;
-#[path = "../tests/probe/mod.rs"]
+#[path = "../tests/support/probe.rs"]
 mod probe;
 
 use std::path::PathBuf;

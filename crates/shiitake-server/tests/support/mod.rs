@@ -82,7 +82,7 @@ pub fn client(url: &str) -> RemoteAgent {
 }
 
 /// The core tests' in-process fixture: its Agent configuration and opener.
-#[path = "../../../shiitake-core/tests/harness/mod.rs"]
+#[path = "../../../shiitake-core/tests/support/harness.rs"]
 mod harness;
 
 pub use harness::config;

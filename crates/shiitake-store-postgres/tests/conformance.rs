@@ -1,5 +1,0 @@
-//! The shared behaviour suite, run against an in-process Agent on PostgreSQL.
-
-mod support;
-
-shiitake_conformance::conformance_tests!(support::PgLocal, if support::ready());

@@ -1,0 +1,437 @@
+//! Leases, fencing, timer claims, group isolation and forwarded requests, at the
+//! store level: two `PostgresStore`s on one database and one Agent key stand for
+//! two processes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use shiitake_core::store::ownership::{Claim, ForwardId, OwnershipEvent};
+use shiitake_core::store::{
+    CommandKind, CommandState, FencingToken, Op, Ownership, SessionHeader, Store, StoreError,
+    StoredCommand, StoredEntry, TimerKind, TimerRow,
+};
+use shiitake_protocol::message::{Message, UserMessage};
+use shiitake_protocol::{CommandId, EntryId, ExtensionId, RequestId, SessionId};
+use shiitake_store_postgres::PostgresStore;
+use sqlx::Connection;
+use support::{fresh_key, store};
+
+fn header(id: &SessionId) -> SessionHeader {
+    SessionHeader::new(id.clone(), 1)
+}
+
+fn session_id() -> SessionId {
+    SessionId::new(format!("ses_{}", ulid::Ulid::generate())).unwrap()
+}
+
+/// Two processes of one Agent (leases of 60 s: renewals, every 20 s, cannot interfere
+/// with a test's clock moves) and a Session the first created.
+async fn two_processes() -> (PostgresStore, PostgresStore, SessionId) {
+    let key = fresh_key();
+    let first = store(&key, Duration::from_secs(60)).await;
+    let second = store(&key, Duration::from_secs(60)).await;
+    let session = create(&first).await;
+    (first, second, session)
+}
+
+async fn create(store: &PostgresStore) -> SessionId {
+    let id = session_id();
+    store
+        .commit(vec![Op::CreateSession {
+            header: header(&id),
+            request_id: None,
+        }])
+        .await
+        .unwrap();
+    id
+}
+
+fn entry(session: &SessionId, sequence: u64) -> Op {
+    Op::InsertEntry {
+        session_id: session.clone(),
+        entry: StoredEntry {
+            id: EntryId::new(format!("ent_{}", ulid::Ulid::generate())).unwrap(),
+            parent: None,
+            sequence,
+            command_id: None,
+            message: Message::User(UserMessage::text("hi", 1)),
+        },
+    }
+}
+
+fn held(claim: Claim) -> FencingToken {
+    match claim {
+        Claim::Held(token) => token,
+        other => panic!("expected the lease, found {other:?}"),
+    }
+}
+
+/// Runs SQL on the test database directly, as an operator (or a clock) would.
+async fn sql(statement: &str, session: &SessionId) {
+    let mut conn = sqlx::PgConnection::connect(&support::url().unwrap())
+        .await
+        .unwrap();
+    sqlx::query(statement)
+        .bind(session.as_str())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_stale_owner_is_fenced_and_nothing_of_its_commit_lands() {
+    if !support::ready() {
+        return;
+    }
+    let (first, second, session) = two_processes().await;
+    let stale = held(first.claim(&session).await.unwrap());
+    assert_eq!(second.claim(&session).await.unwrap(), Claim::Elsewhere);
+
+    // The first process stops renewing (paused): its lease lapses, the second takes it.
+    sql(
+        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
+         WHERE session_id = $1",
+        &session,
+    )
+    .await;
+    let fresh = held(second.claim(&session).await.unwrap());
+    assert!(fresh > stale, "{fresh:?} after {stale:?}");
+
+    // The stale owner's commit fails whole: its entry is not there afterwards.
+    let refused = first
+        .commit(vec![
+            Op::Fence {
+                session_id: session.clone(),
+                token: stale,
+            },
+            entry(&session, 1),
+        ])
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, StoreError::Fenced(_)), "{refused:?}");
+    assert!(
+        second
+            .entries_after(&session, 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The new owner commits under its token.
+    second
+        .commit(vec![
+            Op::Fence {
+                session_id: session.clone(),
+                token: fresh,
+            },
+            entry(&session, 1),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        second.entries_after(&session, 0, 10).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_lease_is_held_until_its_expiry_and_free_one_past_it() {
+    if !support::ready() {
+        return;
+    }
+    let (first, second, session) = two_processes().await;
+    held(first.claim(&session).await.unwrap());
+    sql(
+        "UPDATE session_leases SET expires_at = clock_timestamp() + interval '1 second' \
+         WHERE session_id = $1",
+        &session,
+    )
+    .await;
+    assert_eq!(second.claim(&session).await.unwrap(), Claim::Elsewhere);
+    sql(
+        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
+         WHERE session_id = $1",
+        &session,
+    )
+    .await;
+    held(second.claim(&session).await.unwrap());
+    assert_eq!(first.claim(&session).await.unwrap(), Claim::Elsewhere);
+}
+
+#[tokio::test]
+async fn the_token_grows_every_time_the_lease_changes_hands() {
+    if !support::ready() {
+        return;
+    }
+    let (first, second, session) = two_processes().await;
+    let one = held(first.claim(&session).await.unwrap());
+    let again = held(first.claim(&session).await.unwrap());
+    assert!(again > one, "taking one's own lease again is a new tenure");
+    first.release(&session, again).await.unwrap();
+    let two = held(second.claim(&session).await.unwrap());
+    assert!(two > again);
+    // Releasing with an old token leaves the new holder's lease alone.
+    first.release(&session, again).await.unwrap();
+    assert_eq!(first.claim(&session).await.unwrap(), Claim::Elsewhere);
+    // A Session that does not exist (in this tenant) has no lease to take.
+    assert_eq!(first.claim(&session_id()).await.unwrap(), Claim::Missing);
+    let other_tenant = store(&fresh_key(), Duration::from_secs(60)).await;
+    assert_eq!(other_tenant.claim(&session).await.unwrap(), Claim::Missing);
+}
+
+#[tokio::test]
+async fn a_lease_taken_over_is_announced_as_lost_to_its_old_holder() {
+    if !support::ready() {
+        return;
+    }
+    let key = fresh_key();
+    // Renewals every 200 ms.
+    let first = store(&key, Duration::from_millis(600)).await;
+    let session = create(&first).await;
+    let mut events = first.events();
+    held(first.claim(&session).await.unwrap());
+    sql(
+        "UPDATE session_leases SET holder = 'another-process', token = token + 1 \
+         WHERE session_id = $1",
+        &session,
+    )
+    .await;
+    let lost = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(OwnershipEvent::Lost { session_id, .. }) = events.recv().await {
+                return session_id;
+            }
+        }
+    })
+    .await
+    .expect("the renewal notices the lease is gone");
+    assert_eq!(lost, session);
+}
+
+#[tokio::test]
+async fn a_timer_occurrence_is_claimed_by_exactly_one_process() {
+    if !support::ready() {
+        return;
+    }
+    let key = fresh_key();
+    let stores = [
+        store(&key, Duration::from_secs(60)).await,
+        store(&key, Duration::from_secs(60)).await,
+        store(&key, Duration::from_secs(60)).await,
+    ];
+    let extension = ExtensionId::new("example-timers").unwrap();
+    let ids: Vec<String> = (0..20)
+        .map(|n| format!("tmr_{n:02}_{}", ulid::Ulid::generate()))
+        .collect();
+    let puts = ids
+        .iter()
+        .map(|id| {
+            Op::PutTimer(TimerRow {
+                id: id.clone(),
+                extension_id: extension.clone(),
+                session_id: None,
+                due_at: 1_000,
+                cadence: Some("* * * * *".to_owned()),
+                payload: json!({}),
+                kind: TimerKind::Hook,
+            })
+        })
+        .collect();
+    stores[0].commit(puts).await.unwrap();
+    // Every process races to claim every occurrence at once.
+    let mut claims = Vec::new();
+    for id in &ids {
+        for store in &stores {
+            let store = store.clone();
+            let id = id.clone();
+            claims.push(tokio::spawn(async move {
+                let claim = Op::ClaimTimer {
+                    id: id.clone(),
+                    due_at: 1_000,
+                    next: Some(61_000),
+                };
+                (id, store.commit(vec![claim]).await)
+            }));
+        }
+    }
+    let mut won = std::collections::HashMap::<String, usize>::new();
+    for claim in claims {
+        let (id, result) = claim.await.unwrap();
+        match result {
+            Ok(()) => *won.entry(id).or_default() += 1,
+            Err(StoreError::Conflict(_)) => {}
+            Err(other) => panic!("a claim failed otherwise: {other:?}"),
+        }
+    }
+    for id in &ids {
+        assert_eq!(won.get(id), Some(&1), "timer {id} claimed {won:?}");
+    }
+    let next = stores[1].next_timer().await.unwrap().unwrap();
+    assert_eq!(next.due_at, 61_000);
+}
+
+#[tokio::test]
+async fn a_refused_request_fails_alone_in_its_group() {
+    if !support::ready() {
+        return;
+    }
+    let key = fresh_key();
+    let store = store(&key, Duration::from_secs(60)).await;
+    let session = create(&store).await;
+    let command = |n: u64, request: &str| Op::InsertCommand {
+        session_id: session.clone(),
+        command: StoredCommand {
+            id: CommandId::new(format!("cmd_{n:04}")).unwrap(),
+            request_id: Some(RequestId::new(request).unwrap()),
+            origin: None,
+            kind: CommandKind::Prompt,
+            payload: "{}".to_owned(),
+            accepted_sequence: n,
+            state: CommandState::Pending,
+            run_id: None,
+            recoveries: 0,
+        },
+    };
+    store.commit(vec![command(0, "taken")]).await.unwrap();
+    // 64 requests in flight at once: one reuses the request id.
+    let mut commits = Vec::new();
+    for n in 1..=64 {
+        let request = if n == 33 {
+            "taken".to_owned()
+        } else {
+            format!("r{n}")
+        };
+        let store = store.clone();
+        let op = command(n, &request);
+        commits.push(tokio::spawn(
+            async move { (n, store.commit(vec![op]).await) },
+        ));
+    }
+    for commit in commits {
+        let (n, result) = commit.await.unwrap();
+        if n == 33 {
+            assert!(result.unwrap_err().is_unique_violation());
+        } else {
+            result.unwrap();
+        }
+    }
+    for n in 1..=64u64 {
+        let request = RequestId::new(if n == 33 {
+            "taken".to_owned()
+        } else {
+            format!("r{n}")
+        })
+        .unwrap();
+        let found = store
+            .command_by_request(&session, &request)
+            .await
+            .unwrap()
+            .unwrap();
+        let expected = if n == 33 { 0 } else { n };
+        assert_eq!(found.accepted_sequence, expected);
+    }
+}
+
+#[tokio::test]
+async fn a_forwarded_request_reaches_the_owner_and_its_answer_comes_back() {
+    if !support::ready() {
+        return;
+    }
+    let (owner, other, session) = two_processes().await;
+    let mut owner_events = owner.events();
+    let mut other_events = other.events();
+    let id = other
+        .forward(&session, &json!({"type": "preference"}))
+        .await
+        .unwrap();
+    let woken = next_event(
+        &mut owner_events,
+        |event| matches!(event, OwnershipEvent::Forwarded { session_id } if session_id == &session),
+    )
+    .await;
+    assert!(woken);
+    let waiting = owner.forwarded(&session, ForwardId(0)).await.unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].id, id);
+    assert_eq!(owner.forwarded(&session, id).await.unwrap(), vec![]);
+    assert_eq!(other.take_answer(id).await.unwrap(), None);
+    owner.answer(id, &json!({"ok": null})).await.unwrap();
+    let answered = next_event(
+        &mut other_events,
+        |event| matches!(event, OwnershipEvent::Answered { id: answered } if *answered == id),
+    )
+    .await;
+    assert!(answered);
+    assert!(!other.withdraw(id).await.unwrap(), "answered first");
+    assert_eq!(
+        other.take_answer(id).await.unwrap(),
+        Some(json!({"ok": null}))
+    );
+    assert_eq!(other.take_answer(id).await.unwrap(), None);
+    // A withdrawn request is not served.
+    let gone = other
+        .forward(&session, &json!({"type": "preference"}))
+        .await
+        .unwrap();
+    assert!(other.withdraw(gone).await.unwrap());
+    assert_eq!(
+        owner.forwarded(&session, ForwardId(0)).await.unwrap(),
+        vec![]
+    );
+}
+
+#[tokio::test]
+async fn orphans_are_sessions_with_open_work_whose_lease_lapsed() {
+    if !support::ready() {
+        return;
+    }
+    let (first, second, busy) = two_processes().await;
+    let idle = create(&first).await;
+    let mut open = header(&busy);
+    open.open_from = Some(CommandId::new("cmd_0001").unwrap());
+    first.commit(vec![Op::PutHeader(open)]).await.unwrap();
+    held(first.claim(&busy).await.unwrap());
+    held(first.claim(&idle).await.unwrap());
+    let orphans = second.orphans().await.unwrap();
+    assert!(orphans.sessions.is_empty(), "{orphans:?}");
+    let lapse = orphans.next_lapse.expect("a lease to wait for");
+    assert!(
+        lapse <= Duration::from_secs(60) && lapse > Duration::from_secs(50),
+        "{lapse:?}"
+    );
+    for session in [&busy, &idle] {
+        sql(
+            "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
+             WHERE session_id = $1",
+            session,
+        )
+        .await;
+    }
+    let orphans = second.orphans().await.unwrap();
+    assert_eq!(
+        orphans.sessions,
+        vec![busy],
+        "only the Session with open work"
+    );
+}
+
+async fn next_event(
+    events: &mut tokio::sync::broadcast::Receiver<OwnershipEvent>,
+    wanted: impl Fn(&OwnershipEvent) -> bool,
+) -> bool {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match events.recv().await {
+                Ok(event) if wanted(&event) => return true,
+                Ok(_) => {}
+                Err(error) => panic!("events ended: {error}"),
+            }
+        }
+    })
+    .await
+    .unwrap_or(false)
+}

@@ -1,0 +1,8 @@
+//! One module per capability, named for the behaviour it tests.
+
+mod conformance;
+mod conformance_http;
+mod failover;
+mod leases;
+mod packed_messages;
+mod tenants;
