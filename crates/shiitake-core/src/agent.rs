@@ -65,6 +65,18 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds an extension built with the [kit](crate::extension::kit), granted exactly
+    /// what its declarations use.
+    #[must_use]
+    pub fn kit_extension<C, R>(self, extension: crate::extension::kit::KitExtension<C, R>) -> Self
+    where
+        C: shiitake_protocol::extension::ExtensionContract,
+        R: Clone + Send + Sync + 'static,
+    {
+        let grants = extension.grants();
+        self.extension(extension, grants)
+    }
+
     /// Adds an extension with these grants and a file port its tools may use
     /// (through [`RunContext::files`](crate::extension::RunContext::files), with the `files` grant).
     #[must_use]

@@ -14,11 +14,14 @@ pub const MAX_STEPS: usize = 50;
 pub const MAX_STEP_BYTES: usize = 500;
 /// Finished and cleared plans kept in the history; the oldest go first.
 pub const MAX_HISTORY: usize = 20;
+/// Longest `explanation` of `plan.update_plan`.
+pub const MAX_EXPLANATION_BYTES: usize = 2000;
 /// The label of the footer's clear action.
 pub const CLEAR_ACTION_LABEL: &str = "Clear plan";
 
 /// Where one step stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     /// Not started.
@@ -31,9 +34,15 @@ pub enum StepStatus {
 
 /// One step of the checklist: the wire shape and the stored row are the same.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "runtime",
+    derive(schemars::JsonSchema),
+    schemars(deny_unknown_fields)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanStep {
     /// What the step does.
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_STEP_BYTES)))]
     pub step: String,
     /// Where it stands.
     pub status: StepStatus,
@@ -156,11 +165,18 @@ impl ContractCommand for PlanCommand {
 
 /// The input of the model tool `plan.update_plan`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "runtime",
+    derive(schemars::JsonSchema),
+    schemars(deny_unknown_fields)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdatePlan {
-    /// The whole checklist; `[]` clears it.
+    /// The whole checklist, replacing the previous one; [] clears it.
+    #[cfg_attr(feature = "runtime", schemars(length(max = MAX_STEPS)))]
     pub steps: Vec<PlanStep>,
     /// Why it changed, for the model's own record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "runtime", schemars(length(max = MAX_EXPLANATION_BYTES)))]
     pub explanation: Option<String>,
 }

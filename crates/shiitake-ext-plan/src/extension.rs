@@ -1,16 +1,13 @@
 //! The Plan extension on core's extension API.
 
 use serde_json::{Value, json};
-use shiitake_core::extension::host::ToolTx;
-use shiitake_core::extension::{
-    Contribution, Extension, ExtensionDefinition, Grant, Grants, HookError, RunContext, StateScope,
-    StateView, Tx,
-};
+use shiitake_core::extension::kit::{ExtensionKit, KitError, KitExtension};
+use shiitake_core::extension::{HookError, StateScope, StateView, Tx};
 use shiitake_protocol::ExtensionId;
-use shiitake_protocol::catalog::Catalog;
+use shiitake_protocol::footer::{FooterActionV0, FooterRowV0};
 
 use crate::contract::{
-    CLEAR_ACTION_LABEL, ClearedBy, EXTENSION_ID, FooterAction, NAMESPACE, PlanAction, PlanCommand,
+    CLEAR_ACTION_LABEL, ClearedBy, FooterAction, NAMESPACE, PlanAction, PlanCommand, PlanContract,
     PlanFooter, PlanProjection, PlanView, StepStatus,
 };
 use crate::state::{self, CURRENT, Change, HISTORY, HistoryEntry, PlanRecord};
@@ -18,38 +15,32 @@ use crate::state::{self, CURRENT, Change, HISTORY, HistoryEntry, PlanRecord};
 /// Collection and key of the last revision used, so revisions grow across plans.
 const REVISION: (&str, &str) = ("plan", "revision");
 
-/// The Plan extension; add it with [`plan_grants`].
-pub struct PlanExtension {
-    definition: ExtensionDefinition,
-}
-
-impl PlanExtension {
-    /// The extension with its definition.
-    pub fn new() -> Result<Self, HookError> {
-        let id = ExtensionId::new(EXTENSION_ID)
-            .map_err(|error| HookError::Invalid(error.to_string()))?;
-        Ok(Self {
-            definition: ExtensionDefinition {
-                id,
-                namespace: NAMESPACE.into(),
-                scopes: vec![StateScope::Session],
-                schema_version: 1,
-                migrations: Vec::new(),
-                configuration: json!({}),
-            },
+/// The Plan extension: its `/plan` command, its `plan.update_plan` tool, the
+/// projection, the footer row and the prompt section, declared to core's kit.
+pub fn extension() -> Result<KitExtension<PlanContract>, KitError> {
+    ExtensionKit::<PlanContract>::new(NAMESPACE)?
+        .session_state()
+        .command(plan_command)
+        .tool(crate::tools::update_plan()?)
+        .tools_description("The Session's plan.")
+        .prompt(|run| live(&run.state).as_ref().map(crate::tools::prompt_section))
+        .projection(|state| {
+            Some(PlanProjection {
+                footer: live(state).as_ref().map(footer),
+            })
         })
-    }
+        .footer(|state, id| {
+            live(state)
+                .map(|plan| footer_row(&plan, id))
+                .into_iter()
+                .collect()
+        })
+        .catalog(crate::catalog::catalog)
+        .build()
 }
 
-/// Exactly what the host grants Plan: its state, its projection, the prompt section,
-/// its tool and the human `/plan` command.
-pub fn plan_grants() -> Grants {
-    Grants::none()
-        .with(Grant::State)
-        .with(Grant::Projection)
-        .with(Grant::Prompt)
-        .with(Grant::Tools)
-        .with(Grant::Commands)
+fn live(state: &StateView<'_>) -> Option<PlanRecord> {
+    state.get(StateScope::Session, CURRENT.0, CURRENT.1)
 }
 
 fn current(tx: &Tx<'_>) -> Result<Option<PlanRecord>, HookError> {
@@ -142,53 +133,58 @@ fn footer(plan: &PlanRecord) -> PlanFooter {
     }
 }
 
-impl Extension for PlanExtension {
-    fn definition(&self) -> &ExtensionDefinition {
-        &self.definition
-    }
-
-    /// `/plan [open|clear]`, also the footer's *Clear plan* action.
-    fn command(&self, tx: &mut Tx<'_>, command: &str, input: Value) -> Result<Value, HookError> {
-        if command != "plan" {
-            return Err(HookError::UnknownCommand(command.to_owned()));
-        }
-        let input: PlanCommand = serde_json::from_value(input)
-            .map_err(|error| HookError::Invalid(format!("/plan: {error}")))?;
-        let live = current(tx)?;
-        let answer = match input.action {
-            PlanAction::Open => {
-                let opened = state::open(live.as_ref());
-                if let Some(plan) = &opened {
-                    tx.put(StateScope::Session, CURRENT.0, CURRENT.1, plan)?;
-                }
-                view(opened.as_ref(), false)
+/// `/plan [open|clear]`, also the footer's *Clear plan* action.
+fn plan_command(tx: &mut Tx<'_>, input: PlanCommand) -> Result<PlanView, HookError> {
+    let live = current(tx)?;
+    Ok(match input.action {
+        PlanAction::Open => {
+            let opened = state::open(live.as_ref());
+            if let Some(plan) = &opened {
+                tx.put(StateScope::Session, CURRENT.0, CURRENT.1, plan)?;
             }
-            PlanAction::Clear => {
-                let cleared = live.is_some();
-                apply(tx, state::clear(live.as_ref(), ClearedBy::Person, tx.now()))?;
-                view(None, cleared)
-            }
-        };
-        serde_json::to_value(answer).map_err(|error| HookError::Failed(error.to_string()))
-    }
-
-    fn projection(&self, state: &StateView<'_>) -> Option<Value> {
-        let plan: Option<PlanRecord> = state.get(StateScope::Session, CURRENT.0, CURRENT.1);
-        let projection = PlanProjection {
-            footer: plan.as_ref().map(footer),
-        };
-        serde_json::to_value(projection).ok()
-    }
-
-    fn contribute(&self, run: &RunContext<'_>, tools: ToolTx) -> Contribution {
-        let plan: Option<PlanRecord> = run.state.get(StateScope::Session, CURRENT.0, CURRENT.1);
-        Contribution {
-            prompt_section: plan.as_ref().map(crate::tools::prompt_section),
-            tools: crate::tools::module(tools),
+            view(opened.as_ref(), false)
         }
-    }
+        PlanAction::Clear => {
+            let cleared = live.is_some();
+            apply(tx, state::clear(live.as_ref(), ClearedBy::Person, tx.now()))?;
+            view(None, cleared)
+        }
+    })
+}
 
-    fn catalog(&self) -> Option<Catalog> {
-        Some(crate::catalog::catalog(self.definition.id.clone()))
+/// The live plan's footer row: progress, the current step, the checklist while a
+/// person has it open, and the *Checklist* and *Clear plan* actions.
+fn footer_row(plan: &PlanRecord, id: &ExtensionId) -> FooterRowV0 {
+    let summary = footer(plan);
+    let current = summary
+        .current
+        .as_deref()
+        .map(|step| format!(": {step}"))
+        .unwrap_or_default();
+    let mut row = FooterRowV0::new(
+        id.clone(),
+        "plan",
+        "plan",
+        format!("plan {}/{}{current}", summary.completed, summary.total),
+    )
+    .with_progress(summary.completed as u64, summary.total as u64);
+    if plan.expanded {
+        row = row.with_detail(plan.steps.iter().map(crate::tools::step_line).collect());
+    } else {
+        row = row.with_action(FooterActionV0::command(
+            "checklist",
+            "Checklist",
+            "plan",
+            json!({"action": "open"}),
+        ));
     }
+    for action in summary.actions {
+        row = row.with_action(FooterActionV0::command(
+            "clear",
+            &action.label,
+            &action.command,
+            action.input,
+        ));
+    }
+    row
 }

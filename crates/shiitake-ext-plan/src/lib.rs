@@ -25,4 +25,4 @@ mod extension;
 mod tools;
 
 #[cfg(feature = "runtime")]
-pub use extension::{PlanExtension, plan_grants};
+pub use extension::extension;

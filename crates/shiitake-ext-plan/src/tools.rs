@@ -1,62 +1,32 @@
 //! The model tool `plan.update_plan` and the prompt section.
 
-use serde_json::{Value, json};
-use shiitake_capabilities::{Module, ModulePath, Operation, OperationName, Replay, ToolError};
-use shiitake_core::extension::host::ToolTx;
+use shiitake_capabilities::Replay;
+use shiitake_core::extension::kit::{KitError, Tool};
 
-use crate::contract::{MAX_STEP_BYTES, MAX_STEPS, NAMESPACE, StepStatus, UpdatePlan};
+use crate::contract::{PlanStep, StepStatus, UpdatePlan};
 use crate::state::PlanRecord;
 
-/// The input schema: the bounds are in it, so `describe` shows them.
-pub(crate) fn update_plan_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "steps": {
-                "type": "array",
-                "description": "The whole checklist, replacing the previous one; [] clears it.",
-                "maxItems": MAX_STEPS,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "step": {"type": "string", "minLength": 1, "maxLength": MAX_STEP_BYTES},
-                        "status": {"enum": ["pending", "in_progress", "completed"]}
-                    },
-                    "required": ["step", "status"],
-                    "additionalProperties": false
-                }
-            },
-            "explanation": {"type": "string", "maxLength": 2000}
-        },
-        "required": ["steps"],
-        "additionalProperties": false
-    })
-}
-
-/// The `plan` module offered to every run.
-pub(crate) fn module(tools: ToolTx) -> Option<Module> {
-    let name = OperationName::new("update_plan").ok()?;
-    let update = Operation::from_fn(
-        name,
+/// `plan.update_plan`: replaces the checklist whole, in the owner's transaction. Its
+/// input schema, derived from [`UpdatePlan`], carries the bounds, so `describe` shows them.
+pub(crate) fn update_plan() -> Result<Tool<()>, KitError> {
+    Ok(Tool::new(
+        "update_plan",
         "Replace the Session's plan whole: at most 50 steps, at most one in_progress; \
          steps: [] clears it. A plan whose steps are all completed is finished.",
-        move |input, _ctx| {
-            let tools = tools.clone();
-            async move {
-                let update: UpdatePlan = serde_json::from_value(input)
-                    .map_err(|error| ToolError::for_model(format!("update_plan: {error}")))?;
-                tools
-                    .run(move |tx| crate::extension::update_plan(tx, update.steps))
-                    .await
-            }
-        },
-    )
-    .with_input_schema(update_plan_schema())
+        |tx, update: UpdatePlan, _call| crate::extension::update_plan(tx, update.steps),
+    )?
     // Replacing the whole plan twice with the same steps leaves the same plan.
-    .with_replay(Replay::Safe);
-    Module::new(ModulePath::new(NAMESPACE).ok()?, "The Session's plan.")
-        .with_operation(update)
-        .ok()
+    .replay(Replay::Safe))
+}
+
+/// One step as the prompt and the open checklist show it: `[x] Write tests`.
+pub(crate) fn step_line(step: &PlanStep) -> String {
+    let mark = match step.status {
+        StepStatus::Pending => "[ ]",
+        StepStatus::InProgress => "[>]",
+        StepStatus::Completed => "[x]",
+    };
+    format!("{mark} {}", step.step)
 }
 
 /// Quiet context for the run: the live checklist.
@@ -66,12 +36,30 @@ pub(crate) fn prompt_section(plan: &PlanRecord) -> String {
         plan.revision
     );
     for step in &plan.steps {
-        let mark = match step.status {
-            StepStatus::Pending => "[ ]",
-            StepStatus::InProgress => "[>]",
-            StepStatus::Completed => "[x]",
-        };
-        section.push_str(&format!("{mark} {}\n", step.step));
+        section.push_str(&step_line(step));
+        section.push('\n');
     }
     section
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::contract::{MAX_STEP_BYTES, MAX_STEPS};
+
+    #[test]
+    fn the_derived_schema_carries_the_bounds_and_refuses_unknown_fields() {
+        let extension = crate::extension().expect("the plan extension builds");
+        let (name, schema) = extension.tool_schemas().next().expect("one tool");
+        assert_eq!(name, "update_plan");
+        let steps = &schema["properties"]["steps"];
+        assert_eq!(steps["maxItems"], MAX_STEPS);
+        assert_eq!(
+            steps["items"]["properties"]["step"]["maxLength"],
+            MAX_STEP_BYTES
+        );
+        assert_eq!(steps["items"]["properties"]["step"]["minLength"], 1);
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(steps["items"]["additionalProperties"], false);
+        assert_eq!(schema["required"], serde_json::json!(["steps"]));
+    }
 }

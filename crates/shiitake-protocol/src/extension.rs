@@ -152,7 +152,37 @@ impl From<ContractDecodeError> for ShiitakeError {
 }
 
 /// The scope a command runs in; sealed to [`SessionScope`] and [`AgentScope`].
-pub trait Scope: sealed::Sealed + Send + Sync + 'static {}
+pub trait Scope: sealed::Sealed + Send + Sync + 'static {
+    /// The same scope as a value, for a host that routes commands at run time.
+    const KIND: CommandScope;
+}
+
+/// Where a command acts, as a value: a host refuses a command on the other scope's
+/// route, and keeps its idempotency receipt in its own scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandScope {
+    /// On one Session: `SessionExtensionControls::call`.
+    Session,
+    /// On the whole Agent: `AgentExtensionControls::call`.
+    Agent,
+}
+
+impl CommandScope {
+    /// The wire name, `session` or `agent`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandScope::Session => "session",
+            CommandScope::Agent => "agent",
+        }
+    }
+}
+
+impl std::fmt::Display for CommandScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Commands that act on one Session.
 #[derive(Debug)]
@@ -162,8 +192,12 @@ pub enum SessionScope {}
 #[derive(Debug)]
 pub enum AgentScope {}
 
-impl Scope for SessionScope {}
-impl Scope for AgentScope {}
+impl Scope for SessionScope {
+    const KIND: CommandScope = CommandScope::Session;
+}
+impl Scope for AgentScope {
+    const KIND: CommandScope = CommandScope::Agent;
+}
 
 mod sealed {
     pub trait Sealed {}

@@ -51,6 +51,9 @@ pub struct UpdateFrame {
     pub activity: SessionActivity,
     /// Extension projections now.
     pub extensions: SessionExtensionSlots,
+    /// Footer rows now (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub footer: crate::footer::SessionFooter,
 }
 
 /// The streaming assistant message moved on.

@@ -32,6 +32,7 @@ pub mod command;
 pub mod directory;
 pub mod error;
 pub mod extension;
+pub mod footer;
 pub mod frame;
 pub mod message;
 mod nullable;
@@ -58,7 +59,7 @@ pub use command::{
 pub use directory::{AgentEntry, AgentList, AgentName, AgentNameError};
 pub use error::{ErrorCode, ShiitakeError};
 pub use extension::{
-    BoundAgentExtension, BoundSessionExtension, ContractCommand, ExtensionContract,
+    BoundAgentExtension, BoundSessionExtension, CommandScope, ContractCommand, ExtensionContract,
     ExtensionRunState, ExtensionSlotV0, ExtensionStatusV0, ExtensionViewV0, bind_agent_extension,
     bind_session_extension,
 };

@@ -143,6 +143,9 @@ pub struct SessionSnapshot {
     pub progress: Option<SessionProgress>,
     /// Extension projections.
     pub extensions: SessionExtensionSlots,
+    /// Footer rows of the running extensions (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub footer: crate::footer::SessionFooter,
 }
 
 /// Bounded baseline request.

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use shiitake_capabilities::ToolError;
+use shiitake_protocol::footer::{FooterRowV0, MAX_FOOTER_ROWS};
 use shiitake_protocol::{ExtensionId, ExtensionSlotV0, SessionId};
 use tokio::sync::oneshot;
 
@@ -249,6 +250,36 @@ impl Host {
             Err(panic) => Some(ExtensionSlotV0::Stopped {
                 reason: panic_reason(&panic),
             }),
+        }
+    }
+}
+
+impl Host {
+    /// The extension's footer rows in an observation: none without the projection
+    /// grant or while stopped; held to the protocol's bounds, and always under the
+    /// extension's own id.
+    pub(crate) fn footer(&self, registered: &Registered, view: &StateView<'_>) -> Vec<FooterRowV0> {
+        let id = &registered.definition.id;
+        if !registered.grants.has(Grant::Projection) || self.stopped(id).is_some() {
+            return Vec::new();
+        }
+        let extension = registered.extension.clone();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| extension.footer(view))) {
+            Ok(rows) => rows
+                .into_iter()
+                .take(MAX_FOOTER_ROWS)
+                .map(|row| {
+                    FooterRowV0 {
+                        extension_id: id.clone(),
+                        ..row
+                    }
+                    .bounded()
+                })
+                .collect(),
+            Err(panic) => {
+                tracing::warn!(extension = %id, reason = %panic_reason(&panic), "footer panicked");
+                Vec::new()
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use shiitake_protocol::{ExtensionId, ExtensionRunState, ExtensionStatusV0, Shiit
 use super::agent_scope::{AgentScope, AgentScopeDeps};
 use super::definition::MigrationTx;
 use super::host::{Failure, Host, Registered};
-use super::{Grant, HookError};
+use super::{CommandScope, Grant, HookError};
 use crate::store::{ExtensionRow, ExtensionStatusRow, Op, RowScope};
 
 /// Brings every extension's stored state to its schema version, records revisions,
@@ -165,6 +165,33 @@ pub(crate) async fn resume(
     Ok(status(core.host, registered))
 }
 
+/// Refuses a command that the extension declares for the other scope than `route`'s,
+/// before anything runs or any receipt is read: one `requestId` then has one effect,
+/// whichever route carried it.
+pub(crate) fn check_scope(
+    registered: &Registered,
+    command: &str,
+    route: CommandScope,
+) -> Result<(), ShiitakeError> {
+    match registered.extension.command_scope(command) {
+        Some(scope) if scope != route => {
+            let id = &registered.definition.id;
+            let through = match scope {
+                CommandScope::Agent => format!(
+                    "the Agent's extension controls (/v1/extensions/{id}/commands/{command})"
+                ),
+                CommandScope::Session => format!(
+                    "a Session's extension controls (/v1/sessions/{{sessionId}}/extensions/{id}/{command})"
+                ),
+            };
+            Err(ShiitakeError::invalid(format!(
+                "command `{command}` of extension {id} is {scope}-scope, not {route}-scope: call it through {through}"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `AgentExtensionControls::call`: an Agent-scope command, idempotent by `requestId`.
 pub(crate) async fn call_agent_command(
     core: AgentScopeDeps<'_>,
@@ -181,6 +208,7 @@ pub(crate) async fn call_agent_command(
             "extension {id} was not granted commands"
         )));
     }
+    check_scope(registered, command, CommandScope::Agent)?;
     if let Some(reason) = core.host.stopped(id) {
         return Err(ShiitakeError::stopped(format!(
             "extension {id} is stopped: {reason}"

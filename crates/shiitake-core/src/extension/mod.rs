@@ -21,6 +21,7 @@ pub mod cadence;
 mod definition;
 mod grants;
 pub mod host;
+pub mod kit;
 pub(crate) mod lifecycle;
 mod tx;
 
@@ -28,7 +29,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use shiitake_capabilities::Module;
+pub use shiitake_protocol::CommandScope;
 use shiitake_protocol::catalog::Catalog;
+use shiitake_protocol::footer::FooterRowV0;
 use shiitake_protocol::{CommandId, SessionId, TerminalOutcome};
 
 pub use crate::store::StateScope;
@@ -179,6 +182,13 @@ pub trait Extension: Send + Sync + 'static {
     /// Identity, namespace, scopes, schema version, migrations, configuration.
     fn definition(&self) -> &ExtensionDefinition;
 
+    /// Where command `command` acts, when the extension declares it: the host then
+    /// refuses it on the other scope's route and keeps its idempotency receipt in its
+    /// own scope. `None` (the default) leaves the route to decide.
+    fn command_scope(&self, _command: &str) -> Option<CommandScope> {
+        None
+    }
+
     /// Handles a human or program command (`SessionExtensionControls::call` when
     /// `tx` has a Session, `AgentExtensionControls::call` otherwise).
     fn command(&self, _tx: &mut Tx<'_>, command: &str, _input: Value) -> Result<Value, HookError> {
@@ -211,6 +221,12 @@ pub trait Extension: Send + Sync + 'static {
     /// What clients see of this extension in a Session (`null` when `None`).
     fn projection(&self, _state: &StateView<'_>) -> Option<Value> {
         None
+    }
+
+    /// The rows this extension shows in the Session's footer (see
+    /// [`shiitake_protocol::footer`]); shown with the `projection` grant, bounded by the host.
+    fn footer(&self, _state: &StateView<'_>) -> Vec<FooterRowV0> {
+        Vec::new()
     }
 
     /// A client is reading this Session: a snapshot was read, or a watch or a

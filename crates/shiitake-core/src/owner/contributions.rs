@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use shiitake_capabilities::Module;
+use shiitake_protocol::footer::SessionFooter;
 use shiitake_protocol::{CommandId, ExtensionId, SessionExtensionSlots};
 
 use super::Owner;
@@ -11,11 +12,12 @@ use crate::extension::host::{ToolTx, bound_prompt_section};
 use crate::extension::{Grant, Provenance, RunContext, StateView};
 
 impl Owner {
-    /// The extension slots of this Session for snapshots and frames.
-    pub(super) fn slots(&self) -> SessionExtensionSlots {
+    /// The extension slots and footer rows of this Session for snapshots and frames.
+    pub(super) fn extension_views(&self) -> (SessionExtensionSlots, SessionFooter) {
         let host = &self.deps.host;
         let agent = host.agent_read();
         let mut slots = SessionExtensionSlots::new();
+        let mut footer = SessionFooter::new();
         for registered in &host.extensions {
             let id = &registered.definition.id;
             let agent_rows = agent.get(id);
@@ -24,11 +26,12 @@ impl Owner {
                 session: Some(self.extensions.rows_of(id)),
                 agent: agent_rows,
             };
+            footer.extend(host.footer(registered, &view));
             if let Some(slot) = host.slot(registered, view) {
                 slots.insert(id.clone(), slot);
             }
         }
-        slots
+        (slots, footer)
     }
 
     /// Prompt sections and tool modules every running extension contributes to a run.

@@ -10,7 +10,8 @@ use super::record::take;
 use super::staging::{Staged, StagedCommit};
 use crate::extension::host::Place;
 use crate::extension::host::{Failure, Host, Registered, Rows, ToolTransaction, run_hook};
-use crate::extension::{FiredTimer, Grant, HookError, Settled, ToolOutcome};
+use crate::extension::lifecycle::check_scope;
+use crate::extension::{CommandScope, FiredTimer, Grant, HookError, Settled, ToolOutcome};
 use crate::store::{Op, RowScope, SessionHeader, TimerRow};
 
 /// How a failed hook answers its caller.
@@ -135,12 +136,13 @@ impl Owner {
         command: &str,
         input: Value,
     ) -> Result<Value, ShiitakeError> {
-        if let Some(registered) = self.deps.host.find(id)
-            && !registered.grants.has(Grant::Commands)
-        {
-            return Err(ShiitakeError::not_granted(format!(
-                "extension {id} was not granted commands"
-            )));
+        if let Some(registered) = self.deps.host.find(id) {
+            if !registered.grants.has(Grant::Commands) {
+                return Err(ShiitakeError::not_granted(format!(
+                    "extension {id} was not granted commands"
+                )));
+            }
+            check_scope(registered, command, CommandScope::Session)?;
         }
         let request = match input.get("requestId").and_then(Value::as_str) {
             Some(request_id) => {

@@ -94,6 +94,7 @@ impl Owner {
         if !self.publication.watched() {
             return;
         }
+        let (extensions, footer) = self.extension_views();
         let frame = UpdateFrame {
             delivery: FrameDelivery::Live,
             cursor: self.cursor(),
@@ -109,7 +110,8 @@ impl Owner {
                     .collect(),
             ),
             activity: self.publication.activity().clone(),
-            extensions: self.slots(),
+            extensions,
+            footer,
         };
         self.publication.publish(Published::Update(Arc::new(frame)));
     }
@@ -188,6 +190,7 @@ impl Owner {
         } else {
             None
         };
+        let (extensions, footer) = self.extension_views();
         Ok(SessionSnapshot {
             session_id: session_id.clone(),
             cursor: self.cursor(),
@@ -200,7 +203,8 @@ impl Owner {
             pending: self.pending_view(),
             activity: self.publication.activity().clone(),
             progress: self.publication.progress().cloned(),
-            extensions: self.slots(),
+            extensions,
+            footer,
         })
     }
 
@@ -248,6 +252,7 @@ impl Owner {
         } else {
             None
         };
+        let (extensions, footer) = self.extension_views();
         let frame = UpdateFrame {
             delivery: FrameDelivery::Replay,
             cursor: self.cursor(),
@@ -257,7 +262,8 @@ impl Owner {
             compactions: markers(compactions),
             sandbox_failures,
             activity: self.publication.activity().clone(),
-            extensions: self.slots(),
+            extensions,
+            footer,
         };
         Ok((vec![SessionFrame::Update(frame)], receiver))
     }

@@ -11,7 +11,6 @@ use shiitake_capabilities::Catalog;
 use shiitake_conformance::support::*;
 use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_plan::contract::*;
-use shiitake_ext_plan::{PlanExtension, plan_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
 use shiitake_protocol::*;
@@ -32,7 +31,7 @@ async fn open(turns: Vec<Turn>) -> Fixture {
         .unwrap();
     let config = AgentConfig::new(Arc::new(FixedModel(model.clone())));
     let agent = Agent::builder(Arc::new(store), Arc::new(Catalog::new()), config)
-        .extension(PlanExtension::new().unwrap(), plan_grants())
+        .kit_extension(shiitake_ext_plan::extension().unwrap())
         .open()
         .await
         .unwrap();

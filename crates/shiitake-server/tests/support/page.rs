@@ -49,10 +49,7 @@ pub async fn agent(model: Arc<ScriptedModel>) -> (Arc<Agent>, tempfile::TempDir)
         QuestionExtension::new(QuestionConfig::default()).unwrap(),
         question_grants(),
     )
-    .extension(
-        shiitake_ext_plan::PlanExtension::new().unwrap(),
-        shiitake_ext_plan::plan_grants(),
-    )
+    .kit_extension(shiitake_ext_plan::extension().unwrap())
     .open()
     .await
     .unwrap();

@@ -116,6 +116,7 @@ mod tests {
                 ..SessionActivity::default()
             },
             extensions: Default::default(),
+            footer: Vec::new(),
         })
     }
 
@@ -167,6 +168,7 @@ mod tests {
             activity: SessionActivity::default(),
             progress: None,
             extensions: Default::default(),
+            footer: Vec::new(),
         };
         // An empty page that names neither command still ends the wait.
         outstanding.observe(&SessionFrame::Reset(Box::new(ResetFrame {

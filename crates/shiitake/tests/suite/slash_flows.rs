@@ -41,10 +41,7 @@ async fn served(turns: Vec<Turn>) -> (String, Arc<Agent>, tempfile::TempDir) {
         QuestionExtension::new(QuestionConfig::default()).unwrap(),
         question_grants(),
     )
-    .extension(
-        shiitake_ext_plan::PlanExtension::new().unwrap(),
-        shiitake_ext_plan::plan_grants(),
-    )
+    .kit_extension(shiitake_ext_plan::extension().unwrap())
     .extension(
         shiitake_ext_goal::GoalExtension::new().unwrap(),
         shiitake_ext_goal::goal_grants(),

@@ -204,6 +204,78 @@ pub fn slots() -> impl Strategy<Value = SessionExtensionSlots> {
     btree_map(extension_id(), slot(), 0..3)
 }
 
+fn footer_action() -> impl Strategy<Value = footer::FooterActionV0> {
+    use footer::{FooterActionKind, FooterActionV0, SessionTarget};
+    let target = ("[a-z]{1,8}", "[a-z0-9_]{1,8}")
+        .prop_map(|(agent, session_id)| SessionTarget { agent, session_id });
+    let kind = prop_oneof![
+        "[a-z]{1,8}".prop_map(|command| FooterActionKind::Command {
+            command,
+            input: serde_json::json!({"action": "clear"}),
+        }),
+        (extension_id(), option::of(target.clone())).prop_map(|(extension_id, target)| {
+            FooterActionKind::Flow {
+                extension_id,
+                flow: "answer_flow".into(),
+                call: "answer".into(),
+                preset: serde_json::json!({"askId": "ask_1"}),
+                target,
+            }
+        }),
+        target.prop_map(|target| FooterActionKind::Open { target }),
+    ];
+    ("\\PC{0,12}", "[a-z]{1,8}", any::<bool>(), kind).prop_map(|(label, name, primary, kind)| {
+        FooterActionV0 {
+            label,
+            name,
+            primary,
+            kind,
+        }
+    })
+}
+
+pub fn footer() -> impl Strategy<Value = footer::SessionFooter> {
+    let row = (
+        (
+            extension_id(),
+            "[a-z0-9_]{1,8}",
+            "[a-z-]{1,8}",
+            "\\PC{0,24}",
+        ),
+        (
+            prop_oneof![
+                Just(footer::FooterTone::Calm),
+                Just(footer::FooterTone::Attention)
+            ],
+            option::of(any::<u64>()),
+            option::of("\\PC{0,12}"),
+            option::of((any::<u64>(), any::<u64>())),
+        ),
+        (vec("\\PC{0,12}", 0..3), vec(footer_action(), 0..3)),
+    )
+        .prop_map(
+            |(
+                (extension_id, key, kind, text),
+                (tone, since, note, progress),
+                (detail, actions),
+            )| {
+                footer::FooterRowV0 {
+                    extension_id,
+                    key,
+                    kind,
+                    text,
+                    tone,
+                    since,
+                    note,
+                    progress: progress.map(|(done, total)| footer::FooterProgress { done, total }),
+                    detail,
+                    actions,
+                }
+            },
+        );
+    vec(row, 0..3)
+}
+
 pub fn snapshot() -> impl Strategy<Value = SessionSnapshot> {
     (
         (
@@ -218,6 +290,7 @@ pub fn snapshot() -> impl Strategy<Value = SessionSnapshot> {
             option::of(vec(sandbox_failure(), 0..2)),
         ),
         (pending(), activity(), option::of(progress()), slots()),
+        footer(),
     )
         .prop_map(
             |(
@@ -225,6 +298,7 @@ pub fn snapshot() -> impl Strategy<Value = SessionSnapshot> {
                 (messages, terminals),
                 (compactions, sandbox_failures),
                 (pending, activity, progress, extensions),
+                footer,
             )| SessionSnapshot {
                 session_id,
                 cursor,
@@ -238,6 +312,7 @@ pub fn snapshot() -> impl Strategy<Value = SessionSnapshot> {
                 activity,
                 progress,
                 extensions,
+                footer,
             },
         )
 }
@@ -258,14 +333,14 @@ pub fn frame() -> impl Strategy<Value = SessionFrame> {
                 option::of(vec(compaction(), 0..2)),
                 option::of(vec(sandbox_failure(), 0..2))
             ),
-            (activity(), slots()),
+            (activity(), slots(), footer()),
         )
             .prop_map(
                 |(
                     (delivery, cursor),
                     (pending, messages, terminals),
                     (compactions, sandbox_failures),
-                    (activity, extensions),
+                    (activity, extensions, footer),
                 )| SessionFrame::Update(UpdateFrame {
                     delivery,
                     cursor,
@@ -276,6 +351,7 @@ pub fn frame() -> impl Strategy<Value = SessionFrame> {
                     sandbox_failures,
                     activity,
                     extensions,
+                    footer,
                 })
             ),
         (progress(), activity()).prop_map(|(progress, activity)| SessionFrame::Progress(
