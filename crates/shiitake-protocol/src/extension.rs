@@ -225,6 +225,43 @@ pub trait ContractCommand: Serialize + Send + Sync {
     const NAME: &'static str;
 }
 
+/// Declares several commands of one contract at once: each type's wire name, scope
+/// and output, one line each.
+///
+/// ```
+/// use serde::Serialize;
+/// use shiitake_protocol::contract_commands;
+/// use shiitake_protocol::extension::ExtensionContract;
+///
+/// enum Counter {}
+/// impl ExtensionContract for Counter {
+///     const EXTENSION_ID: &'static str = "example-counter";
+///     type Projection = u64;
+/// }
+/// #[derive(Serialize)]
+/// struct Increment { by: u64 }
+/// #[derive(Serialize)]
+/// struct ResetAll {}
+///
+/// contract_commands!(Counter {
+///     Increment => "increment" in SessionScope -> u64,
+///     ResetAll => "reset_all" in AgentScope -> (),
+/// });
+/// ```
+#[macro_export]
+macro_rules! contract_commands {
+    ($contract:ty { $($command:ty => $name:literal in $scope:ident -> $output:ty),* $(,)? }) => {
+        $(
+            impl $crate::extension::ContractCommand for $command {
+                type Contract = $contract;
+                type Scope = $crate::extension::$scope;
+                type Output = $output;
+                const NAME: &'static str = $name;
+            }
+        )*
+    };
+}
+
 /// Decodes one contract's slot out of an observation's `extensions`.
 pub fn view<C: ExtensionContract>(
     slots: &SessionExtensionSlots,
