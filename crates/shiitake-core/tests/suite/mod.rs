@@ -7,6 +7,7 @@ mod durable_acceptance;
 mod errors;
 mod extension_grants;
 mod extension_host;
+mod extension_kit;
 mod extension_migrations;
 mod extension_observed;
 mod extension_timers;
