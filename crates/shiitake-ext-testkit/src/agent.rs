@@ -36,8 +36,6 @@ pub fn fast_retry(max_attempts: u32) -> RetryPolicy {
 /// Adds an extension (or several) to the core builder when the Agent opens.
 type Register = Box<dyn FnOnce(AgentBuilder) -> AgentBuilder + Send>;
 
-/// Changes the Agent's configuration when it opens.
-type Configure = Box<dyn FnOnce(&mut AgentConfig) + Send>;
 
 /// An open Agent with what a test reads besides it: the scripted model (its
 /// requests), the store, and the SQLite file to reopen it on.
@@ -93,15 +91,28 @@ impl TestAgent {
 
 /// How a [`TestAgent`] is made: its file, script, tools, clock, configuration and
 /// extensions. Everything has a default; a test states only what it depends on.
-#[derive(Default)]
 pub struct TestAgentBuilder {
     file: Option<PathBuf>,
     model: Option<Arc<ScriptedModel>>,
     script: Option<Script>,
     tools: Option<Arc<Catalog>>,
-    clock: Option<Arc<dyn Clock>>,
-    configure: Vec<Configure>,
+    /// The configuration so far; its model is set when the Agent opens.
+    config: AgentConfig,
     register: Vec<Register>,
+}
+
+impl Default for TestAgentBuilder {
+    fn default() -> Self {
+        let unset = Arc::new(ScriptedModel::new(Script::new(Vec::new())));
+        Self {
+            file: None,
+            model: None,
+            script: None,
+            tools: None,
+            config: AgentConfig::new(Arc::new(FixedModel(unset))),
+            register: Vec::new(),
+        }
+    }
 }
 
 impl Debug for TestAgentBuilder {
@@ -154,15 +165,15 @@ impl TestAgentBuilder {
     /// that moves time itself.
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = Some(clock);
+        self.config.clock = clock;
         self
     }
 
-    /// Changes the Agent's configuration (retries, deadlines, compaction) after the
-    /// kit set the model and clock.
+    /// Changes the Agent's configuration now (retries, deadlines, compaction); the
+    /// model is the kit's and is set when the Agent opens.
     #[must_use]
-    pub fn configure(mut self, change: impl FnOnce(&mut AgentConfig) + Send + 'static) -> Self {
-        self.configure.push(Box::new(change));
+    pub fn configure(mut self, change: impl FnOnce(&mut AgentConfig)) -> Self {
+        change(&mut self.config);
         self
     }
 
@@ -225,13 +236,8 @@ impl TestAgentBuilder {
                 self.script.unwrap_or_else(|| Script::new(Vec::new())),
             ))
         });
-        let mut config = AgentConfig::new(Arc::new(FixedModel(model.clone())));
-        if let Some(clock) = self.clock {
-            config.clock = clock;
-        }
-        for change in self.configure {
-            change(&mut config);
-        }
+        let mut config = self.config;
+        config.models = Arc::new(FixedModel(model.clone()));
         let tools = self.tools.unwrap_or_else(|| Arc::new(Catalog::new()));
         let builder = self
             .register
