@@ -36,7 +36,6 @@ pub fn fast_retry(max_attempts: u32) -> RetryPolicy {
 /// Adds an extension (or several) to the core builder when the Agent opens.
 type Register = Box<dyn FnOnce(AgentBuilder) -> AgentBuilder + Send>;
 
-
 /// An open Agent with what a test reads besides it: the scripted model (its
 /// requests), the store, and the SQLite file to reopen it on.
 pub struct TestAgent {
@@ -180,8 +179,9 @@ impl TestAgentBuilder {
     /// Registers an extension with exactly these grants.
     #[must_use]
     pub fn extension(mut self, extension: impl Extension, grants: Grants) -> Self {
-        self.register
-            .push(Box::new(move |builder| builder.extension(extension, grants)));
+        self.register.push(Box::new(move |builder| {
+            builder.extension(extension, grants)
+        }));
         self
     }
 
@@ -206,10 +206,11 @@ impl TestAgentBuilder {
         mut self,
         add: impl FnOnce(AgentBuilder) -> Result<AgentBuilder, E> + Send + 'static,
     ) -> Self {
-        self.register.push(Box::new(move |builder| match add(builder) {
-            Ok(builder) => builder,
-            Err(error) => panic!("the test's composition refused to build: {error:?}"),
-        }));
+        self.register
+            .push(Box::new(move |builder| match add(builder) {
+                Ok(builder) => builder,
+                Err(error) => panic!("the test's composition refused to build: {error:?}"),
+            }));
         self
     }
 
@@ -239,12 +240,10 @@ impl TestAgentBuilder {
         let mut config = self.config;
         config.models = Arc::new(FixedModel(model.clone()));
         let tools = self.tools.unwrap_or_else(|| Arc::new(Catalog::new()));
-        let builder = self
-            .register
-            .into_iter()
-            .fold(Agent::builder(store.clone(), tools, config), |builder, add| {
-                add(builder)
-            });
+        let builder = self.register.into_iter().fold(
+            Agent::builder(store.clone(), tools, config),
+            |builder, add| add(builder),
+        );
         let agent = match builder.open().await {
             Ok(agent) => agent,
             Err(error) => panic!("the test Agent at {} did not open: {error}", path.display()),

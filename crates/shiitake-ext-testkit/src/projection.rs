@@ -14,9 +14,7 @@ use crate::PATIENCE;
 
 /// The extension's slot in `slots`: unavailable, stopped (with why) or running (with
 /// its projection); panics naming the extension when the slot does not decode.
-pub fn slot<C: ExtensionContract>(
-    slots: &SessionExtensionSlots,
-) -> ExtensionViewV0<C::Projection> {
+pub fn slot<C: ExtensionContract>(slots: &SessionExtensionSlots) -> ExtensionViewV0<C::Projection> {
     match view::<C>(slots) {
         Ok(view) => view,
         Err(error) => panic!("the slot of `{}` does not decode: {error}", C::EXTENSION_ID),

@@ -7,8 +7,8 @@ use shiitake_core::Agent;
 use shiitake_model::{ScriptedModel, Turn};
 use shiitake_protocol::message::{InputContent, Message, ToolResultMessage, UserContent};
 use shiitake_protocol::{
-    AgentApi, QueueState, SessionActivity, SessionApi, SessionFrame, SessionId,
-    SessionInboxState, SessionPendingPrompts, SessionSummaryRow, SessionTerminal,
+    AgentApi, QueueState, SessionActivity, SessionApi, SessionFrame, SessionId, SessionInboxState,
+    SessionPendingPrompts, SessionSummaryRow, SessionTerminal,
 };
 
 /// The turns of a run that calls `tool` once with `input` and then answers `done`:
