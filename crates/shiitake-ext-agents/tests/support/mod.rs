@@ -6,21 +6,21 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::json;
+use shiitake_core::Agent;
 use shiitake_core::clock::SystemClock;
-use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_ext_agents::contract::{ChildRecord, EXTENSION_ID};
 use shiitake_ext_agents::{AgentDirectory, ConversationAgents, DirectoryError, agents_grants};
 use shiitake_ext_goal::{GoalExtension, goal_grants};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
-use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::message::{InputContent, Message};
+use shiitake_ext_testkit::{TestAgent, fast_retry};
+use shiitake_model::Turn;
 use shiitake_protocol::*;
-use shiitake_store_sqlite::{Durability, SqliteStore};
+
+pub use shiitake_ext_testkit::tool_values;
 
 /// The host's directory: the Agents opened so far, by name; `refuse` turns
 /// `agents.create` away.
@@ -65,38 +65,26 @@ pub async fn open(
     turns: Vec<Turn>,
     directory: Arc<TestDirectory>,
 ) -> (Agent, Vec<tokio::task::JoinHandle<()>>) {
-    let store = SqliteStore::open(&dir.path().join(format!("{me}.db")), Durability::Normal)
-        .await
-        .unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    let mut config = AgentConfig::new(Arc::new(FixedModel(model)));
-    config.retry = RetryPolicy {
-        max_attempts: 1,
-        initial_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(20),
-    };
     let roster = ConversationAgents::new(name(me), directory.clone()).unwrap();
     let subagents =
         SubagentsExtension::new(Arc::new(roster.source()), Arc::new(SystemClock)).unwrap();
     roster.notify(subagents.handle());
     let refresher = subagents.refresher();
-    let builder = Agent::builder(
-        Arc::new(store),
-        Arc::new(shiitake_capabilities::Catalog::new()),
-        config,
-    );
     let question = QuestionExtension::new(QuestionConfig {
         waits_on_sender: true,
     })
     .unwrap();
-    let agent = builder
+    let agent = TestAgent::builder()
+        .file(dir.path().join(format!("{me}.db")))
+        .turns(turns)
+        .configure(|config| config.retry = fast_retry(1))
         .extension(question, question_grants())
         .extension(GoalExtension::new().unwrap(), goal_grants())
         .extension(subagents, subagents_grants())
         .extension(roster.extension().unwrap(), agents_grants())
         .open()
         .await
-        .unwrap();
+        .agent;
     directory
         .agents
         .write()
@@ -105,27 +93,6 @@ pub async fn open(
     let mut tasks = vec![refresher.spawn(agent.clone())];
     tasks.extend(roster.start(agent.clone()));
     (agent, tasks)
-}
-
-/// The tool results of `messages`, as JSON where they parse.
-pub fn tool_values(messages: &[Message]) -> Vec<Value> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            Message::ToolResult(result) => {
-                let text: String = result
-                    .content
-                    .iter()
-                    .filter_map(|c| match c {
-                        InputContent::Text(text) => Some(text.text.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                Some(serde_json::from_str(&text).unwrap_or(Value::String(text)))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// The record rows of `session`.

@@ -1,33 +1,34 @@
-//! A real Agent (SQLite in a temp dir, the scripted model, a paused clock) with the
-//! goal extension, the conformance test tools and a gate tool the test opens.
+//! Goal's fixture on the extension test kit: the Agent with the goal extension on a
+//! paused clock, the conformance test tools and a gate tool the test opens, the goal's
+//! projection, commands and chat lines.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use shiitake_capabilities::{
     Catalog, Module, ModulePath, Operation, OperationName, SourceId, StaticSource,
 };
-use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
 use shiitake_core::store::Store;
-use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
+use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_goal::contract::{
     Goal, GoalChange, GoalContract, GoalProjection, PauseGoal, SetGoal,
 };
 use shiitake_ext_goal::{GoalExtension, goal_grants};
-use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
-use shiitake_protocol::message::{InputContent, Message, UserContent};
+use shiitake_ext_testkit::{TestAgent, fast_retry, paused_clock, projection};
+use shiitake_model::{ScriptedModel, Turn};
+use shiitake_protocol::extension::bind_session_extension;
+use shiitake_protocol::message::{Message, UserContent};
 use shiitake_protocol::*;
-use shiitake_store_sqlite::{Durability, SqliteStore};
+use shiitake_store_sqlite::SqliteStore;
 use tokio::sync::Semaphore;
 
-/// 2025-11-30T00:00:00Z, where paused clocks start.
-pub const START: u64 = 1_764_460_800_000;
+pub use shiitake_ext_testkit::{
+    START, inbox_state, system_prompts, tool_texts as tool_results, until_idle,
+};
 
 /// A tool (`gate__wait`) that waits until the test adds a permit.
 #[derive(Clone)]
@@ -86,13 +87,10 @@ pub struct Setup {
     pub dir: tempfile::TempDir,
 }
 
+/// The configuration of Agents built without the kit: two model attempts, `clock`.
 pub fn config(model: Arc<ScriptedModel>, clock: Arc<ManualClock>) -> AgentConfig {
     let mut config = AgentConfig::new(Arc::new(FixedModel(model)));
-    config.retry = RetryPolicy {
-        max_attempts: 2,
-        initial_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(20),
-    };
+    config.retry = fast_retry(2);
     config.clock = clock;
     config
 }
@@ -104,15 +102,17 @@ pub async fn open_at(
     gate: &Gate,
     tune: impl FnOnce(&mut AgentConfig),
 ) -> (Agent, Arc<SqliteStore>) {
-    let store = Arc::new(SqliteStore::open(path, Durability::Normal).await.unwrap());
-    let mut config = config(model, clock);
-    tune(&mut config);
-    let agent = Agent::builder(store.clone(), tools(gate).await, config)
+    let kit = TestAgent::builder()
+        .file(path)
+        .model(model)
+        .clock(clock)
+        .configure(|config| config.retry = fast_retry(2))
+        .configure(tune)
+        .tools(tools(gate).await)
         .extension(GoalExtension::new().unwrap(), goal_grants())
         .open()
-        .await
-        .unwrap();
-    (agent, store)
+        .await;
+    (kit.agent, kit.store)
 }
 
 pub async fn setup(turns: Vec<Turn>) -> Setup {
@@ -120,39 +120,41 @@ pub async fn setup(turns: Vec<Turn>) -> Setup {
 }
 
 pub async fn setup_with(turns: Vec<Turn>, tune: impl FnOnce(&mut AgentConfig)) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    let clock = ManualClock::new(START);
+    let clock = paused_clock();
     let gate = Gate::new();
-    let (agent, store) = open_at(
-        &dir.path().join("agent.db"),
-        model.clone(),
-        clock.clone(),
-        &gate,
-        tune,
-    )
-    .await;
+    let mut kit = TestAgent::builder()
+        .turns(turns)
+        .clock(clock.clone())
+        .configure(|config| config.retry = fast_retry(2))
+        .configure(tune)
+        .tools(tools(&gate).await)
+        .extension(GoalExtension::new().unwrap(), goal_grants())
+        .open()
+        .await;
     Setup {
-        agent,
-        store,
-        model,
+        dir: kit.take_dir().unwrap(),
+        agent: kit.agent,
+        store: kit.store,
+        model: kit.model,
         clock,
         gate,
-        dir,
     }
 }
 
 /// The decoded projection of an observation's slots.
 pub fn decode(slots: &SessionExtensionSlots) -> Option<GoalProjection> {
-    match view::<GoalContract>(slots) {
-        Ok(ExtensionViewV0::Running { value }) => Some(value.unwrap_or_default()),
+    match projection::slot::<GoalContract>(slots) {
+        shiitake_protocol::extension::ExtensionViewV0::Running { value } => {
+            Some(value.unwrap_or_default())
+        }
         _ => None,
     }
 }
 
 pub async fn projection(session: &impl SessionApi) -> GoalProjection {
-    let snapshot = session.read(ReadOptions::default()).await.unwrap();
-    decode(&snapshot.extensions).expect("the goal extension is running")
+    projection::read::<GoalContract>(session)
+        .await
+        .unwrap_or_default()
 }
 
 /// Waits until the projection satisfies `wanted` and returns it.
@@ -160,32 +162,7 @@ pub async fn until(
     session: &impl SessionApi,
     wanted: impl Fn(&GoalProjection) -> bool,
 ) -> GoalProjection {
-    let check = |slots: &SessionExtensionSlots| decode(slots).filter(|p| wanted(p));
-    wait_for(
-        session,
-        |snapshot| check(&snapshot.extensions),
-        |frame| match frame {
-            SessionFrame::Update(update) => check(&update.extensions),
-            _ => None,
-        },
-    )
-    .await
-}
-
-/// Waits until no work runs or waits in the Session.
-pub async fn until_idle(session: &impl SessionApi) {
-    let idle = |activity: &SessionActivity, pending: &SessionPendingPrompts| {
-        matches!(activity.queue, QueueState::Idle) && pending.prompts.is_empty()
-    };
-    wait_for(
-        session,
-        |snapshot| idle(&snapshot.activity, &snapshot.pending).then_some(()),
-        |frame| match frame {
-            SessionFrame::Update(update) => idle(&update.activity, &update.pending).then_some(()),
-            _ => None,
-        },
-    )
-    .await;
+    projection::until::<GoalContract>(session, wanted).await
 }
 
 pub async fn set_goal(session: &impl SessionApi, objective: &str) -> Goal {
@@ -217,41 +194,6 @@ pub async fn attention(store: &SqliteStore, session_id: &SessionId) -> Vec<(Stri
         .collect()
 }
 
-/// The inbox state of one Session.
-pub async fn inbox_state(agent: &Agent, session_id: &SessionId) -> SessionInboxState {
-    let page = agent.list_sessions(None).await.unwrap();
-    page.sessions
-        .into_iter()
-        .find_map(|row| match row {
-            SessionSummaryRow::Available {
-                session_id: id,
-                summary,
-            } if &id == session_id => Some(summary.state),
-            _ => None,
-        })
-        .unwrap()
-}
-
-/// The text of every tool result, oldest first.
-pub fn tool_results(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            Message::ToolResult(result) => Some(
-                result
-                    .content
-                    .iter()
-                    .map(|c| match c {
-                        InputContent::Text(text) => text.text.clone(),
-                        other => format!("{other:?}"),
-                    })
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The goal's chat lines: user messages marked with the extension, oldest first.
 pub fn goal_lines(messages: &[Message]) -> Vec<String> {
     messages
@@ -269,15 +211,6 @@ pub fn goal_lines(messages: &[Message]) -> Vec<String> {
             }
             _ => None,
         })
-        .collect()
-}
-
-/// The system prompt of every model request, oldest first.
-pub fn system_prompts(model: &ScriptedModel) -> Vec<String> {
-    model
-        .requests()
-        .into_iter()
-        .map(|request| request.system_prompt)
         .collect()
 }
 

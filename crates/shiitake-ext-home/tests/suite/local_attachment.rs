@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::support::*;
 use shiitake_ext_home::contract::*;
-use shiitake_ext_home::{AttachError, Attachment, ComputerList, add_home};
+use shiitake_ext_home::{AttachError, Attachment, ComputerList};
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
 
@@ -62,8 +62,7 @@ async fn the_choice_survives_a_restart_and_a_rename() {
         Attachment::local("notes", world.path("notes")).unwrap(),
         Attachment::local("workspace", world.path("work")).unwrap(),
     ]));
-    let (builder, _model) = builder(&world, vec![Turn::text("ok")]).await;
-    let agent = add_home(builder, list).unwrap().open().await.unwrap();
+    let (agent, _model) = agent_over(&world, list, vec![Turn::text("ok")]).await;
     let session = session(&agent).await;
     assert_eq!(
         view(&session).await.home,

@@ -27,13 +27,14 @@ async fn a_run_loads_a_skill_then_patches_home() {
         calls(&[("files__apply_patch", json!({"patch": PATCH}))]),
         Turn::text("Documented work()."),
     ];
-    let (builder, model) = builder(&world, turns).await;
-    let builder = add_skills(builder, library).unwrap();
-    let agent = add_home(builder, world.list.clone())
-        .unwrap()
-        .open()
+    let list = world.list.clone();
+    let kit = builder(&world, turns)
         .await
-        .unwrap();
+        .compose(move |builder| add_skills(builder, library))
+        .compose(move |builder| add_home(builder, list))
+        .open()
+        .await;
+    let (agent, model) = (kit.agent, kit.model);
     let session = session(&agent).await;
     shiitake_protocol::extension::bind_session_extension::<
         _,

@@ -1,5 +1,5 @@
-//! Fixtures for the Home tests: two local-disk Computers the host attaches and detaches, a
-//! real Agent on SQLite with the scripted model, and the tool results of a run.
+//! Home's fixtures on the extension test kit: two local-disk Computers the host
+//! attaches and detaches, the Agent with Home and a host tool over them, and Home's view.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,16 +15,14 @@ use serde_json::{Value, json};
 use shiitake_capabilities::{
     Catalog, Module, ModulePath, Operation, OperationName, SourceId, StaticSource,
 };
-use shiitake_conformance::support::{new_session, send, terminal_of, transcript};
-use shiitake_core::{Agent, AgentBuilder, AgentConfig, FixedModel, LocalSession};
+use shiitake_core::{Agent, LocalSession};
 use shiitake_ext_home::contract::*;
 use shiitake_ext_home::{Attachment, ComputerList, add_home};
-use shiitake_model::{Script, ScriptedModel, Step, Turn};
-use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension};
-use shiitake_protocol::message::{InputContent, Message};
-use shiitake_protocol::{ReadOptions, SessionApi};
-use shiitake_store_sqlite::{Durability, SqliteStore};
+use shiitake_ext_testkit::{TestAgent, TestAgentBuilder, projection};
+use shiitake_model::{ScriptedModel, Step, Turn};
 use tempfile::TempDir;
+
+pub use shiitake_ext_testkit::{ToolOutput as Outcome, tool_names};
 
 pub fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -113,27 +111,38 @@ impl World {
     }
 }
 
-/// A real Agent on SQLite in `dir` with Home over `world`'s list, the host tool, and the
-/// scripted model.
+/// A real Agent on SQLite in `world`'s directory with Home over `world`'s list, the
+/// host tool, and the scripted model.
 pub async fn agent(world: &World, turns: Vec<Turn>) -> (Agent, Arc<ScriptedModel>) {
-    let (builder, model) = builder(world, turns).await;
-    (
-        add_home(builder, world.list.clone())
-            .unwrap()
-            .open()
-            .await
-            .unwrap(),
-        model,
-    )
+    agent_over(world, world.list.clone(), turns).await
 }
 
-/// The builder `agent` uses, for tests that add more extensions.
-pub async fn builder(world: &World, turns: Vec<Turn>) -> (AgentBuilder, Arc<ScriptedModel>) {
-    let store = SqliteStore::open(&world.path("agent.db"), Durability::Normal)
+/// The same Agent (on the same file, with the host tool over `world`'s list) with
+/// Home over another list: the host after a restart.
+pub async fn agent_over(
+    world: &World,
+    list: Arc<ComputerList>,
+    turns: Vec<Turn>,
+) -> (Agent, Arc<ScriptedModel>) {
+    let kit = builder(world, turns)
         .await
-        .unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    let config = AgentConfig::new(Arc::new(FixedModel(model.clone())));
+        .compose(move |builder| add_home(builder, list))
+        .open()
+        .await;
+    (kit.agent, kit.model)
+}
+
+/// The kit's builder `agent` uses (the file, the turns, the host tool), for tests that
+/// compose Home with more extensions.
+pub async fn builder(world: &World, turns: Vec<Turn>) -> TestAgentBuilder {
+    TestAgent::builder()
+        .file(world.path("agent.db"))
+        .turns(turns)
+        .tools(host_tools(world).await)
+}
+
+/// The host's tool `host__detach_all`, which detaches every Computer of `world`.
+async fn host_tools(world: &World) -> Arc<Catalog> {
     let catalog = Catalog::new();
     let detach = Operation::from_fn(
         OperationName::new("detach_all").unwrap(),
@@ -159,8 +168,7 @@ pub async fn builder(world: &World, turns: Vec<Turn>) -> (AgentBuilder, Arc<Scri
         )))
         .await
         .unwrap();
-    let builder = Agent::builder(Arc::new(store), Arc::new(catalog), config);
-    (builder, model)
+    Arc::new(catalog)
 }
 
 /// One turn making these calls in order, then a closing text turn.
@@ -173,87 +181,34 @@ pub fn calls(calls: &[(&str, Value)]) -> Turn {
     )
 }
 
-/// What a tool call gave: its JSON output, or its error JSON (`{error, message, details?}`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    Ok(Value),
-    Err(Value),
+/// The kind of a failed tool call's error.
+pub trait ErrorKind {
+    fn kind(&self) -> &str;
 }
 
-impl Outcome {
-    pub fn ok(&self) -> &Value {
-        match self {
-            Outcome::Ok(value) => value,
-            Outcome::Err(error) => panic!("expected a result, got {error}"),
-        }
-    }
-
-    pub fn err(&self) -> &Value {
-        match self {
-            Outcome::Err(error) => error,
-            Outcome::Ok(value) => panic!("expected an error, got {value}"),
-        }
-    }
-
-    pub fn kind(&self) -> &str {
+impl ErrorKind for Outcome {
+    fn kind(&self) -> &str {
         self.err()["details"]["kind"].as_str().unwrap_or("")
     }
 }
 
 /// Sends one prompt, waits for its terminal and returns the tool results of that run.
 pub async fn run(session: &LocalSession, prompt: &str) -> Vec<Outcome> {
-    let before = transcript(session).await.len();
-    let command = send(session, prompt).await;
-    terminal_of(session, &command).await;
-    transcript(session)
+    shiitake_ext_testkit::run(session, prompt)
         .await
-        .into_iter()
-        .skip(before)
-        .filter_map(|message| match message {
-            Message::ToolResult(result) if result.is_error => {
-                Some(Outcome::Err(result.details.unwrap_or(Value::Null)))
-            }
-            Message::ToolResult(result) => {
-                let text: String = result
-                    .content
-                    .iter()
-                    .map(|c| match c {
-                        InputContent::Text(t) => t.text.clone(),
-                        InputContent::Image(_) => String::new(),
-                    })
-                    .collect();
-                Some(Outcome::Ok(
-                    serde_json::from_str(&text).unwrap_or(Value::String(text)),
-                ))
-            }
-            _ => None,
-        })
-        .collect()
+        .tool_results
 }
 
 pub async fn session(agent: &Agent) -> LocalSession {
-    new_session(agent).await
+    shiitake_conformance::support::new_session(agent).await
 }
 
 /// Home's view in `session` now.
 pub async fn view(session: &LocalSession) -> HomeView {
-    let snapshot = session.read(ReadOptions::default()).await.unwrap();
-    match bind_session_extension::<_, HomeContract>(session)
-        .view(&snapshot.extensions)
-        .unwrap()
-    {
-        ExtensionViewV0::Running { value: Some(view) } => view,
-        other => panic!("Home is not running: {other:?}"),
+    match projection::read::<HomeContract>(session).await {
+        Some(view) => view,
+        None => panic!("Home published no view"),
     }
-}
-
-/// The tool names a model request offered.
-pub fn tool_names(model: &ScriptedModel, request: usize) -> Vec<String> {
-    model.requests()[request]
-        .tools
-        .iter()
-        .map(|t| t.name.clone())
-        .collect()
 }
 
 pub const FILE_TOOLS: [&str; 4] = ["files__read", "files__list", "files__glob", "files__grep"];

@@ -3,39 +3,19 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::str::FromStr;
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use shiitake_capabilities::Catalog;
 use shiitake_conformance::support::*;
-use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_plan::contract::*;
-use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
+use shiitake_ext_testkit::{TestAgent, connect};
+use shiitake_model::Turn;
 use shiitake_protocol::*;
-use shiitake_store_sqlite::{Durability, SqliteStore};
-use sqlx::ConnectOptions;
 
-struct Fixture {
-    agent: Agent,
-    model: Arc<ScriptedModel>,
-    dir: tempfile::TempDir,
-}
-
-async fn open(turns: Vec<Turn>) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
-        .await
-        .unwrap();
-    let config = AgentConfig::new(Arc::new(FixedModel(model.clone())));
-    let agent = Agent::builder(Arc::new(store), Arc::new(Catalog::new()), config)
+async fn open(turns: Vec<Turn>) -> TestAgent {
+    TestAgent::builder()
+        .turns(turns)
         .kit_extension(shiitake_ext_plan::extension().unwrap())
         .open()
         .await
-        .unwrap();
-    Fixture { agent, model, dir }
 }
 
 fn steps(items: &[(&str, StepStatus)]) -> Vec<PlanStep> {
@@ -53,25 +33,17 @@ fn update(items: &[(&str, StepStatus)]) -> Turn {
 }
 
 async fn projection(session: &impl SessionApi) -> PlanProjection {
-    let snapshot = session.read(ReadOptions::default()).await.unwrap();
-    match view::<PlanContract>(&snapshot.extensions).unwrap() {
-        ExtensionViewV0::Running { value: Some(p) } => p,
-        other => panic!("plan is not running: {other:?}"),
-    }
+    shiitake_ext_testkit::projection::read::<PlanContract>(session)
+        .await
+        .unwrap()
 }
 
-async fn history(fixture: &Fixture) -> Vec<Value> {
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::from_str("sqlite://")
-        .unwrap()
-        .filename(fixture.dir.path().join("agent.db"))
-        .connect()
-        .await
-        .unwrap();
+async fn history(fixture: &TestAgent) -> Vec<Value> {
     let rows: Vec<String> = sqlx::query_scalar(
         "SELECT value FROM extension_rows WHERE extension_id = ? AND collection = 'history' ORDER BY key",
     )
     .bind(EXTENSION_ID)
-    .fetch_all(&mut conn)
+    .fetch_all(&mut connect(fixture.path()).await)
     .await
     .unwrap();
     rows.iter()

@@ -1,25 +1,23 @@
-//! A real Agent (SQLite in a temp dir, the scripted model) with the question extension.
+//! Question's fixture on the extension test kit: the Agent with the question extension
+//! on a paused clock, an Ask the model makes, and the open Asks of the projection.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
-use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
+use shiitake_core::{Agent, AgentConfig};
 use shiitake_ext_question::contract::{AskView, QuestionContract, QuestionProjection};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
-use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::extension::{ExtensionViewV0, view};
-use shiitake_protocol::message::{InputContent, Message};
+use shiitake_ext_testkit::{TestAgent, fast_retry, paused_clock, projection};
+use shiitake_model::{ScriptedModel, Turn};
 use shiitake_protocol::*;
-use shiitake_store_sqlite::{Durability, SqliteStore};
 
-/// 2026-11-30T00:00:00Z, where paused clocks start.
-pub const START: u64 = 1_764_460_800_000;
+pub use shiitake_ext_testkit::{
+    START, inbox_state, tool_texts as tool_results, tool_values, user_texts,
+};
 
 pub struct Setup {
     pub agent: Agent,
@@ -28,17 +26,7 @@ pub struct Setup {
     pub dir: tempfile::TempDir,
 }
 
-pub fn config(model: Arc<ScriptedModel>, clock: Arc<ManualClock>) -> AgentConfig {
-    let mut config = AgentConfig::new(Arc::new(FixedModel(model)));
-    config.retry = RetryPolicy {
-        max_attempts: 2,
-        initial_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(20),
-    };
-    config.clock = clock;
-    config
-}
-
+/// The Agent with the question extension on `path`, two model attempts per call.
 pub async fn open_at(
     path: &Path,
     model: Arc<ScriptedModel>,
@@ -46,18 +34,16 @@ pub async fn open_at(
     question: QuestionConfig,
     tune: impl FnOnce(&mut AgentConfig),
 ) -> Agent {
-    let store = SqliteStore::open(path, Durability::Normal).await.unwrap();
-    let mut config = config(model, clock);
-    tune(&mut config);
-    Agent::builder(
-        Arc::new(store),
-        Arc::new(shiitake_capabilities::Catalog::new()),
-        config,
-    )
-    .extension(QuestionExtension::new(question).unwrap(), question_grants())
-    .open()
-    .await
-    .unwrap()
+    TestAgent::builder()
+        .file(path)
+        .model(model)
+        .clock(clock)
+        .configure(|config| config.retry = fast_retry(2))
+        .configure(tune)
+        .extension(QuestionExtension::new(question).unwrap(), question_grants())
+        .open()
+        .await
+        .agent
 }
 
 pub async fn setup(turns: Vec<Turn>) -> Setup {
@@ -69,22 +55,20 @@ pub async fn setup_with(
     question: QuestionConfig,
     tune: impl FnOnce(&mut AgentConfig),
 ) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    let clock = ManualClock::new(START);
-    let agent = open_at(
-        &dir.path().join("agent.db"),
-        model.clone(),
-        clock.clone(),
-        question,
-        tune,
-    )
-    .await;
+    let clock = paused_clock();
+    let mut kit = TestAgent::builder()
+        .turns(turns)
+        .clock(clock.clone())
+        .configure(|config| config.retry = fast_retry(2))
+        .configure(tune)
+        .extension(QuestionExtension::new(question).unwrap(), question_grants())
+        .open()
+        .await;
     Setup {
-        agent,
-        model,
+        dir: kit.take_dir().unwrap(),
+        agent: kit.agent,
+        model: kit.model,
         clock,
-        dir,
     }
 }
 
@@ -110,82 +94,12 @@ pub fn ask_call(extra: Value) -> Turn {
 
 /// The decoded projection of a snapshot.
 pub fn projection(snapshot: &SessionSnapshot) -> QuestionProjection {
-    match view::<QuestionContract>(&snapshot.extensions).unwrap() {
-        ExtensionViewV0::Running { value } => value.unwrap_or_default(),
-        other => panic!("the question extension is not running: {other:?}"),
-    }
+    projection::running::<QuestionContract>(&snapshot.extensions).unwrap_or_default()
 }
 
 /// Waits until `count` Asks are open and returns them.
 pub async fn open_asks(session: &impl SessionApi, count: usize) -> Vec<AskView> {
-    let decode = |slots: &SessionExtensionSlots| match view::<QuestionContract>(slots) {
-        Ok(ExtensionViewV0::Running { value: Some(p) }) if p.asks.len() == count => Some(p.asks),
-        _ => None,
-    };
-    wait_for(
-        session,
-        |snapshot| decode(&snapshot.extensions),
-        |frame| match frame {
-            SessionFrame::Update(update) => decode(&update.extensions),
-            _ => None,
-        },
-    )
-    .await
-}
-
-/// The text of every tool result, oldest first.
-pub fn tool_results(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            Message::ToolResult(result) => Some(
-                result
-                    .content
-                    .iter()
-                    .map(|c| match c {
-                        InputContent::Text(text) => text.text.clone(),
-                        other => format!("{other:?}"),
-                    })
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The tool results as JSON values.
-pub fn tool_values(messages: &[Message]) -> Vec<Value> {
-    tool_results(messages)
-        .iter()
-        .map(|text| serde_json::from_str(text).unwrap_or(Value::String(text.clone())))
-        .collect()
-}
-
-/// The text of every user message, oldest first.
-pub fn user_texts(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            Message::User(user) => match &user.content {
-                shiitake_protocol::message::UserContent::Text(text) => Some(text.clone()),
-                other => Some(format!("{other:?}")),
-            },
-            _ => None,
-        })
-        .collect()
-}
-
-/// The inbox state of one Session.
-pub async fn inbox_state(agent: &Agent, session_id: &SessionId) -> SessionInboxState {
-    let page = agent.list_sessions(None).await.unwrap();
-    page.sessions
-        .into_iter()
-        .find_map(|row| match row {
-            SessionSummaryRow::Available {
-                session_id: id,
-                summary,
-            } if &id == session_id => Some(summary.state),
-            _ => None,
-        })
-        .unwrap()
+    projection::until::<QuestionContract>(session, |p| p.asks.len() == count)
+        .await
+        .asks
 }

@@ -1,5 +1,5 @@
-//! Fixtures for the Skills tests: a tree of good and bad skills on disk, a real Agent on
-//! SQLite with the scripted model, and the tool results of a run.
+//! Skills' fixtures on the extension test kit: a tree of good and bad skills on disk,
+//! and the Agent with Skills over a library of it.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -7,14 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use shiitake_capabilities::Catalog;
-use shiitake_conformance::support::{new_session, send, terminal_of, transcript};
-use shiitake_core::{Agent, AgentConfig, FixedModel, LocalSession};
+use shiitake_core::{Agent, LocalSession};
 use shiitake_ext_skills::{SkillLibrary, SkillRoot, add_skills};
-use shiitake_model::{Script, ScriptedModel, Step, Turn};
-use shiitake_protocol::message::{InputContent, Message};
-use shiitake_store_sqlite::{Durability, SqliteStore};
+use shiitake_ext_testkit::TestAgent;
+use shiitake_model::{ScriptedModel, Step, Turn};
 use tempfile::TempDir;
+
+pub use shiitake_ext_testkit::ToolOutput as Outcome;
 
 pub fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -130,14 +129,13 @@ pub async fn agent(
     library: Arc<SkillLibrary>,
     turns: Vec<Turn>,
 ) -> (Agent, Arc<ScriptedModel>) {
-    let store = SqliteStore::open(&dir.join("agent.db"), Durability::Normal)
-        .await
-        .unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    let config = AgentConfig::new(Arc::new(FixedModel(model.clone())));
-    let builder = Agent::builder(Arc::new(store), Arc::new(Catalog::new()), config);
-    let agent = add_skills(builder, library).unwrap().open().await.unwrap();
-    (agent, model)
+    let kit = TestAgent::builder()
+        .file(dir.join("agent.db"))
+        .turns(turns)
+        .compose(move |builder| add_skills(builder, library))
+        .open()
+        .await;
+    (kit.agent, kit.model)
 }
 
 /// One turn calling `skill__load` once per input, then a closing text turn.
@@ -149,56 +147,13 @@ pub fn loads(inputs: &[Value]) -> Vec<Turn> {
     vec![Turn::new(steps), Turn::text("done")]
 }
 
-/// What a tool call gave: its JSON output, or its error JSON (`{error, message, details?}`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    Ok(Value),
-    Err(Value),
-}
-
-impl Outcome {
-    pub fn ok(&self) -> &Value {
-        match self {
-            Outcome::Ok(value) => value,
-            Outcome::Err(error) => panic!("expected a result, got {error}"),
-        }
-    }
-
-    pub fn err(&self) -> &Value {
-        match self {
-            Outcome::Err(error) => error,
-            Outcome::Ok(value) => panic!("expected an error, got {value}"),
-        }
-    }
-}
-
-/// Sends one prompt, waits for its terminal and returns every tool result in order.
+/// Sends one prompt, waits for its terminal and returns that run's tool results in order.
 pub async fn run(session: &LocalSession, prompt: &str) -> Vec<Outcome> {
-    let command = send(session, prompt).await;
-    terminal_of(session, &command).await;
-    transcript(session)
+    shiitake_ext_testkit::run(session, prompt)
         .await
-        .into_iter()
-        .filter_map(|message| match message {
-            Message::ToolResult(result) if result.is_error => {
-                Some(Outcome::Err(result.details.unwrap_or(Value::Null)))
-            }
-            Message::ToolResult(result) => {
-                let text: String = result
-                    .content
-                    .iter()
-                    .map(|c| match c {
-                        InputContent::Text(t) => t.text.clone(),
-                        InputContent::Image(_) => String::new(),
-                    })
-                    .collect();
-                Some(Outcome::Ok(serde_json::from_str(&text).unwrap()))
-            }
-            _ => None,
-        })
-        .collect()
+        .tool_results
 }
 
 pub async fn session(agent: &Agent) -> LocalSession {
-    new_session(agent).await
+    shiitake_conformance::support::new_session(agent).await
 }

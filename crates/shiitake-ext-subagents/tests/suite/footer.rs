@@ -13,8 +13,9 @@ use shiitake_ext_subagents::contract::{
     AnswerAction, ChildRow, ChildStatus, FooterSummary, FooterView, NeedsYouQuestion,
     SubagentsContract, ToggleRows, Toggled, Tone,
 };
+use shiitake_ext_testkit::projection;
 use shiitake_model::Turn;
-use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
+use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::*;
 
 fn ask_turn(mode: &str) -> Turn {
@@ -34,38 +35,14 @@ fn ask_turn(mode: &str) -> Turn {
 /// The open Asks once there are some: in the watch's baseline, or in an update after
 /// it (an Ask raised after the watch began shows only there).
 async fn open_asks(session: &impl SessionApi) -> Vec<AskView> {
-    fn asks(slots: &SessionExtensionSlots) -> Option<Vec<AskView>> {
-        match view::<QuestionContract>(slots) {
-            Ok(ExtensionViewV0::Running { value: Some(p) }) if !p.asks.is_empty() => Some(p.asks),
-            _ => None,
-        }
-    }
-    wait_for(
-        session,
-        |snapshot| asks(&snapshot.extensions),
-        |frame| match frame {
-            SessionFrame::Update(update) => asks(&update.extensions),
-            _ => None,
-        },
-    )
-    .await
+    projection::until::<QuestionContract>(session, |p| !p.asks.is_empty())
+        .await
+        .asks
 }
 
 /// Waits until the parent's footer satisfies `done`.
-async fn footer_where(
-    session: &impl SessionApi,
-    done: impl Fn(&FooterView) -> bool + Clone,
-) -> FooterView {
-    let again = done.clone();
-    wait_for(
-        session,
-        move |snapshot| footer(&snapshot.extensions).filter(|f| done(f)),
-        move |frame| match frame {
-            SessionFrame::Update(update) => footer(&update.extensions).filter(|f| again(f)),
-            _ => None,
-        },
-    )
-    .await
+async fn footer_where(session: &impl SessionApi, done: impl Fn(&FooterView) -> bool) -> FooterView {
+    projection::until::<SubagentsContract>(session, done).await
 }
 
 #[tokio::test]

@@ -1,16 +1,15 @@
-//! Real Agents (SQLite in a temp dir, the scripted model): a parent with Subagents over
-//! a test source, and children with the question extension.
+//! Subagents' fixture on the extension test kit: a parent Agent with Subagents over a
+//! test source on a paused clock, and children with the question extension.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_trait::async_trait;
+use shiitake_core::Agent;
 use shiitake_core::clock::ManualClock;
-use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_ext_subagents::contract::{FooterView, SubagentsContract};
 use shiitake_ext_subagents::state::ChildState;
@@ -18,13 +17,11 @@ use shiitake_ext_subagents::{
     ChildPage, ChildRef, SourceError, SubagentsExtension, SubagentsSource, read_core_child,
     subagents_grants,
 };
-use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::extension::{ExtensionViewV0, view};
+use shiitake_ext_testkit::{TestAgent, fast_retry, paused_clock, projection};
+use shiitake_model::Turn;
 use shiitake_protocol::*;
-use shiitake_store_sqlite::{Durability, SqliteStore};
 
-/// 2026-11-30T00:00:00Z, where paused clocks start.
-pub const START: u64 = 1_764_460_800_000;
+pub use shiitake_ext_testkit::START;
 
 /// The host's side: children per parent Session, and the child Agents by name.
 #[derive(Default)]
@@ -88,37 +85,22 @@ impl SubagentsSource for TestSource {
     }
 }
 
-pub fn config(model: Arc<ScriptedModel>) -> AgentConfig {
-    let mut config = AgentConfig::new(Arc::new(FixedModel(model)));
-    config.retry = RetryPolicy {
-        max_attempts: 1,
-        initial_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(20),
-    };
-    config
-}
-
 /// A child Agent with the question extension (waiting on the sender when sent work).
 pub async fn child(dir: &tempfile::TempDir, name: &str, turns: Vec<Turn>) -> Agent {
-    let store = SqliteStore::open(&dir.path().join(format!("{name}.db")), Durability::Normal)
+    TestAgent::builder()
+        .file(dir.path().join(format!("{name}.db")))
+        .turns(turns)
+        .configure(|config| config.retry = fast_retry(1))
+        .extension(
+            QuestionExtension::new(QuestionConfig {
+                waits_on_sender: true,
+            })
+            .unwrap(),
+            question_grants(),
+        )
+        .open()
         .await
-        .unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    Agent::builder(
-        Arc::new(store),
-        Arc::new(shiitake_capabilities::Catalog::new()),
-        config(model),
-    )
-    .extension(
-        QuestionExtension::new(QuestionConfig {
-            waits_on_sender: true,
-        })
-        .unwrap(),
-        question_grants(),
-    )
-    .open()
-    .await
-    .unwrap()
+        .agent
 }
 
 pub struct Parent {
@@ -130,25 +112,18 @@ pub struct Parent {
 
 /// The parent Agent with Subagents over a fresh test source, on a paused clock.
 pub async fn parent(dir: &tempfile::TempDir) -> Parent {
-    let store = SqliteStore::open(&dir.path().join("parent.db"), Durability::Normal)
-        .await
-        .unwrap();
-    let clock = ManualClock::new(START);
+    let clock = paused_clock();
     let source = Arc::new(TestSource::default());
     let subagents = SubagentsExtension::new(source.clone(), clock.clone()).unwrap();
     let refresher = subagents.refresher();
-    let model = Arc::new(ScriptedModel::new(Script::new(vec![])));
-    let mut config = config(model);
-    config.clock = clock.clone();
-    let agent = Agent::builder(
-        Arc::new(store),
-        Arc::new(shiitake_capabilities::Catalog::new()),
-        config,
-    )
-    .extension(subagents, subagents_grants())
-    .open()
-    .await
-    .unwrap();
+    let agent = TestAgent::builder()
+        .file(dir.path().join("parent.db"))
+        .clock(clock.clone())
+        .configure(|config| config.retry = fast_retry(1))
+        .extension(subagents, subagents_grants())
+        .open()
+        .await
+        .agent;
     let refresher = refresher.spawn(agent.clone());
     Parent {
         agent,
@@ -160,10 +135,7 @@ pub async fn parent(dir: &tempfile::TempDir) -> Parent {
 
 /// The footer in an observation's slots, if it shows one.
 pub fn footer(slots: &SessionExtensionSlots) -> Option<FooterView> {
-    match view::<SubagentsContract>(slots).unwrap() {
-        ExtensionViewV0::Running { value } => value,
-        other => panic!("subagents is not running: {other:?}"),
-    }
+    projection::running::<SubagentsContract>(slots)
 }
 
 /// A turn that keeps the model busy (cancellable) far longer than any test.

@@ -19,17 +19,17 @@ use axum::routing::get;
 use knapsack::ui::{UiBridge, UiOptions};
 use serde_json::{Value, json};
 use shiitake_capabilities::{
-    Catalog, ExecutionId, ForModelKind, InvocationContext, Module, OperationName, OperationPath,
-    ToolError, execute_operation,
+    ExecutionId, ForModelKind, InvocationContext, Module, OperationName, OperationPath, ToolError,
+    execute_operation,
 };
 use shiitake_chromium::{Chromium, Page, eval, screenshot, wait_for};
 use shiitake_conformance::support::{new_session, outline, send, terminal_of, transcript};
-use shiitake_core::{Agent, AgentConfig, FixedModel};
+use shiitake_core::Agent;
+use shiitake_ext_testkit::{TestAgent, tool_names};
 use shiitake_ext_ui::UiExtension;
-use shiitake_model::{Script, ScriptedModel, Turn};
+use shiitake_model::{ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, SessionApi, SessionId, TerminalOutcome};
 use shiitake_server::{ServerConfig, Token, router};
-use shiitake_store_sqlite::{Durability, SqliteStore};
 use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "browser-test-token-0123456789";
@@ -159,35 +159,28 @@ fn code_of(result: &Result<Value, ToolError>) -> (ForModelKind, String) {
 
 async fn start() -> Option<World> {
     let chromium = Chromium::launch_or_skip("browser_bridge").await.unwrap()?;
-    let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(vec![
-        // The run scenario.
-        Turn::tool_call("ui__discover", json!({})),
-        Turn::tool_call(
-            "ui__execute",
-            json!({ "command": "add_note", "input": { "text": "milk" } }),
-        ),
-        Turn::text("added"),
-        // The run after close.
-        Turn::tool_call("ui__discover", json!({})),
-        Turn::text("no browser"),
-    ])));
     let bridge = UiBridge::new(UiOptions::default());
-    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
-        .await
-        .unwrap();
-    let agent = Agent::builder(
-        Arc::new(store),
-        Arc::new(Catalog::new()),
-        AgentConfig::new(Arc::new(FixedModel(model.clone()))),
-    )
-    .extension(
-        UiExtension::new(bridge.clone()).unwrap(),
-        UiExtension::grants(),
-    )
-    .open()
-    .await
-    .unwrap();
+    let mut kit = TestAgent::builder()
+        .turns(vec![
+            // The run scenario.
+            Turn::tool_call("ui__discover", json!({})),
+            Turn::tool_call(
+                "ui__execute",
+                json!({ "command": "add_note", "input": { "text": "milk" } }),
+            ),
+            Turn::text("added"),
+            // The run after close.
+            Turn::tool_call("ui__discover", json!({})),
+            Turn::text("no browser"),
+        ])
+        .extension(
+            UiExtension::new(bridge.clone()).unwrap(),
+            UiExtension::grants(),
+        )
+        .open()
+        .await;
+    let dir = kit.take_dir().unwrap();
+    let (agent, model) = (kit.agent, kit.model);
     let agent = Arc::new(agent);
     let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_browser(bridge.clone());
     let app = Router::new()
@@ -261,11 +254,7 @@ async fn a_scripted_run_discovers_and_executes(world: &World) {
         .unwrap();
     assert_eq!(shown, "milk");
     // The tools the model was offered include the borrowed module.
-    let offered: Vec<String> = world.model.requests()[0]
-        .tools
-        .iter()
-        .map(|tool| tool.name.clone())
-        .collect();
+    let offered = tool_names(&world.model, 0);
     assert!(offered.contains(&"ui__discover".to_owned()), "{offered:?}");
     assert!(offered.contains(&"ui__execute".to_owned()), "{offered:?}");
     screenshot(&page, &world.artifacts.join("executed.png"))

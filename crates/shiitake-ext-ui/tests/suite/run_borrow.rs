@@ -9,38 +9,24 @@ use std::sync::Arc;
 
 use knapsack::ui::{UiBridge, UiOptions};
 use serde_json::json;
-use shiitake_capabilities::Catalog;
 use shiitake_conformance::support::{new_session, outline, send, terminal_of, transcript};
-use shiitake_core::{Agent, AgentConfig, FixedModel};
+use shiitake_core::Agent;
+use shiitake_ext_testkit::{TestAgent, tool_names};
 use shiitake_ext_ui::UiExtension;
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, TerminalOutcome};
-use shiitake_store_sqlite::{Durability, SqliteStore};
 
 async fn agent(bridge: &UiBridge, model: Arc<ScriptedModel>, dir: &tempfile::TempDir) -> Agent {
-    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
+    TestAgent::builder()
+        .file(dir.path().join("agent.db"))
+        .model(model)
+        .extension(
+            UiExtension::new(bridge.clone()).unwrap(),
+            UiExtension::grants(),
+        )
+        .open()
         .await
-        .unwrap();
-    Agent::builder(
-        Arc::new(store),
-        Arc::new(Catalog::new()),
-        AgentConfig::new(Arc::new(FixedModel(model))),
-    )
-    .extension(
-        UiExtension::new(bridge.clone()).unwrap(),
-        UiExtension::grants(),
-    )
-    .open()
-    .await
-    .unwrap()
-}
-
-fn tool_names(model: &ScriptedModel, request: usize) -> Vec<String> {
-    model.requests()[request]
-        .tools
-        .iter()
-        .map(|tool| tool.name.clone())
-        .collect()
+        .agent
 }
 
 #[tokio::test]

@@ -5,20 +5,20 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
-use serde_json::Value;
+use shiitake_core::Agent;
 use shiitake_core::clock::SystemClock;
-use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
-use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::message::{InputContent, Message};
+use shiitake_ext_testkit::{TestAgent, fast_retry};
+use shiitake_model::Turn;
 use shiitake_protocol::*;
 use shiitake_roster_conversation_agents::{
-    AgentDirectory, DirectoryError, SharedSet, add_conversation_agents, add_shared_set,
+    AgentDirectory, ConversationError, DirectoryError, SharedSet, add_conversation_agents,
+    add_shared_set,
 };
-use shiitake_store_sqlite::{Durability, SqliteStore};
+
+pub use shiitake_ext_testkit::tool_values;
 
 /// The host's directory: the Agents opened so far, by name; `refuse` turns
 /// `agents.create` away.
@@ -64,33 +64,35 @@ pub async fn open(
     turns: Vec<Turn>,
     directory: Arc<TestDirectory>,
 ) -> (Agent, Vec<tokio::task::JoinHandle<()>>) {
-    let store = SqliteStore::open(&dir.path().join(format!("{me}.db")), Durability::Normal)
+    let conversation = Arc::new(Mutex::new(None));
+    let agent = TestAgent::builder()
+        .file(dir.path().join(format!("{me}.db")))
+        .turns(turns)
+        .configure(|config| config.retry = fast_retry(1))
+        .compose(|builder| {
+            add_shared_set(
+                builder,
+                &SharedSet {
+                    waits_on_sender: true,
+                    skills: None,
+                },
+            )
+        })
+        .compose({
+            let directory = directory.clone();
+            let conversation = conversation.clone();
+            let me = name(me);
+            move |builder| {
+                let (builder, tasks) =
+                    add_conversation_agents(builder, me, directory, Arc::new(SystemClock))?;
+                *conversation.lock().unwrap() = Some(tasks);
+                Ok::<_, ConversationError>(builder)
+            }
+        })
+        .open()
         .await
-        .unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    let mut config = AgentConfig::new(Arc::new(FixedModel(model)));
-    config.retry = RetryPolicy {
-        max_attempts: 1,
-        initial_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(20),
-    };
-    let builder = Agent::builder(
-        Arc::new(store),
-        Arc::new(shiitake_capabilities::Catalog::new()),
-        config,
-    );
-    let builder = add_shared_set(
-        builder,
-        &SharedSet {
-            waits_on_sender: true,
-            skills: None,
-        },
-    )
-    .unwrap();
-    let (builder, conversation) =
-        add_conversation_agents(builder, name(me), directory.clone(), Arc::new(SystemClock))
-            .unwrap();
-    let agent = builder.open().await.unwrap();
+        .agent;
+    let conversation = conversation.lock().unwrap().take().unwrap();
     directory
         .agents
         .write()
@@ -98,25 +100,4 @@ pub async fn open(
         .insert(name(me), agent.clone());
     let tasks = conversation.start(&agent);
     (agent, tasks)
-}
-
-/// The tool results of `messages`, as JSON where they parse.
-pub fn tool_values(messages: &[Message]) -> Vec<Value> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            Message::ToolResult(result) => {
-                let text: String = result
-                    .content
-                    .iter()
-                    .filter_map(|c| match c {
-                        InputContent::Text(text) => Some(text.text.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                Some(serde_json::from_str(&text).unwrap_or(Value::String(text)))
-            }
-            _ => None,
-        })
-        .collect()
 }
