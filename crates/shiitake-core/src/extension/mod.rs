@@ -11,8 +11,10 @@
 //! extension (its slot shows `stopped` with the reason) until the host resumes it;
 //! other extensions and the Session keep working.
 //!
-//! `docs/extensions.md` is the tutorial; `examples/counter_extension.rs` is the
-//! smallest complete extension.
+//! Most extensions are written with the [`kit`], which implements this trait from one
+//! declaration per command, tool, hook and view. `docs/extensions.md` is the tutorial;
+//! `crates/shiitake-ext-testkit/examples/counter_extension.rs` is the smallest complete
+//! extension.
 
 mod admission;
 mod agent_lock;

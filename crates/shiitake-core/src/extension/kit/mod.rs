@@ -6,8 +6,8 @@
 //! schema is derived from the Rust input type and checked against the capabilities'
 //! schema subset when the extension is built), its hooks, projection, footer rows,
 //! prompt section and catalog. [`ExtensionKit::build`] gives a [`KitExtension`], an
-//! ordinary [`Extension`] that knows the [`Grants`] it needs. Hooks stay synchronous and
-//! run inside core transactions, as with a hand-written [`Extension`].
+//! ordinary [`Extension`](super::Extension) that knows the [`Grants`] it needs. Hooks stay synchronous and
+//! run inside core transactions, as with a hand-written [`Extension`](super::Extension).
 //!
 //! ```
 //! use serde::{Deserialize, Serialize};
