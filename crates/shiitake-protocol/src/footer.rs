@@ -256,9 +256,15 @@ impl FooterRowV0 {
     }
 }
 
+/// Cuts a line longer than [`MAX_FOOTER_TEXT_CHARS`] to that many characters, the
+/// last one `…`; a line at the bound is kept whole.
 fn cut(text: &mut String) {
-    if let Some((at, _)) = text.char_indices().nth(MAX_FOOTER_TEXT_CHARS - 1) {
-        text.truncate(at);
+    let mut ends = text.char_indices().map(|(at, _)| at);
+    let Some(last_kept) = ends.nth(MAX_FOOTER_TEXT_CHARS - 1) else {
+        return;
+    };
+    if ends.next().is_some() {
+        text.truncate(last_kept);
         text.push('…');
     }
 }
