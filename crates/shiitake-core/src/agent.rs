@@ -77,6 +77,24 @@ impl AgentBuilder {
         self.extension(extension, grants)
     }
 
+    /// Adds an extension built with the kit, with exactly the grants it declares, and
+    /// the file port its tools read with [`RunContext::files`](crate::extension::RunContext::files)
+    /// (it declares `files` with `.uses(Grant::Files)`).
+    #[must_use]
+    pub fn kit_extension_with_files<C, R, F>(
+        self,
+        extension: crate::extension::kit::KitExtension<C, R>,
+        files: Arc<F>,
+    ) -> Self
+    where
+        C: shiitake_protocol::extension::ExtensionContract,
+        R: Clone + Send + Sync + 'static,
+        F: Send + Sync + 'static,
+    {
+        let grants = extension.grants();
+        self.extension_with_files(extension, grants, files)
+    }
+
     /// Adds an extension with these grants and a file port its tools may use
     /// (through [`RunContext::files`](crate::extension::RunContext::files), with the `files` grant).
     #[must_use]

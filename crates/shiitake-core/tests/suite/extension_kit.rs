@@ -385,3 +385,94 @@ async fn without_the_projection_grant_there_are_no_rows() {
     assert!(!snapshot.extensions.contains_key(&id()));
     agent.close().await.unwrap();
 }
+
+/// Sets the Session's tally; its type refuses unknown fields and has no `requestId`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Set {
+    to: u64,
+}
+
+contract_commands!(Tally {
+    Set => "set" in SessionScope -> u64,
+});
+
+#[tokio::test]
+async fn a_strict_input_is_decoded_without_the_hosts_request_id_and_other_fields_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let strict = ExtensionKit::<Tally>::new("tally")
+        .unwrap()
+        .session_state()
+        .command(|tx, input: Set| {
+            tx.put(StateScope::Session, "tally", "n", &input.to)?;
+            Ok(input.to)
+        })
+        .build()
+        .unwrap();
+    let agent = open(&dir.path().join("agent.db"), vec![], strict).await;
+    let session = new_session(&agent).await;
+    let input = json!({"to": 3, "requestId": "set-1"});
+    let first = session.call_extension(&id(), "set", input.clone()).await;
+    let again = session.call_extension(&id(), "set", input).await;
+    assert_eq!((first.unwrap(), again.unwrap()), (json!(3), json!(3)));
+    let refused = session
+        .call_extension(&id(), "set", json!({"to": 4, "extra": 1}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::Invalid);
+    assert!(refused.message.starts_with("set: "), "{refused}");
+    agent.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_run_contribution_gives_the_prompt_and_the_tools_of_one_reading() {
+    use shiitake_capabilities::{Module, ModulePath, Operation, OperationName};
+    use shiitake_core::extension::Contribution;
+    let dir = tempfile::tempdir().unwrap();
+    let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = reads.clone();
+    let extension = ExtensionKit::<Tally>::new("tally")
+        .unwrap()
+        .run_contribution(move |_run, _tools| {
+            let read = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let look = Operation::from_fn(
+                OperationName::new("look").unwrap(),
+                "Looks.",
+                |_input, _ctx| async { Ok(Value::Null) },
+            );
+            Contribution {
+                prompt_section: Some(format!("reading {read}")),
+                tools: Some(
+                    Module::new(ModulePath::new("seen").unwrap(), "Seen.")
+                        .with_operation(look)
+                        .unwrap(),
+                ),
+            }
+        })
+        .build()
+        .unwrap();
+    let grants = extension.grants();
+    assert!(grants.has(Grant::Prompt) && grants.has(Grant::Tools));
+    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
+        .await
+        .unwrap();
+    let model = Arc::new(ScriptedModel::new(Script::new(vec![Turn::text("ok")])));
+    let agent = Agent::builder(
+        Arc::new(store),
+        Arc::new(shiitake_capabilities::Catalog::new()),
+        crate::support::harness::config(model.clone()),
+    )
+    .kit_extension(extension)
+    .open()
+    .await
+    .unwrap();
+    let session = new_session(&agent).await;
+    let work = send(&session, "look").await;
+    terminal_of(&session, &work).await;
+    let request = &model.requests()[0];
+    assert!(request.system_prompt.contains("reading 0"));
+    let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, ["seen__look"]);
+    assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 1);
+    agent.close().await.unwrap();
+}

@@ -76,20 +76,21 @@ impl<C, R> KitExtension<C, R>
 where
     R: Clone + Send + Sync + 'static,
 {
-    /// The declared tools offered to this run, plus those the extension builds itself.
-    fn module(&self, run: &RunContext<'_>, tools: ToolTx) -> Option<Module> {
+    /// The declared tools offered to this run, added to `extra`, the module the
+    /// extension built itself for the run, if any.
+    fn module(
+        &self,
+        run: &RunContext<'_>,
+        tools: &ToolTx,
+        extra: Option<Module>,
+    ) -> Option<Module> {
         let facts = (self.declared.run_facts)(run);
         let declared: Vec<_> = self
             .declared
             .tools
             .iter()
-            .filter_map(|tool| tool.operation(&facts, &tools))
+            .filter_map(|tool| tool.operation(&facts, tools))
             .collect();
-        let extra = self
-            .declared
-            .extra_tools
-            .as_ref()
-            .and_then(|build| build(run, tools));
         let mut module = match extra {
             Some(module) => module,
             None if declared.is_empty() => return None,
@@ -159,9 +160,18 @@ where
     }
 
     fn contribute(&self, run: &RunContext<'_>, tools: ToolTx) -> Contribution {
+        let own = match &self.declared.run {
+            Some(build) => build(run, tools.clone()),
+            None => Contribution::default(),
+        };
+        let declared = self.declared.prompt.as_ref().and_then(|prompt| prompt(run));
+        let prompt_section = match (declared, own.prompt_section) {
+            (Some(declared), Some(own)) => Some(format!("{declared}\n\n{own}")),
+            (declared, own) => declared.or(own),
+        };
         Contribution {
-            prompt_section: self.declared.prompt.as_ref().and_then(|prompt| prompt(run)),
-            tools: self.module(run, tools),
+            prompt_section,
+            tools: self.module(run, &tools, own.tools),
         }
     }
 

@@ -65,8 +65,8 @@ pub use tool::{AsyncToolCall, Tool, ToolCall};
 
 use super::host::ToolTx;
 use super::{
-    Admitted, ExtensionDefinition, FiredTimer, Grant, Grants, HookError, Migration, RunContext,
-    Settled, StateScope, StateView, ToolOutcome, Tx,
+    Admitted, Contribution, ExtensionDefinition, FiredTimer, Grant, Grants, HookError, Migration,
+    RunContext, Settled, StateScope, StateView, ToolOutcome, Tx,
 };
 
 /// Why an extension could not be built from its declarations.
@@ -101,13 +101,30 @@ pub enum KitError {
     Duplicate(String),
 }
 
+/// A command's input as `K`. The host's `requestId` (its idempotence key) rides in the
+/// input; a `K` that declares no field for it, and refuses unknown fields, is decoded
+/// without it, so a contract type need not carry the host's key.
+fn decode_command<K: DeserializeOwned>(input: Value) -> Result<K, serde_json::Error> {
+    let error = match <K as serde::Deserialize>::deserialize(&input) {
+        Ok(decoded) => return Ok(decoded),
+        Err(error) => error,
+    };
+    match input {
+        Value::Object(mut map) if map.contains_key("requestId") => {
+            map.remove("requestId");
+            serde_json::from_value(Value::Object(map))
+        }
+        _ => Err(error),
+    }
+}
+
 type CommandFn = Arc<dyn Fn(&mut Tx<'_>, Value) -> Result<Value, HookError> + Send + Sync>;
 type HookFn<E> = Box<dyn Fn(&mut Tx<'_>, &E) -> Result<(), HookError> + Send + Sync>;
 type ObservedFn = Box<dyn Fn(&SessionId) + Send + Sync>;
 type ProjectionFn = Box<dyn Fn(&StateView<'_>) -> Option<Value> + Send + Sync>;
 type FooterFn = Box<dyn Fn(&StateView<'_>, &ExtensionId) -> Vec<FooterRowV0> + Send + Sync>;
 type PromptFn = Box<dyn Fn(&RunContext<'_>) -> Option<String> + Send + Sync>;
-type RunToolsFn = Box<dyn Fn(&RunContext<'_>, ToolTx) -> Option<Module> + Send + Sync>;
+type RunFn = Box<dyn Fn(&RunContext<'_>, ToolTx) -> Contribution + Send + Sync>;
 
 /// One declared command: where it acts and its handler.
 struct Command {
@@ -129,7 +146,7 @@ struct Declarations<R> {
     projection: Option<ProjectionFn>,
     footer: Option<FooterFn>,
     prompt: Option<PromptFn>,
-    extra_tools: Option<RunToolsFn>,
+    run: Option<RunFn>,
     catalog: Option<Catalog>,
 }
 
@@ -184,7 +201,7 @@ impl<C: ExtensionContract, R: Clone + Send + Sync + 'static> ExtensionKit<C, R> 
                 projection: None,
                 footer: None,
                 prompt: None,
-                extra_tools: None,
+                run: None,
                 catalog: None,
             },
             duplicate: None,
@@ -261,7 +278,7 @@ impl<C: ExtensionContract, R: Clone + Send + Sync + 'static> ExtensionKit<C, R> 
         F: Fn(&mut Tx<'_>, K) -> Result<K::Output, HookError> + Send + Sync + 'static,
     {
         let handler: CommandFn = Arc::new(move |tx, input| {
-            let input: K = serde_json::from_value(input)
+            let input: K = decode_command(input)
                 .map_err(|error| HookError::Invalid(format!("{}: {error}", K::NAME)))?;
             let output = handler(tx, input)?;
             serde_json::to_value(output).map_err(|error| HookError::Failed(error.to_string()))
@@ -306,8 +323,23 @@ impl<C: ExtensionContract, R: Clone + Send + Sync + 'static> ExtensionKit<C, R> 
         mut self,
         tools: impl Fn(&RunContext<'_>, ToolTx) -> Option<Module> + Send + Sync + 'static,
     ) -> Self {
-        self.declared.extra_tools = Some(Box::new(tools));
+        self.declared.run = Some(Box::new(move |run, tx| Contribution {
+            prompt_section: None,
+            tools: tools(run, tx),
+        }));
         self.grant(Grant::Tools)
+    }
+
+    /// Like [`ExtensionKit::run_tools`], with the prompt section built from the same
+    /// reading of the port, so a run is told exactly about the tools it gets (Home's
+    /// Computers, read once per run). Its section follows any `.prompt` section.
+    #[must_use]
+    pub fn run_contribution(
+        mut self,
+        contribution: impl Fn(&RunContext<'_>, ToolTx) -> Contribution + Send + Sync + 'static,
+    ) -> Self {
+        self.declared.run = Some(Box::new(contribution));
+        self.grant(Grant::Prompt).grant(Grant::Tools)
     }
 
     /// Runs in the transaction that settles a prompt of the Session.
