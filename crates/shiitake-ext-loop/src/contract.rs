@@ -153,21 +153,38 @@ impl ContractCommand for LoopCommand {
     const NAME: &'static str = "loop";
 }
 
-/// The input of `loop.start`.
+/// The input of `loop.start`: the prompt to repeat and, for a cron loop, its cadence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "runtime",
+    derive(schemars::JsonSchema),
+    schemars(deny_unknown_fields)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct StartLoop {
     /// The repeated prompt.
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_PROMPT_BYTES)))]
     pub prompt: String,
     /// A Unix cron cadence; without it the loop is self-paced.
+    // Advertised as a plain string: leaving it out is the only way to say "none".
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "runtime",
+        schemars(with = "String", length(min = 1, max = MAX_CADENCE_BYTES))
+    )]
     pub cadence: Option<String>,
 }
 
-/// The input of `loop.schedule_next`.
+/// The input of `loop.schedule_next`: how long after this run the next occurrence comes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "runtime",
+    derive(schemars::JsonSchema),
+    schemars(deny_unknown_fields)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleNext {
-    /// Seconds from the end of this run to the next occurrence, at most [`MAX_DELAY_SECONDS`].
+    /// Seconds from the end of this run to the next occurrence, at most 604800 (seven days).
+    #[cfg_attr(feature = "runtime", schemars(range(min = 0, max = MAX_DELAY_SECONDS)))]
     pub delay_seconds: u64,
 }

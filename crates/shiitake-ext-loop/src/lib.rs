@@ -12,6 +12,11 @@
 //! What it does not own: attention or notifications for loops, another
 //! extension's prompts.
 //!
+//! [`extension()`] declares all of it to core's extension kit; register it with
+//! `AgentBuilder::kit_extension(shiitake_ext_loop::extension()?)`, which grants it
+//! exactly what it declares. Its footer row reads `loop active, 3 run(s): <prompt>`
+//! (or `loop paused (/loop resume), ...`) with Pause or Resume and Stop buttons.
+//!
 //! [`contract`] builds without core (`default-features = false`) for clients; the
 //! extension itself is behind the default `runtime` feature.
 
@@ -26,4 +31,4 @@ mod extension;
 mod tools;
 
 #[cfg(feature = "runtime")]
-pub use extension::{LoopExtension, loop_grants};
+pub use extension::{OwnRun, extension};

@@ -1,122 +1,147 @@
-//! The model tools: `loop.get`, `loop.start`, `loop.stop`, `loop.schedule_next`.
+//! The model tools `loop.get`, `loop.start`, `loop.stop` and `loop.schedule_next`,
+//! offered to every run; their input schemas are derived from the input types.
 
-use serde_json::{Value, json};
-use shiitake_capabilities::{Module, ModulePath, Operation, OperationName, Replay, ToolError};
-use shiitake_core::extension::host::ToolTx;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use shiitake_capabilities::Replay;
+use shiitake_core::extension::HookError;
+use shiitake_core::extension::kit::{KitError, Tool};
 
-use crate::contract::{
-    LoopProjection, MAX_CADENCE_BYTES, MAX_DELAY_SECONDS, MAX_PROMPT_BYTES, NAMESPACE,
-    ScheduleNext, StartLoop, StoppedBy,
-};
-use crate::extension::{apply, current, start, stop};
+use crate::contract::{LoopProjection, LoopRecord, ScheduleNext, StartLoop, StoppedBy};
+use crate::extension::{OwnRun, apply, current, invalid, start, stop};
 use crate::state;
 
-fn decode<T: serde::de::DeserializeOwned>(input: Value, tool: &str) -> Result<T, ToolError> {
-    serde_json::from_value(input).map_err(|error| ToolError::for_model(format!("{tool}: {error}")))
-}
+/// No input: an empty object.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoInput {}
 
-fn answer(
-    record: Option<crate::contract::LoopRecord>,
-) -> Result<Value, shiitake_core::extension::HookError> {
+/// What every tool answers: the loop as it stands (the projection's shape).
+fn answer(record: Option<LoopRecord>) -> Result<Value, HookError> {
     serde_json::to_value(LoopProjection { current: record })
-        .map_err(|error| shiitake_core::extension::HookError::Failed(error.to_string()))
+        .map_err(|error| HookError::Failed(error.to_string()))
 }
 
-/// The `loop` module offered to every run; `own_run` is this run's loop occurrence, if any.
-pub(crate) fn module(tools: ToolTx, own_run: Option<(String, u64)>) -> Option<Module> {
-    let op = |name: &str| OperationName::new(name).ok();
-    let get = {
-        let tools = tools.clone();
-        Operation::from_fn(
-            op("get")?,
-            "The Session's loop, or null.",
-            move |_input, _ctx| {
-                let tools = tools.clone();
-                async move { tools.run(|tx| answer(current(tx)?)).await }
-            },
-        )
-        .with_input_schema(json!({"type": "object", "additionalProperties": false}))
-        .with_replay(Replay::Safe)
-    };
-    let start_op = {
-        let tools = tools.clone();
-        Operation::from_fn(
-            op("start")?,
-            "Start the Session's loop: repeat `prompt` on a Unix cron `cadence` (UTC; the loop \
-             expires after seven days), or without a cadence self-paced (each occurrence's run \
-             asks for the next with loop.schedule_next). One loop per Session.",
-            move |input, _ctx| {
-                let tools = tools.clone();
-                async move {
-                    let input: StartLoop = decode(input, "loop.start")?;
-                    tools
-                        .run(move |tx| answer(Some(start(tx, input.prompt, input.cadence)?)))
-                        .await
-                }
-            },
-        )
-        .with_input_schema(json!({
-            "type": "object",
-            "properties": {
-                "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_PROMPT_BYTES},
-                "cadence": {"type": "string", "minLength": 1, "maxLength": MAX_CADENCE_BYTES}
-            },
-            "required": ["prompt"],
-            "additionalProperties": false
-        }))
-    };
-    let stop_op = {
-        let tools = tools.clone();
-        Operation::from_fn(
-            op("stop")?,
-            "Stop the Session's loop.",
-            move |_input, _ctx| {
-                let tools = tools.clone();
-                async move {
-                    tools
-                        .run(|tx| answer(Some(stop(tx, StoppedBy::Model)?)))
-                        .await
-                }
-            },
-        )
-        .with_input_schema(json!({"type": "object", "additionalProperties": false}))
-    };
-    let schedule_next = Operation::from_fn(
-        op("schedule_next")?,
+/// The four tools, each running in one owner transaction.
+pub(crate) fn tools() -> Result<[Tool<OwnRun>; 4], KitError> {
+    let get = Tool::new(
+        "get",
+        "The Session's loop, or null.",
+        |tx, _: NoInput, _| answer(current(tx)?),
+    )?
+    .replay(Replay::Safe);
+    let start = Tool::new(
+        "start",
+        "Start the Session's loop: repeat `prompt` on a Unix cron `cadence` (UTC; the loop \
+         expires after seven days), or without a cadence self-paced (each occurrence's run \
+         asks for the next with loop.schedule_next). One loop per Session.",
+        |tx, input: StartLoop, _| answer(Some(start(tx, input.prompt, input.cadence)?)),
+    )?;
+    let stop = Tool::new("stop", "Stop the Session's loop.", |tx, _: NoInput, _| {
+        answer(Some(stop(tx, StoppedBy::Model)?))
+    })?;
+    let schedule_next = Tool::<OwnRun>::new(
+        "schedule_next",
         "In a run of the active self-paced loop only: run the loop again `delaySeconds` after \
          this run ends. Not calling it ends the loop.",
-        move |input, _ctx| {
-            let tools = tools.clone();
-            let own_run = own_run.clone();
-            async move {
-                let input: ScheduleNext = decode(input, "loop.schedule_next")?;
-                tools
-                    .run(move |tx| {
-                        let record = current(tx)?;
-                        let run = own_run.as_ref().map(|(id, n)| (id.as_str(), *n));
-                        let next = state::schedule_next(record.as_ref(), run, input.delay_seconds)
-                            .map_err(|error| {
-                                shiitake_core::extension::HookError::Invalid(error.to_string())
-                            })?;
-                        answer(Some(apply(tx, (next, Vec::new()))?))
-                    })
-                    .await
-            }
+        |tx, input: ScheduleNext, call| {
+            let record = current(tx)?;
+            let run = call.run.as_ref().map(|(id, n)| (id.as_str(), *n));
+            let next =
+                state::schedule_next(record.as_ref(), run, input.delay_seconds).map_err(invalid)?;
+            answer(Some(apply(tx, (next, Vec::new()))?))
         },
-    )
-    .with_input_schema(json!({
-        "type": "object",
-        "properties": {
-            "delaySeconds": {"type": "integer", "minimum": 0, "maximum": MAX_DELAY_SECONDS}
-        },
-        "required": ["delaySeconds"],
-        "additionalProperties": false
-    }))
+    )?
     // Asking twice for the same wait asks once.
-    .with_replay(Replay::Safe);
-    let mut module = Module::new(ModulePath::new(NAMESPACE).ok()?, "The Session's loop.");
-    for operation in [get, start_op, stop_op, schedule_next] {
-        module.add_operation(operation).ok()?;
+    .replay(Replay::Safe);
+    Ok([get, start, stop, schedule_next])
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::contract::{MAX_CADENCE_BYTES, MAX_DELAY_SECONDS, MAX_PROMPT_BYTES};
+
+    /// The schemas the tools advertised when they were written by hand.
+    fn hand_written() -> BTreeMap<&'static str, Value> {
+        BTreeMap::from([
+            (
+                "get",
+                json!({"type": "object", "additionalProperties": false}),
+            ),
+            (
+                "stop",
+                json!({"type": "object", "additionalProperties": false}),
+            ),
+            (
+                "start",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_PROMPT_BYTES},
+                        "cadence": {"type": "string", "minLength": 1, "maxLength": MAX_CADENCE_BYTES}
+                    },
+                    "required": ["prompt"],
+                    "additionalProperties": false
+                }),
+            ),
+            (
+                "schedule_next",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "delaySeconds": {"type": "integer", "minimum": 0, "maximum": MAX_DELAY_SECONDS}
+                    },
+                    "required": ["delaySeconds"],
+                    "additionalProperties": false
+                }),
+            ),
+        ])
     }
-    Some(module)
+
+    /// The keys of the old schema that say what input is allowed, as in `derived`.
+    fn same_rules(old: &Value, derived: &Value, at: &str) {
+        let Value::Object(old) = old else {
+            assert_eq!(old, derived, "{at}");
+            return;
+        };
+        for (key, value) in old {
+            let path = format!("{at}/{key}");
+            let derived_value = &derived[key.as_str()];
+            if key == "properties" {
+                for (name, property) in value.as_object().unwrap() {
+                    same_rules(
+                        property,
+                        &derived_value[name.as_str()],
+                        &format!("{path}/{name}"),
+                    );
+                }
+                let names = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+                assert_eq!(names(value), names(derived_value), "{path}");
+            } else {
+                assert_eq!(value, derived_value, "{path}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_derived_schemas_carry_the_bounds_and_refuse_unknown_fields() {
+        let extension = crate::extension().unwrap();
+        let derived: BTreeMap<&str, &Value> = extension.tool_schemas().collect();
+        let old = hand_written();
+        assert_eq!(
+            derived.keys().collect::<Vec<_>>(),
+            old.keys().collect::<Vec<_>>()
+        );
+        for (name, schema) in &old {
+            same_rules(schema, derived[name], name);
+        }
+    }
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use shiitake_core::Agent;
 use shiitake_core::clock::ManualClock;
 use shiitake_ext_loop::contract::*;
-use shiitake_ext_loop::{LoopExtension, loop_grants};
 use shiitake_ext_testkit::{TestAgent, projection, timers_of};
 use shiitake_model::{ScriptedModel, Turn};
 use shiitake_protocol::SessionApi;
@@ -29,7 +28,7 @@ pub async fn open(
         .file(path)
         .clock(clock.clone())
         .turns(turns)
-        .extension(LoopExtension::new().unwrap(), loop_grants())
+        .kit_extension(shiitake_ext_loop::extension().unwrap())
         .open()
         .await;
     (kit.agent, kit.model)
