@@ -17,7 +17,6 @@ use shiitake_capabilities::Catalog;
 use shiitake_core::clock::now_ms;
 use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_almanac::contract::{AlmanacContract, CreateSchedule};
-use shiitake_ext_almanac::{AlmanacExtension, almanac_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::bind_agent_extension;
 use shiitake_protocol::{AgentApi, RequestId};
@@ -31,7 +30,7 @@ async fn open(path: &Path) -> (Agent, Arc<ScriptedModel>) {
     let store = SqliteStore::open(path, Durability::Normal).await.unwrap();
     let config = AgentConfig::new(Arc::new(FixedModel(model.clone())));
     let agent = Agent::builder(Arc::new(store), Arc::new(Catalog::new()), config)
-        .extension(AlmanacExtension::new().unwrap(), almanac_grants())
+        .kit_extension(shiitake_ext_almanac::extension().unwrap())
         .open()
         .await
         .unwrap();

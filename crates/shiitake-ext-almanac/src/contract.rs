@@ -2,7 +2,8 @@
 //! Builds without core (`default-features = false`).
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::extension::{AgentScope, ContractCommand, ExtensionContract};
+use shiitake_protocol::contract_commands;
+use shiitake_protocol::extension::ExtensionContract;
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-agent-almanac";
@@ -154,23 +155,9 @@ pub struct CreateSchedule {
     pub request_id: Option<String>,
 }
 
-impl ContractCommand for CreateSchedule {
-    type Contract = AlmanacContract;
-    type Scope = AgentScope;
-    type Output = Schedule;
-    const NAME: &'static str = "create";
-}
-
 /// `list`: every schedule of the Agent, by id.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListSchedules {}
-
-impl ContractCommand for ListSchedules {
-    type Contract = AlmanacContract;
-    type Scope = AgentScope;
-    type Output = Vec<Schedule>;
-    const NAME: &'static str = "list";
-}
 
 /// The input of `pause`, `resume` and `delete`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,33 +175,21 @@ pub struct ScheduleRef {
 #[serde(transparent)]
 pub struct PauseSchedule(pub ScheduleRef);
 
-impl ContractCommand for PauseSchedule {
-    type Contract = AlmanacContract;
-    type Scope = AgentScope;
-    type Output = Schedule;
-    const NAME: &'static str = "pause";
-}
-
 /// `resume`: recovers a paused or stopped schedule; a refused occurrence is tried again at once.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ResumeSchedule(pub ScheduleRef);
-
-impl ContractCommand for ResumeSchedule {
-    type Contract = AlmanacContract;
-    type Scope = AgentScope;
-    type Output = Schedule;
-    const NAME: &'static str = "resume";
-}
 
 /// `delete`: removes the schedule and its timer; answers whether it existed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct DeleteSchedule(pub ScheduleRef);
 
-impl ContractCommand for DeleteSchedule {
-    type Contract = AlmanacContract;
-    type Scope = AgentScope;
-    type Output = bool;
-    const NAME: &'static str = "delete";
-}
+// Every command acts on the whole Agent: the host refuses them on a Session's route.
+contract_commands!(AlmanacContract {
+    CreateSchedule => "create" in AgentScope -> Schedule,
+    ListSchedules => "list" in AgentScope -> Vec<Schedule>,
+    PauseSchedule => "pause" in AgentScope -> Schedule,
+    ResumeSchedule => "resume" in AgentScope -> Schedule,
+    DeleteSchedule => "delete" in AgentScope -> bool,
+});

@@ -1,54 +1,42 @@
-//! The Almanac extension on core's extension API.
+//! The Almanac extension on core's extension kit: its Agent-scope commands, timers,
+//! admissions, the projection and the catalog.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
+use shiitake_core::extension::kit::{ExtensionKit, KitError, KitExtension};
 use shiitake_core::extension::{
-    AdmissionOutcome, Admitted, Due, Extension, ExtensionDefinition, FiredTimer, Grant, Grants,
-    HookError, StateScope, StateView, TimerId, Tx, cadence,
+    AdmissionOutcome, Admitted, Due, FiredTimer, HookError, StateScope, StateView, TimerId, Tx,
+    cadence,
 };
-use shiitake_protocol::catalog::{
-    ArgumentKind, Catalog, CatalogArgument, CatalogCommand, CatalogFormat, CatalogScope,
-};
-use shiitake_protocol::{ExtensionId, PromptDelivery, RequestId, SessionId};
+use shiitake_protocol::{PromptDelivery, RequestId, SessionId};
 
 use crate::contract::{
-    AlmanacProjection, CreateSchedule, EXTENSION_ID, MAX_CADENCE_BYTES, MAX_PROMPT_BYTES,
-    NAMESPACE, RecordedError, Schedule, ScheduleId, ScheduleRef, ScheduleWhen,
+    AlmanacContract, AlmanacProjection, CreateSchedule, DeleteSchedule, ListSchedules,
+    MAX_CADENCE_BYTES, NAMESPACE, PauseSchedule, RecordedError, ResumeSchedule, Schedule,
+    ScheduleId, ScheduleWhen,
 };
 use crate::state::{self, AlmanacError, Effect, SCHEDULES, TIMERS};
 
-/// The Almanac extension; add it with [`almanac_grants`].
-pub struct AlmanacExtension {
-    definition: ExtensionDefinition,
-}
-
-impl AlmanacExtension {
-    /// The extension with its definition.
-    pub fn new() -> Result<Self, HookError> {
-        let id = ExtensionId::new(EXTENSION_ID)
-            .map_err(|error| HookError::Invalid(error.to_string()))?;
-        Ok(Self {
-            definition: ExtensionDefinition {
-                id,
-                namespace: NAMESPACE.into(),
-                scopes: vec![StateScope::Agent],
-                schema_version: 1,
-                migrations: Vec::new(),
-                configuration: json!({}),
-            },
+/// The Almanac extension: `create`, `list`, `pause`, `resume` and `delete` (Agent
+/// scope, refused on a Session's route), its timers and admissions, the projection
+/// and the catalog, declared to core's kit. Register it with
+/// `AgentBuilder::kit_extension`; its grants are what it declares.
+pub fn extension() -> Result<KitExtension<AlmanacContract>, KitError> {
+    ExtensionKit::<AlmanacContract>::new(NAMESPACE)?
+        .agent_state()
+        .command(create)
+        .command(|tx, _: ListSchedules| all(tx))
+        .command(|tx, PauseSchedule(input)| {
+            let schedule = load(tx, &input.schedule_id)?;
+            apply(tx, state::pause(&schedule).map_err(invalid)?)
         })
-    }
-}
-
-/// Exactly what the host grants Almanac: Agent state, the commands, timers,
-/// admissions, and the projection that shows a Session its schedules.
-pub fn almanac_grants() -> Grants {
-    Grants::none()
-        .with(Grant::State)
-        .with(Grant::Commands)
-        .with(Grant::Timers)
-        .with(Grant::Admissions)
-        .with(Grant::Projection)
+        .command(|tx, ResumeSchedule(input)| resume(tx, &input.schedule_id))
+        .command(|tx, DeleteSchedule(input)| delete(tx, &input.schedule_id.0))
+        .on_timer(on_timer)
+        .on_admission(on_admission)
+        .projection(|state| Some(projection(state)))
+        .catalog(crate::catalog::catalog)
+        .build()
 }
 
 /// What a schedule's timer carries.
@@ -66,6 +54,22 @@ fn invalid(error: AlmanacError) -> HookError {
 fn load(tx: &Tx<'_>, id: &ScheduleId) -> Result<Schedule, HookError> {
     tx.get(StateScope::Agent, SCHEDULES, &id.0)?
         .ok_or_else(|| invalid(AlmanacError::NotFound(id.0.clone())))
+}
+
+fn all(tx: &Tx<'_>) -> Result<Vec<Schedule>, HookError> {
+    Ok(tx
+        .scan(StateScope::Agent, SCHEDULES)?
+        .into_iter()
+        .map(|(_, schedule)| schedule)
+        .collect())
+}
+
+/// The cadence's next time after `after`, for a recurring schedule.
+fn next_cron(when: &ScheduleWhen, after: u64) -> Result<Option<u64>, HookError> {
+    match when {
+        ScheduleWhen::Cron { cadence } => Ok(Some(cadence::next_after(cadence, after)?)),
+        ScheduleWhen::Once { .. } => Ok(None),
+    }
 }
 
 /// Writes a step: the schedule, then its effects.
@@ -113,14 +117,7 @@ fn disarm(tx: &mut Tx<'_>, key: &str) -> Result<(), HookError> {
     Ok(())
 }
 
-fn encode<T: Serialize>(value: &T) -> Result<Value, HookError> {
-    serde_json::to_value(value).map_err(|error| HookError::Failed(error.to_string()))
-}
-
-fn decode<T: serde::de::DeserializeOwned>(input: Value, command: &str) -> Result<T, HookError> {
-    serde_json::from_value(input).map_err(|error| HookError::Invalid(format!("{command}: {error}")))
-}
-
+/// `create`: checks the target and the due time, then arms the first occurrence.
 fn create(tx: &mut Tx<'_>, input: CreateSchedule) -> Result<Schedule, HookError> {
     SessionId::new(input.session_id.as_str())
         .map_err(|error| HookError::Invalid(format!("sessionId: {error}")))?;
@@ -128,6 +125,7 @@ fn create(tx: &mut Tx<'_>, input: CreateSchedule) -> Result<Schedule, HookError>
     let (when, first_due) = match (input.at, input.cadence) {
         (Some(at), None) => (ScheduleWhen::Once { at }, at),
         (None, Some(expression)) => {
+            // A too long cadence is refused by the state machine with its own error.
             let first = if expression.len() <= MAX_CADENCE_BYTES {
                 cadence::next_after(&expression, now)?
             } else {
@@ -157,174 +155,111 @@ fn create(tx: &mut Tx<'_>, input: CreateSchedule) -> Result<Schedule, HookError>
     apply(tx, step)
 }
 
-impl Extension for AlmanacExtension {
-    fn definition(&self) -> &ExtensionDefinition {
-        &self.definition
-    }
+/// `resume`: a paused or stopped schedule comes back, at once for a pending occurrence.
+fn resume(tx: &mut Tx<'_>, id: &ScheduleId) -> Result<Schedule, HookError> {
+    let schedule = load(tx, id)?;
+    let now = tx.now();
+    let next_due = next_cron(&schedule.when, now)?;
+    let step = state::resume(&schedule, now, next_due).map_err(invalid)?;
+    apply(tx, step)
+}
 
-    /// `create`, `list`, `pause`, `resume`, `delete` (Agent scope).
-    fn command(&self, tx: &mut Tx<'_>, command: &str, input: Value) -> Result<Value, HookError> {
-        match command {
-            "create" => encode(&create(tx, decode(input, command)?)?),
-            "list" => {
-                let schedules: Vec<Schedule> = tx
-                    .scan(StateScope::Agent, SCHEDULES)?
-                    .into_iter()
-                    .map(|(_, schedule)| schedule)
-                    .collect();
-                encode(&schedules)
-            }
-            "pause" => {
-                let input: ScheduleRef = decode(input, command)?;
-                let schedule = load(tx, &input.schedule_id)?;
-                encode(&apply(tx, state::pause(&schedule).map_err(invalid)?)?)
-            }
-            "resume" => {
-                let input: ScheduleRef = decode(input, command)?;
-                let schedule = load(tx, &input.schedule_id)?;
-                let now = tx.now();
-                let next_due = match &schedule.when {
-                    ScheduleWhen::Cron {
-                        cadence: expression,
-                    } => Some(cadence::next_after(expression, now)?),
-                    ScheduleWhen::Once { .. } => None,
-                };
-                let step = state::resume(&schedule, now, next_due).map_err(invalid)?;
-                encode(&apply(tx, step)?)
-            }
-            "delete" => {
-                let input: ScheduleRef = decode(input, command)?;
-                let key = input.schedule_id.0;
-                let existed = tx
-                    .get::<Value>(StateScope::Agent, SCHEDULES, &key)?
-                    .is_some();
-                disarm(tx, &key)?;
-                tx.delete(StateScope::Agent, SCHEDULES, &key)?;
-                Ok(json!(existed))
-            }
-            other => Err(HookError::UnknownCommand(other.to_owned())),
+/// `delete`: answers whether the schedule existed; its timer goes with it.
+fn delete(tx: &mut Tx<'_>, key: &str) -> Result<bool, HookError> {
+    let existed = tx
+        .get::<Value>(StateScope::Agent, SCHEDULES, key)?
+        .is_some();
+    disarm(tx, key)?;
+    tx.delete(StateScope::Agent, SCHEDULES, key)?;
+    Ok(existed)
+}
+
+/// A schedule's timer: admit the occurrence (due or retried).
+fn on_timer(tx: &mut Tx<'_>, timer: &FiredTimer) -> Result<(), HookError> {
+    let Ok(payload) = serde_json::from_value::<TimerPayload>(timer.payload.clone()) else {
+        return Ok(());
+    };
+    let key = payload.schedule_id.0.clone();
+    let Some(schedule) = tx.get::<Schedule>(StateScope::Agent, SCHEDULES, &key)? else {
+        return Ok(());
+    };
+    // This firing consumed the timer (its claim deletes it).
+    if tx.get::<TimerId>(StateScope::Agent, TIMERS, &key)?.as_ref() == Some(&timer.id) {
+        tx.delete(StateScope::Agent, TIMERS, &key)?;
+    }
+    apply(tx, state::due(&schedule, payload.occurrence)).map(drop)
+}
+
+/// The door answered an occurrence: record it and arm the next, or retry.
+fn on_admission(tx: &mut Tx<'_>, admitted: &Admitted) -> Result<(), HookError> {
+    let Some((id, occurrence)) = state::parse_occurrence_key(admitted.request_id.as_str()) else {
+        return Ok(());
+    };
+    let Some(schedule) = tx.get::<Schedule>(StateScope::Agent, SCHEDULES, &id.0)? else {
+        // Deleted meanwhile: nothing to record.
+        return Ok(());
+    };
+    let now = tx.now();
+    let step = match &admitted.outcome {
+        AdmissionOutcome::Accepted(command_id) => {
+            // Occurrences missed while the Agent was down fire once: the next is after now.
+            let next_due = next_cron(&schedule.when, occurrence.max(now))?;
+            state::accepted(
+                &schedule,
+                occurrence,
+                command_id.as_str().to_owned(),
+                next_due,
+            )
         }
-    }
-
-    /// A schedule's timer: admit the occurrence (due or retried).
-    fn on_timer(&self, tx: &mut Tx<'_>, timer: &FiredTimer) -> Result<(), HookError> {
-        let Ok(payload) = serde_json::from_value::<TimerPayload>(timer.payload.clone()) else {
-            return Ok(());
-        };
-        let key = payload.schedule_id.0.clone();
-        let Some(schedule) = tx.get::<Schedule>(StateScope::Agent, SCHEDULES, &key)? else {
-            return Ok(());
-        };
-        // This firing consumed the timer (its claim deletes it).
-        if tx.get::<TimerId>(StateScope::Agent, TIMERS, &key)?.as_ref() == Some(&timer.id) {
-            tx.delete(StateScope::Agent, TIMERS, &key)?;
+        AdmissionOutcome::Refused(error) => {
+            let recorded = RecordedError {
+                code: error.code.as_str().to_owned(),
+                message: error.message.clone(),
+                at: now,
+            };
+            state::refused(&schedule, occurrence, recorded, now)
         }
-        apply(tx, state::due(&schedule, payload.occurrence)).map(|_| ())
-    }
+    };
+    apply(tx, step).map(drop)
+}
 
-    /// The door answered an occurrence: record it and arm the next, or retry.
-    fn on_admission(&self, tx: &mut Tx<'_>, admitted: &Admitted) -> Result<(), HookError> {
-        let Some((id, occurrence)) = state::parse_occurrence_key(admitted.request_id.as_str())
-        else {
-            return Ok(());
-        };
-        let Some(schedule) = tx.get::<Schedule>(StateScope::Agent, SCHEDULES, &id.0)? else {
-            // Deleted meanwhile: nothing to record.
-            return Ok(());
-        };
-        let now = tx.now();
-        let step = match &admitted.outcome {
-            AdmissionOutcome::Accepted(command_id) => {
-                let next_due = match &schedule.when {
-                    ScheduleWhen::Cron {
-                        cadence: expression,
-                    } => Some(cadence::next_after(expression, occurrence.max(now))?),
-                    ScheduleWhen::Once { .. } => None,
-                };
-                state::accepted(
-                    &schedule,
-                    occurrence,
-                    command_id.as_str().to_owned(),
-                    next_due,
-                )
-            }
-            AdmissionOutcome::Refused(error) => {
-                let recorded = RecordedError {
-                    code: error.code.as_str().to_owned(),
-                    message: error.message.clone(),
-                    at: now,
-                };
-                state::refused(&schedule, occurrence, recorded, now)
-            }
-        };
-        apply(tx, step).map(|_| ())
-    }
+/// The schedules that admit into the Session being read.
+fn projection(state: &StateView<'_>) -> AlmanacProjection {
+    let session = state.session_id().map(|s| s.as_str().to_owned());
+    let schedules = state
+        .scan::<Schedule>(StateScope::Agent, SCHEDULES)
+        .into_iter()
+        .map(|(_, schedule)| schedule)
+        .filter(|schedule| Some(&schedule.session_id) == session.as_ref())
+        .collect();
+    AlmanacProjection { schedules }
+}
 
-    /// The schedules that admit into this Session.
-    fn projection(&self, state: &StateView<'_>) -> Option<Value> {
-        let session = state.session_id().map(|s| s.as_str().to_owned());
-        let schedules = state
-            .scan::<Schedule>(StateScope::Agent, SCHEDULES)
-            .into_iter()
-            .map(|(_, schedule)| schedule)
-            .filter(|schedule| Some(&schedule.session_id) == session.as_ref())
-            .collect();
-        serde_json::to_value(AlmanacProjection { schedules }).ok()
-    }
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
 
-    fn catalog(&self) -> Option<Catalog> {
-        let argument = |name: &str, description: &str, kind, required| CatalogArgument {
-            name: name.into(),
-            description: description.into(),
-            kind,
-            required,
-        };
-        let text = |max: usize| ArgumentKind::Text {
-            max_bytes: u32::try_from(max).unwrap_or(u32::MAX),
-        };
-        let command = |name: &str, summary: &str, arguments| CatalogCommand {
-            name: name.into(),
-            summary: summary.into(),
-            scope: CatalogScope::Agent,
-            call: name.trim_start_matches("almanac-").into(),
-            arguments,
-            steps: Vec::new(),
-            flow: None,
-        };
-        let by_id = || vec![argument("scheduleId", "The schedule", text(64), true)];
-        Some(Catalog {
-            format: CatalogFormat::V1,
-            extension_id: self.definition.id.clone(),
-            commands: vec![
-                command(
-                    "almanac-create",
-                    "Schedule a prompt into a Session, once or on a cron cadence (UTC)",
-                    vec![
-                        argument("sessionId", "The target Session", text(64), true),
-                        argument("prompt", "The prompt", text(MAX_PROMPT_BYTES), true),
-                        argument(
-                            "at",
-                            "Once, at these Unix milliseconds",
-                            ArgumentKind::Integer,
-                            false,
-                        ),
-                        argument(
-                            "cadence",
-                            "A Unix cron cadence in UTC",
-                            text(MAX_CADENCE_BYTES),
-                            false,
-                        ),
-                    ],
-                ),
-                command("almanac-list", "List the schedules", Vec::new()),
-                command("almanac-pause", "Pause a schedule", by_id()),
-                command(
-                    "almanac-resume",
-                    "Resume a paused or stopped schedule",
-                    by_id(),
-                ),
-                command("almanac-delete", "Delete a schedule", by_id()),
-            ],
-        })
+    use shiitake_core::extension::Grant;
+    use shiitake_protocol::CommandScope;
+
+    #[test]
+    fn every_command_is_agent_scope_and_the_grants_are_the_old_ones() {
+        let extension = crate::extension().unwrap();
+        let commands: Vec<_> = extension.commands().collect();
+        assert_eq!(
+            commands,
+            ["create", "delete", "list", "pause", "resume"].map(|name| (name, CommandScope::Agent))
+        );
+        let grants = extension.grants();
+        for grant in [
+            Grant::State,
+            Grant::Commands,
+            Grant::Timers,
+            Grant::Admissions,
+            Grant::Projection,
+        ] {
+            assert!(grants.has(grant), "{grant:?}");
+        }
+        assert!(!grants.has(Grant::Tools) && !grants.has(Grant::Prompt));
     }
 }

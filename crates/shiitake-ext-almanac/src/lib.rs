@@ -12,6 +12,11 @@
 //!
 //! What it does not own: the Sessions it admits into, the runs of its prompts.
 //!
+//! [`extension()`] declares all of it to core's extension kit; register it with
+//! `AgentBuilder::kit_extension(shiitake_ext_almanac::extension()?)`, which grants it
+//! exactly what it declares. Its commands are Agent scope: the host refuses them on a
+//! Session's route, before anything runs.
+//!
 //! [`contract`] builds without core (`default-features = false`) for clients; the
 //! extension itself is behind the default `runtime` feature.
 
@@ -19,7 +24,9 @@ pub mod contract;
 pub mod state;
 
 #[cfg(feature = "runtime")]
+mod catalog;
+#[cfg(feature = "runtime")]
 mod extension;
 
 #[cfg(feature = "runtime")]
-pub use extension::{AlmanacExtension, almanac_grants};
+pub use extension::extension;

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use shiitake_core::AgentBuilder;
-use shiitake_ext_almanac::{AlmanacExtension, almanac_grants};
 use shiitake_ext_goal::{GoalExtension, goal_grants};
 use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_ext_skills::{SkillLibrary, add_skills};
@@ -49,13 +48,14 @@ pub fn add_shared_set(
     let plan = shiitake_ext_plan::extension().map_err(|error| failed("plan")(error.to_string()))?;
     let looping =
         shiitake_ext_loop::extension().map_err(|error| failed("loop")(error.to_string()))?;
-    let almanac = AlmanacExtension::new().map_err(|error| failed("almanac")(error.to_string()))?;
+    let almanac =
+        shiitake_ext_almanac::extension().map_err(|error| failed("almanac")(error.to_string()))?;
     let mut builder = builder
         .extension(question, question_grants())
         .extension(goal, goal_grants())
         .kit_extension(plan)
         .kit_extension(looping)
-        .extension(almanac, almanac_grants());
+        .kit_extension(almanac);
     if let Some(library) = &set.skills {
         builder = add_skills(builder, library.clone())
             .map_err(|error| failed("skills")(error.to_string()))?;

@@ -11,7 +11,6 @@ use shiitake_conformance::support::PATIENCE;
 use shiitake_core::Agent;
 use shiitake_core::clock::Clock;
 use shiitake_ext_almanac::contract::*;
-use shiitake_ext_almanac::{AlmanacExtension, almanac_grants};
 use shiitake_ext_testkit::{TestAgent, timers_of};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::bind_agent_extension;
@@ -28,7 +27,7 @@ pub async fn open(path: &Path, clock: Arc<dyn Clock>) -> (Agent, Arc<ScriptedMod
         .file(path)
         .clock(clock)
         .script(Script::new(vec![Turn::text("ok")]).cycle(true))
-        .extension(AlmanacExtension::new().unwrap(), almanac_grants())
+        .kit_extension(shiitake_ext_almanac::extension().unwrap())
         .open()
         .await;
     (kit.agent, kit.model)
