@@ -201,12 +201,32 @@ pub enum DescriptionRule {
 
 /// `skill.load`: the body of a skill's `SKILL.md`, or a file beside it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "runtime",
+    derive(schemars::JsonSchema),
+    schemars(deny_unknown_fields)
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LoadInput {
     /// The skill's name.
+    #[cfg_attr(
+        feature = "runtime",
+        schemars(
+            length(min = 1, max = MAX_NAME_CHARS),
+            description = "The skill's name, as listed in the Skills section."
+        )
+    )]
     pub name: String,
     /// A file inside the skill's folder; absent for the body of `SKILL.md`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "runtime",
+        schemars(
+            with = "String",
+            length(min = 1, max = knapsack::limits::PATH_LIMIT_BYTES),
+            description = "A file inside the skill's folder, relative to it; omit for the instructions."
+        )
+    )]
     pub path: Option<String>,
 }
 

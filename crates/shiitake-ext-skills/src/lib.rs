@@ -9,6 +9,10 @@
 //! order, and the `skill.load {name, path?}` tool, which reads through a Knapsack Files
 //! port jailed to that skill's folder (128 KiB). `/skills` lists skills and problems.
 //!
+//! [`extension`] declares all of it on core's extension kit; [`add_skills`] adds it to an
+//! Agent with exactly its grants (files, prompt, tools, commands), the library as its
+//! file port.
+//!
 //! **What it does not own.** Choosing roots (the host), state (it keeps none), writing
 //! skills, or running their scripts.
 //!
@@ -31,6 +35,6 @@ mod prompt;
 mod tools;
 
 #[cfg(feature = "runtime")]
-pub use extension::{SkillsError, SkillsExtension, add_skills, skills_grants};
+pub use extension::{RunLibrary, add_skills, extension};
 #[cfg(feature = "runtime")]
 pub use library::{SkillLibrary, SkillRoot};

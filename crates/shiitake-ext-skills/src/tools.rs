@@ -1,16 +1,13 @@
 //! `skill.load`: reads a skill's body or a file beside it through the skill's own
 //! Knapsack Files port, so the port's jail (its folder) and read bound apply.
 
-use std::sync::Arc;
-
 use knapsack::{Files, ListInput, ReadInput, to_tool_error, validate_path};
-use serde_json::{Value, json};
-use shiitake_capabilities::{
-    ForModelError, ForModelKind, InvocationContext, Module, ModulePath, NameError, Operation,
-    OperationName, Replay, ToolError,
-};
+use serde_json::json;
+use shiitake_capabilities::{ForModelError, ForModelKind, Replay, ToolError};
+use shiitake_core::extension::kit::{KitError, Tool};
 
-use crate::contract::{LoadInput, LoadOutput, MAX_NAME_CHARS, NAMESPACE, SKILL_FILE};
+use crate::contract::{LoadInput, LoadOutput, SKILL_FILE};
+use crate::extension::RunLibrary;
 use crate::frontmatter;
 use crate::library::SkillLibrary;
 
@@ -18,60 +15,24 @@ const DESCRIPTION: &str = "Loads a skill: with its name alone, the instructions 
 (without front matter) and the list of files beside it; with a path, that file of the skill's \
 folder. At most 128 KiB; `truncated` says when a file is longer.";
 
-/// The advertised input schema of `skill.load` (the bounds `describe` shows).
-pub(crate) fn load_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "name": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": MAX_NAME_CHARS,
-                "description": "The skill's name, as listed in the Skills section."
-            },
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": knapsack::limits::PATH_LIMIT_BYTES,
-                "description": "A file inside the skill's folder, relative to it; omit for the instructions."
-            }
-        },
-        "required": ["name"],
-        "additionalProperties": false
-    })
-}
-
-/// The `skill` module with its one operation over `library`.
-pub(crate) fn module(library: Arc<SkillLibrary>) -> Result<Module, NameError> {
-    let load = Operation::from_fn(
-        OperationName::new("load")?,
-        DESCRIPTION,
-        move |input: Value, ctx: InvocationContext| {
-            let library = library.clone();
-            async move {
-                let input: LoadInput = serde_json::from_value(input).map_err(|error| {
-                    ToolError::ForModel(ForModelError::new(
-                        ForModelKind::InvalidInput,
-                        error.to_string(),
-                    ))
-                })?;
-                let output = tokio::select! {
-                    biased;
-                    () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
-                    output = load(&library, input) => output?,
-                };
-                serde_json::to_value(output)
-                    .map_err(|e| ToolError::fatal_from("a skill.load result did not serialise", e))
-            }
-        },
-    )
-    .with_input_schema(load_schema())
-    .with_replay(Replay::Safe);
-    Module::new(
-        ModulePath::new(NAMESPACE)?,
-        "Host-supplied skills: instructions for particular tasks.",
-    )
-    .with_operation(load)
+/// `skill.load`, offered to the runs that may read the library (the `files` grant).
+pub(crate) fn load_tool() -> Result<Tool<RunLibrary>, KitError> {
+    let tool =
+        Tool::<RunLibrary>::waiting("load", DESCRIPTION, |call, input: LoadInput| async move {
+            let Some(library) = call.call.run else {
+                return Err(ToolError::for_model(
+                    "the skill library is not open to this run",
+                ));
+            };
+            let output = tokio::select! {
+                biased;
+                () = call.ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+                output = load(&library, input) => output?,
+            };
+            serde_json::to_value(output)
+                .map_err(|e| ToolError::fatal_from("a skill.load result did not serialise", e))
+        })?;
+    Ok(tool.replay(Replay::Safe).offered_when(Option::is_some))
 }
 
 /// Reads what `input` asks for.
@@ -144,4 +105,50 @@ async fn beside(port: &dyn Files) -> Result<Vec<String>, ToolError> {
         .filter(|entry| entry.kind == knapsack::EntryKind::File && entry.path != SKILL_FILE)
         .map(|entry| entry.path)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::contract::MAX_NAME_CHARS;
+    use crate::library::SkillLibrary;
+
+    /// The schema the old hand-written `skill.load` advertised, derived now from
+    /// [`crate::contract::LoadInput`]: the same bounds, required field and closed object
+    /// (the derived one adds only the type's doc line as the object's description).
+    #[test]
+    fn the_derived_schema_carries_the_bounds_and_refuses_unknown_fields() {
+        let extension = crate::extension(std::sync::Arc::new(SkillLibrary::default()))
+            .expect("the skills extension builds");
+        let (name, schema) = extension.tool_schemas().next().expect("one tool");
+        assert_eq!(name, "load");
+        let mut schema = schema.clone();
+        let described = schema
+            .as_object_mut()
+            .and_then(|map| map.remove("description"));
+        assert!(described.is_some());
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_NAME_CHARS,
+                        "description": "The skill's name, as listed in the Skills section."
+                    },
+                    "path": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": knapsack::limits::PATH_LIMIT_BYTES,
+                        "description": "A file inside the skill's folder, relative to it; omit for the instructions."
+                    }
+                },
+                "required": ["name"],
+                "additionalProperties": false
+            })
+        );
+    }
 }

@@ -167,3 +167,26 @@ async fn a_root_with_more_folders_than_its_bound_reads_the_first_and_says_so() {
     assert_eq!(library.skills().len(), MAX_FOLDERS_PER_ROOT);
     assert!(library.problems().is_empty());
 }
+
+#[tokio::test]
+async fn slash_skills_takes_the_clients_request_id_and_refuses_other_fields() {
+    let tree = tree();
+    let library = Arc::new(SkillLibrary::discover(&tree.roots()).await);
+    let (agent, _model) = agent(tree.path(), library, vec![]).await;
+    let session = session(&agent).await;
+    let id = ExtensionId::new(EXTENSION_ID).unwrap();
+    let listed = shiitake_protocol::SessionApi::call_extension(
+        &session,
+        &id,
+        "list",
+        json!({"requestId": "skills-1"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(listed, serde_json::to_value(expected(&tree)).unwrap());
+    let refused =
+        shiitake_protocol::SessionApi::call_extension(&session, &id, "list", json!({"all": true}))
+            .await
+            .unwrap_err();
+    assert_eq!(refused.code, shiitake_protocol::ErrorCode::Invalid);
+}

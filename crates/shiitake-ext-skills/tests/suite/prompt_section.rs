@@ -117,8 +117,11 @@ async fn without_the_files_grant_there_is_no_tool_and_no_section() {
         config,
     )
     .extension_with_files(
-        shiitake_ext_skills::SkillsExtension::new(library.clone()).unwrap(),
-        shiitake_ext_skills::skills_grants().without(Grant::Files),
+        shiitake_ext_skills::extension(library.clone()).unwrap(),
+        shiitake_ext_skills::extension(library.clone())
+            .unwrap()
+            .grants()
+            .without(Grant::Files),
         library,
     )
     .open()
