@@ -10,30 +10,35 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use shiitake_core::extension::host::ToolTx;
+use shiitake_core::extension::kit::KitExtension;
 use shiitake_core::extension::{
     Contribution, Extension, ExtensionDefinition, FiredTimer, HookError, RunContext, Settled,
     StateView, ToolOutcome, Tx,
 };
 use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_question::contract::{AnswerAsk, AskView, QuestionAnswer, QuestionContract};
-use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_ext_question::{AskRun, QuestionConfig};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::catalog::Catalog;
 use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
+use shiitake_protocol::footer::FooterRowV0;
 use shiitake_protocol::{
-    AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionExtensionSlots,
-    SessionFrame,
+    AgentApi, CommandScope, PromptText, ReadOptions, RequestId, SendOptions, SessionApi,
+    SessionExtensionSlots, SessionFrame,
 };
 use shiitake_store_sqlite::{Durability, SqliteStore};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 /// The real question extension, except that committing a tool outcome never finishes.
-struct Holding(QuestionExtension);
+struct Holding(KitExtension<QuestionContract, AskRun>);
 
 impl Extension for Holding {
     fn definition(&self) -> &ExtensionDefinition {
         self.0.definition()
+    }
+    fn command_scope(&self, command: &str) -> Option<CommandScope> {
+        self.0.command_scope(command)
     }
     fn command(&self, tx: &mut Tx<'_>, command: &str, input: Value) -> Result<Value, HookError> {
         self.0.command(tx, command, input)
@@ -52,6 +57,9 @@ impl Extension for Holding {
     }
     fn projection(&self, state: &StateView<'_>) -> Option<Value> {
         self.0.projection(state)
+    }
+    fn footer(&self, state: &StateView<'_>) -> Vec<FooterRowV0> {
+        self.0.footer(state)
     }
     fn contribute(&self, run: &RunContext<'_>, tools: ToolTx) -> Contribution {
         self.0.contribute(run, tools)
@@ -86,15 +94,14 @@ async fn main() -> Result<(), Failure> {
     ]);
     let config = AgentConfig::new(Arc::new(FixedModel(Arc::new(ScriptedModel::new(script)))));
     let store = SqliteStore::open(&path, Durability::Full).await?;
+    let question = shiitake_ext_question::extension(QuestionConfig::default())?;
+    let grants = question.grants();
     let agent = Agent::builder(
         Arc::new(store),
         Arc::new(shiitake_capabilities::Catalog::new()),
         config,
     )
-    .extension(
-        Holding(QuestionExtension::new(QuestionConfig::default())?),
-        question_grants(),
-    )
+    .extension(Holding(question), grants)
     .open()
     .await?;
     let session = agent.session(agent.create_session(RequestId::new("crash")?).await?);

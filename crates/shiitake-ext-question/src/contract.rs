@@ -2,8 +2,9 @@
 //!
 //! Wire types (camelCase JSON), the bounds the extension enforces, the human
 //! commands (`list`, `answer`, `decline`) as typed [`ContractCommand`]s, the
-//! projection published per Session, and the label-list codec the `/answer` flow
-//! uses for several selections.
+//! projection published per Session with the footer rows every client shows of it
+//! ([`footer_rows`]), and the label-list codec the `/answer` flow uses for several
+//! selections.
 //!
 //! ```
 //! use shiitake_ext_question::contract::{QuestionContract, ListAsks};
@@ -19,12 +20,20 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use shiitake_protocol::ExtensionId;
 use shiitake_protocol::extension::{ContractCommand, ExtensionContract, SessionScope};
+use shiitake_protocol::footer::{FooterActionKind, FooterActionV0, FooterRowV0};
+
+pub use crate::labels::{LabelsError, format_labels, parse_labels};
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-session-question";
 /// The namespace of its tools: `question.ask`, `question.withdraw`.
 pub const NAMESPACE: &str = "question";
+/// The command the `/answer` catalog flow walks (and an open Ask's *Answer* button).
+pub const ANSWER_FLOW: &str = "answer_flow";
+/// The footer kind of an open Ask's row, which a page styles it by.
+pub const FOOTER_KIND: &str = "question";
 
 /// Questions in one Ask: one to four.
 pub const MAX_QUESTIONS: usize = 4;
@@ -50,6 +59,8 @@ pub const MIN_EXPIRE_MINUTES: u32 = 5;
 pub const MAX_EXPIRE_MINUTES: u32 = 10_080;
 /// How long an Ask waits on the Agent that sent the work before it goes to a person.
 pub const SENDER_FALLBACK_MINUTES: u32 = 15;
+/// Longest Ask id a tool takes (an id is 30 characters).
+pub const MAX_ASK_ID_CHARS: usize = 64;
 /// The longest a live wait lasts, in seconds (ten minutes).
 pub const LIVE_WAIT_CAP_SECS: u64 = 600;
 /// What a live wait leaves of the call's execute deadline, in seconds.
@@ -66,6 +77,7 @@ impl ExtensionContract for QuestionContract {
 
 /// An Ask's id: `ask_` followed by a ULID.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct AskId(String);
 
@@ -89,32 +101,59 @@ impl fmt::Display for AskId {
 
 /// One choice offered with a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "runtime",
+    derive(schemars::JsonSchema),
+    schemars(deny_unknown_fields)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct QuestionOption {
     /// What the person picks (and what an answer names).
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_LABEL_CHARS)))]
     pub label: String,
     /// What picking it means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Absent, never null, as the model is told.
+    #[cfg_attr(
+        feature = "runtime",
+        schemars(with = "String", length(max = MAX_DESCRIPTION_CHARS))
+    )]
     pub description: Option<String>,
 }
 
 /// One decision question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "runtime",
+    derive(schemars::JsonSchema),
+    schemars(deny_unknown_fields)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Question {
-    /// A short tag shown as a chip, at most [`MAX_HEADER_CHARS`] characters.
+    /// A short tag for the question, such as "Database", shown as a chip.
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_HEADER_CHARS)))]
     pub header: String,
     /// The question itself.
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_QUESTION_CHARS)))]
     pub question: String,
-    /// The choices; the first is the recommended one.
+    /// The choices; put the recommended one first.
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_OPTIONS)))]
     pub options: Vec<QuestionOption>,
     /// Several options may be picked.
     #[serde(default)]
     pub multi_select: bool,
 }
 
+impl Question {
+    /// `[Database] Which database?`: how the footer, the prompt and `/answer` name it.
+    pub fn tagged(&self) -> String {
+        format!("[{}] {}", self.header, self.question)
+    }
+}
+
 /// How `question.ask` behaves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum AskMode {
     /// Wait in-turn for the answer (parks when the wait runs out or a steer arrives).
@@ -126,6 +165,7 @@ pub enum AskMode {
 
 /// What happens when nobody answers in time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ExpireAction {
     /// Tell the model not to proceed.
@@ -136,9 +176,18 @@ pub enum ExpireAction {
 
 /// An Ask's expiry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "runtime",
+    derive(schemars::JsonSchema),
+    schemars(deny_unknown_fields)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct OnExpire {
-    /// Minutes after the Ask opened, [`MIN_EXPIRE_MINUTES`] to [`MAX_EXPIRE_MINUTES`].
+    /// Minutes after the Ask opened.
+    #[cfg_attr(
+        feature = "runtime",
+        schemars(range(min = MIN_EXPIRE_MINUTES, max = MAX_EXPIRE_MINUTES))
+    )]
     pub after_minutes: u32,
     /// What expiry does.
     pub action: ExpireAction,
@@ -146,16 +195,31 @@ pub struct OnExpire {
 
 /// The input of the model tool `question.ask`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AskInput {
-    /// One to four questions.
+    /// One to four decision questions. The person may always answer in free text.
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_QUESTIONS)))]
     pub questions: Vec<Question>,
-    /// Wait (default) or continue.
+    /// wait: receive the answer in this turn; continue: return the askId now and get
+    /// the answer later as a message.
     #[serde(default)]
     pub mode: AskMode,
-    /// Optional expiry.
+    /// Optional expiry: what happens when nobody answers in time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Absent, never null, as the model is told.
+    #[cfg_attr(feature = "runtime", schemars(with = "OnExpire"))]
     pub on_expire: Option<OnExpire>,
+}
+
+/// The input of the model tool `question.withdraw`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WithdrawInput {
+    /// The open question to withdraw.
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_ASK_ID_CHARS)))]
+    pub ask_id: AskId,
 }
 
 /// The answer to one question: offered labels, free text, or both.
@@ -220,6 +284,55 @@ impl AskView {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// The footer row of one open Ask: `? [Database] Which database?` (with ` (+n more)`
+/// for further questions); when a person is asked, the note `/answer` and an *Answer*
+/// button that walks the `/answer` flow for this Ask, else what it waits on.
+pub fn ask_footer_row(ask: &AskView, extension_id: &ExtensionId) -> FooterRowV0 {
+    let first = ask
+        .questions
+        .first()
+        .map(Question::tagged)
+        .unwrap_or_default();
+    let more = match ask.questions.len() {
+        0 | 1 => String::new(),
+        n => format!(" (+{} more)", n - 1),
+    };
+    let row = FooterRowV0::new(
+        extension_id.clone(),
+        ask.ask_id.as_str(),
+        FOOTER_KIND,
+        format!("? {first}{more}"),
+    );
+    if !ask.needs_person() {
+        return row.with_note(ask.status_line());
+    }
+    let answer = FooterActionV0 {
+        label: "Answer".into(),
+        name: "answer".into(),
+        primary: false,
+        kind: FooterActionKind::Flow {
+            extension_id: extension_id.clone(),
+            flow: ANSWER_FLOW.into(),
+            call: AnswerAsk::NAME.into(),
+            preset: serde_json::json!({"askId": ask.ask_id}),
+            target: None,
+        },
+    };
+    row.with_note("/answer").with_action(answer.primary())
+}
+
+/// One footer row per open Ask, oldest first: what every client shows of the projection.
+pub fn footer_rows(
+    projection: &QuestionProjection,
+    extension_id: &ExtensionId,
+) -> Vec<FooterRowV0> {
+    projection
+        .asks
+        .iter()
+        .map(|ask| ask_footer_row(ask, extension_id))
+        .collect()
 }
 
 /// What the extension publishes per Session: its open Asks, oldest first.
@@ -312,114 +425,81 @@ impl ContractCommand for DeclineAsk {
     const NAME: &'static str = "decline";
 }
 
-/// Why a label list did not parse.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum LabelsError {
-    /// A quoted label is not closed.
-    #[error("a quoted label is not closed")]
-    Unclosed,
-    /// Something other than a comma follows a closing quote.
-    #[error("expected a comma after the quoted label {0:?}")]
-    AfterQuote(String),
-}
-
-/// Writes labels as the `/answer` flow expects several selections: comma-separated,
-/// a label holding a comma or a double quote written in quotes with `\"` and `\\` escapes.
-pub fn format_labels<S: AsRef<str>>(labels: &[S]) -> String {
-    labels
-        .iter()
-        .map(|label| {
-            let label = label.as_ref();
-            if label.contains([',', '"', '\\']) || label.trim() != label {
-                let escaped = label.replace('\\', "\\\\").replace('"', "\\\"");
-                format!("\"{escaped}\"")
-            } else {
-                label.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Reads a label list written by [`format_labels`] (or typed by a person): items
-/// separated by commas, trimmed, optionally in double quotes; empty items are dropped.
-pub fn parse_labels(text: &str) -> Result<Vec<String>, LabelsError> {
-    let mut labels = Vec::new();
-    let mut chars = text.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        match chars.peek() {
-            None => return Ok(labels),
-            Some('"') => {
-                chars.next();
-                let mut label = String::new();
-                loop {
-                    match chars.next() {
-                        None => return Err(LabelsError::Unclosed),
-                        Some('\\') => match chars.next() {
-                            Some(escaped) => label.push(escaped),
-                            None => return Err(LabelsError::Unclosed),
-                        },
-                        Some('"') => break,
-                        Some(other) => label.push(other),
-                    }
-                }
-                while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                    chars.next();
-                }
-                match chars.next() {
-                    None | Some(',') => labels.push(label),
-                    Some(_) => return Err(LabelsError::AfterQuote(label)),
-                }
-            }
-            Some(_) => {
-                let mut label = String::new();
-                for c in chars.by_ref() {
-                    if c == ',' {
-                        break;
-                    }
-                    label.push(c);
-                }
-                let label = label.trim();
-                if !label.is_empty() {
-                    labels.push(label.to_owned());
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
+    use serde_json::json;
+    use shiitake_protocol::footer::FooterTone;
 
-    #[test]
-    fn labels_with_commas_and_quotes_are_quoted() {
-        let labels = ["Plain", "Red, green", "Say \"hi\"", " spaced "];
-        let written = format_labels(&labels);
-        assert_eq!(written, r#"Plain, "Red, green", "Say \"hi\"", " spaced ""#);
-        assert_eq!(parse_labels(&written).unwrap(), labels);
-        assert_eq!(parse_labels("a,, b ,").unwrap(), ["a", "b"]);
-        assert_eq!(parse_labels("\"open").unwrap_err(), LabelsError::Unclosed);
-        assert!(matches!(
-            parse_labels("\"a\" b"),
-            Err(LabelsError::AfterQuote(_))
-        ));
+    fn ask(headers: &[&str], waiting_on: Option<WaitingOn>) -> AskView {
+        AskView {
+            ask_id: AskId::new("ask_1"),
+            questions: headers
+                .iter()
+                .map(|header| Question {
+                    header: (*header).into(),
+                    question: format!("Which {header}?"),
+                    options: vec![QuestionOption {
+                        label: "A".into(),
+                        description: None,
+                    }],
+                    multi_select: false,
+                })
+                .collect(),
+            created_at: 0,
+            expires_at: None,
+            on_expire: None,
+            waiting_on,
+        }
     }
 
-    proptest! {
-        #[test]
-        fn labels_round_trip(labels in proptest::collection::vec("[ -~é,\"\\\\]{1,12}", 0..6)) {
-            let labels: Vec<String> = labels;
-            prop_assert_eq!(parse_labels(&format_labels(&labels)).unwrap(), labels);
-        }
+    fn planner(escalated: bool) -> Option<WaitingOn> {
+        Some(WaitingOn {
+            agent: "Planner".into(),
+            session_id: "s".into(),
+            escalated,
+        })
+    }
 
-        #[test]
-        fn parsing_never_panics(text in "\\PC{0,40}") {
-            let _ = parse_labels(&text);
-        }
+    fn id() -> ExtensionId {
+        ExtensionId::new(EXTENSION_ID).unwrap()
+    }
+
+    #[test]
+    fn an_ask_for_a_person_shows_its_first_question_and_walks_the_answer_flow() {
+        let row = ask_footer_row(&ask(&["DB"], None), &id());
+        assert_eq!(
+            (row.key.as_str(), row.kind.as_str(), row.tone),
+            ("ask_1", "question", FooterTone::Calm)
+        );
+        assert_eq!(row.text, "? [DB] Which DB?");
+        assert_eq!(row.note.as_deref(), Some("/answer"));
+        assert_eq!(
+            serde_json::to_value(&row.actions).unwrap(),
+            json!([{"label": "Answer", "name": "answer", "primary": true, "kind": "flow",
+                    "extensionId": EXTENSION_ID, "flow": "answer_flow", "call": "answer",
+                    "preset": {"askId": "ask_1"}}])
+        );
+        let three = ask_footer_row(&ask(&["DB", "Cache", "Queue"], None), &id());
+        assert_eq!(three.text, "? [DB] Which DB? (+2 more)");
+    }
+
+    #[test]
+    fn an_ask_waiting_on_the_sender_names_it_until_a_person_is_asked() {
+        let waiting = ask_footer_row(&ask(&["X", "Y"], planner(false)), &id());
+        assert_eq!(waiting.text, "? [X] Which X? (+1 more)");
+        assert_eq!(waiting.note.as_deref(), Some("waiting on Planner"));
+        assert!(waiting.actions.is_empty());
+        let escalated = ask_footer_row(&ask(&["X"], planner(true)), &id());
+        assert_eq!(escalated.note.as_deref(), Some("/answer"));
+        assert_eq!(escalated.actions.len(), 1);
+        let projection = QuestionProjection {
+            asks: vec![ask(&["A"], None), ask(&["B"], planner(false))],
+        };
+        let texts: Vec<_> = footer_rows(&projection, &id())
+            .into_iter()
+            .map(|row| row.text)
+            .collect();
+        assert_eq!(texts, ["? [A] Which A?", "? [B] Which B?"]);
     }
 }

@@ -11,8 +11,7 @@ use shiitake_protocol::catalog::{ArgumentKind, CatalogChoice, FlowStep};
 use crate::contract::{AnswerAsk, MAX_ANSWER_TEXT_CHARS, Question, QuestionAnswer, parse_labels};
 use crate::state::Book;
 
-/// The flow command's name.
-pub const ANSWER_FLOW: &str = "answer_flow";
+pub use crate::contract::ANSWER_FLOW;
 
 /// The argument that carries the answer to question `index` (0-based): `a1`..`a4`.
 pub fn answer_argument(index: usize) -> String {
@@ -70,7 +69,7 @@ pub fn answer_step(book: &Book, collected: &Value) -> FlowStep {
                             label: row
                                 .questions
                                 .first()
-                                .map(|q| format!("[{}] {}", q.header, q.question))
+                                .map(Question::tagged)
                                 .unwrap_or_default(),
                             value: row.ask_id.as_str().to_owned(),
                         })
@@ -92,7 +91,7 @@ pub fn answer_step(book: &Book, collected: &Value) -> FlowStep {
         let Some(raw) = raw else {
             return FlowStep::Ask {
                 argument,
-                prompt: format!("[{}] {}", question.header, question.question),
+                prompt: question.tagged(),
                 kind: ArgumentKind::Choice {
                     choices: question
                         .options

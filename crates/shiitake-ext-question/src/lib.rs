@@ -16,6 +16,11 @@
 //! committed, and otherwise goes once as a follow-up when the run settles (not when
 //! it was cancelled). The rules are in [`state`]; `docs/ext-question.md` is the page.
 //!
+//! The host builds it with [`extension`] (core's extension kit) and registers it with
+//! `AgentBuilder::kit_extension`, which grants exactly what it declares. Each open Ask
+//! is a footer row ([`contract::footer_rows`]): its first question, and `/answer` with
+//! an *Answer* button when a person is asked.
+//!
 //! What it does not own: the `agents.*` tools (`shiitake-ext-agents`),
 //! client cards and notifications.
 //!
@@ -23,6 +28,7 @@
 //! client needs, without shiitake-core.
 
 pub mod contract;
+mod labels;
 pub mod validate;
 
 #[cfg(feature = "runtime")]
@@ -43,4 +49,6 @@ mod text;
 mod tools;
 
 #[cfg(feature = "runtime")]
-pub use extension::{QuestionConfig, QuestionExtension, extension_id, question_grants};
+pub use extension::{QuestionConfig, extension, extension_id};
+#[cfg(feature = "runtime")]
+pub use tools::AskRun;

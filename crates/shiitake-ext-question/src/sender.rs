@@ -19,8 +19,8 @@
 use serde_json::{Value, json};
 use shiitake_core::extension::{HookError, Tx};
 
-use crate::contract::{AskId, AskStatus, AskView, QuestionAnswer, Receipt};
-use crate::state::Responder;
+use crate::contract::{AskId, AskView, QuestionAnswer};
+use crate::state::{AskRow, Responder};
 use crate::store;
 
 /// The sending Agent answers an Ask that waits on its Session `from`.
@@ -30,14 +30,8 @@ pub fn answer(
     from: &str,
     answers: Vec<QuestionAnswer>,
 ) -> Result<Value, HookError> {
-    let delivery = store::transact(tx, |book| {
-        book.answer(ask_id, answers, Responder::Sender, Some(from))
-    })?;
-    Ok(json!(Receipt {
-        ask_id: ask_id.clone(),
-        status: AskStatus::Answered,
-        delivery,
-    }))
+    let receipt = store::answer(tx, ask_id, answers, Responder::Sender, Some(from))?;
+    Ok(json!(receipt))
 }
 
 /// The sending Agent passes an Ask that waits on its Session `from` to a person.
@@ -59,12 +53,7 @@ pub fn sender_turn_ended(tx: &mut Tx<'_>, from: &str) -> Result<Value, HookError
 /// child's reply to the sender as `waiting_on_you`.
 pub fn waiting_on(tx: &Tx<'_>, from: &str) -> Result<Vec<AskView>, HookError> {
     Ok(store::load(tx)?
-        .open()
-        .filter(|row| {
-            row.waiting_on
-                .as_ref()
-                .is_some_and(|w| w.session_id == from && !w.escalated)
-        })
-        .map(|row| row.view())
+        .waiting_on(from)
+        .map(AskRow::view)
         .collect())
 }

@@ -455,15 +455,19 @@ impl Book {
         Ok(self.escalate_row(ask_id))
     }
 
+    /// The open Asks that wait on the Session `from` and were not passed to a person.
+    pub fn waiting_on<'a>(&'a self, from: &'a str) -> impl Iterator<Item = &'a AskRow> {
+        self.open().filter(move |row| {
+            row.waiting_on
+                .as_ref()
+                .is_some_and(|w| w.session_id == from && !w.escalated)
+        })
+    }
+
     /// The sending Session's turn ended: every Ask still waiting on it goes to a person.
     pub fn sender_turn_ended(&mut self, from: &str) -> Vec<Effect> {
         let waiting: Vec<AskId> = self
-            .open()
-            .filter(|row| {
-                row.waiting_on
-                    .as_ref()
-                    .is_some_and(|w| w.session_id == from && !w.escalated)
-            })
+            .waiting_on(from)
             .map(|row| row.ask_id.clone())
             .collect();
         waiting

@@ -6,8 +6,8 @@ use serde_json::json;
 use shiitake_core::extension::{Due, HookError, StateScope, StateView, TimerId, Tx};
 use shiitake_protocol::PromptDelivery;
 
-use crate::contract::AskId;
-use crate::state::{AskRow, Book, Effect, TimerPurpose};
+use crate::contract::{AskId, AskStatus, QuestionAnswer, QuestionProjection, Receipt};
+use crate::state::{AskRow, Book, Effect, Responder, TimerPurpose};
 use crate::validate::Refused;
 
 /// The collection holding one row per Ask.
@@ -44,6 +44,30 @@ pub(crate) fn read(state: &StateView<'_>) -> Book {
         .map(|(_, row)| (row.ask_id.clone(), row))
         .collect();
     Book { asks }
+}
+
+/// What clients see of the Asks: the open ones, oldest first.
+pub(crate) fn projection(book: &Book) -> QuestionProjection {
+    QuestionProjection {
+        asks: book.open().map(AskRow::view).collect(),
+    }
+}
+
+/// A person (or the sending Agent, from its Session `from`) answers: the receipt an
+/// exact retry gets again.
+pub(crate) fn answer(
+    tx: &mut Tx<'_>,
+    ask_id: &AskId,
+    answers: Vec<QuestionAnswer>,
+    by: Responder,
+    from: Option<&str>,
+) -> Result<Receipt, HookError> {
+    let delivery = transact(tx, |book| book.answer(ask_id, answers, by, from))?;
+    Ok(Receipt {
+        ask_id: ask_id.clone(),
+        status: AskStatus::Answered,
+        delivery,
+    })
 }
 
 /// Runs `transition` over the Session's Asks and commits what it changed.

@@ -8,90 +8,37 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use shiitake_capabilities::{
-    InvocationContext, Module, ModulePath, Operation, OperationName, Replay, ToolError,
-};
-use shiitake_core::extension::host::ToolTx;
+use shiitake_capabilities::{InvocationContext, Replay, ToolError};
+use shiitake_core::extension::RunContext;
+use shiitake_core::extension::host::{StateChanges, ToolTx};
+use shiitake_core::extension::kit::{AsyncToolCall, KitError, Tool};
 
-use crate::contract::{
-    AskId, AskInput, LIVE_WAIT_CAP_SECS, LIVE_WAIT_RESERVE_SECS, MAX_DESCRIPTION_CHARS,
-    MAX_EXPIRE_MINUTES, MAX_HEADER_CHARS, MAX_LABEL_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS,
-    MAX_QUESTIONS, MIN_EXPIRE_MINUTES, NAMESPACE,
-};
+use crate::contract::{AskId, AskInput, LIVE_WAIT_CAP_SECS, LIVE_WAIT_RESERVE_SECS, WithdrawInput};
 use crate::state::{AskRequest, Check, Opened};
 use crate::store;
 use crate::text;
 
-/// What a run's tools know of the run.
+/// What the question tools know of the run they serve, read when it starts.
 #[derive(Clone, Debug)]
-pub(crate) struct RunFacts {
+pub struct AskRun {
     /// The run's command id.
-    pub(crate) run: String,
+    run: String,
     /// The Agent that sent the run's work, when Asks wait on it: (name, Session id).
-    pub(crate) sender: Option<(String, String)>,
+    sender: Option<(String, String)>,
 }
 
-/// The input schema of `question.ask`: the bounds `describe` shows.
-pub(crate) fn ask_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["questions"],
-        "properties": {
-            "questions": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": MAX_QUESTIONS,
-                "description": "One to four decision questions. The person may always answer in free text.",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["header", "question", "options"],
-                    "properties": {
-                        "header": {"type": "string", "minLength": 1, "maxLength": MAX_HEADER_CHARS,
-                                   "description": "A short tag for the question, such as \"Database\"."},
-                        "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
-                        "options": {
-                            "type": "array", "minItems": 1, "maxItems": MAX_OPTIONS,
-                            "description": "The choices; put the recommended one first.",
-                            "items": {
-                                "type": "object",
-                                "additionalProperties": false,
-                                "required": ["label"],
-                                "properties": {
-                                    "label": {"type": "string", "minLength": 1, "maxLength": MAX_LABEL_CHARS},
-                                    "description": {"type": "string", "maxLength": MAX_DESCRIPTION_CHARS}
-                                }
-                            }
-                        },
-                        "multiSelect": {"type": "boolean", "default": false}
-                    }
-                }
-            },
-            "mode": {
-                "type": "string", "enum": ["wait", "continue"], "default": "wait",
-                "description": "wait: receive the answer in this turn; continue: return the askId now and get the answer later as a message."
-            },
-            "onExpire": {
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["afterMinutes", "action"],
-                "properties": {
-                    "afterMinutes": {"type": "integer", "minimum": MIN_EXPIRE_MINUTES, "maximum": MAX_EXPIRE_MINUTES},
-                    "action": {"type": "string", "enum": ["stop", "proceed_with_recommended"]}
-                }
-            }
+impl AskRun {
+    /// The facts of `run`; its sender counts only when the host lets Asks wait on it.
+    pub(crate) fn of(run: &RunContext<'_>, waits_on_sender: bool) -> Self {
+        let sender = run
+            .sender
+            .filter(|_| waits_on_sender)
+            .map(|sender| (sender.agent.clone(), sender.session_id.as_str().to_owned()));
+        Self {
+            run: run.command_id.as_str().to_owned(),
+            sender,
         }
-    })
-}
-
-fn withdraw_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["askId"],
-        "properties": {"askId": {"type": "string", "minLength": 1, "maxLength": 64}}
-    })
+    }
 }
 
 /// How long a live wait may last: the call's deadline less the reserve, at most the cap.
@@ -105,57 +52,39 @@ pub(crate) fn live_wait(remaining: Option<Duration>) -> Duration {
     }
 }
 
-/// The `question` module of one run.
-pub(crate) fn module(tools: ToolTx, facts: RunFacts) -> Option<Module> {
-    let ask_tools = tools.clone();
-    let ask = Operation::from_fn(
-        OperationName::new("ask").ok()?,
+/// `question.ask`: waits in-turn for the answer, so it runs on the run's task.
+pub(crate) fn ask_tool() -> Result<Tool<AskRun>, KitError> {
+    Ok(Tool::waiting(
+        "ask",
         "Ask the person (or the Agent that sent this work) one to four decision questions with \
          options. By default waits for the answer; mode \"continue\" returns an askId at once and \
          the answer arrives later as a message. Do not ask what you can decide yourself.",
-        move |input, ctx| {
-            let tools = ask_tools.clone();
-            let facts = facts.clone();
-            async move { ask(tools, facts, input, ctx).await }
-        },
-    )
-    .with_input_schema(ask_schema())
-    .with_replay(Replay::Safe);
-    let withdraw = Operation::from_fn(
-        OperationName::new("withdraw").ok()?,
-        "Withdraw one of your open questions (by askId) when it no longer matters.",
-        move |input, _ctx| {
-            let tools = tools.clone();
-            async move { withdraw(tools, input).await }
-        },
-    )
-    .with_input_schema(withdraw_schema());
-    Module::new(
-        ModulePath::new(NAMESPACE).ok()?,
-        "Questions to a person, who answers or declines.",
-    )
-    .with_operation(ask)
-    .ok()?
-    .with_operation(withdraw)
-    .ok()
+        ask,
+    )?
+    .replay(Replay::Safe))
 }
 
-async fn ask(
-    tools: ToolTx,
-    facts: RunFacts,
-    input: Value,
-    ctx: InvocationContext,
-) -> Result<Value, ToolError> {
-    let input: AskInput = serde_json::from_value(input)
-        .map_err(|error| ToolError::for_model(format!("question.ask input: {error}")))?;
-    let execution = ctx.execution_id().as_str().to_owned();
-    let ask_id = AskId::new(format!("ask_{}", ulid::Ulid::generate()));
+/// `question.withdraw`: drops an open Ask in one owner transaction.
+pub(crate) fn withdraw_tool() -> Result<Tool<AskRun>, KitError> {
+    Tool::new(
+        "withdraw",
+        "Withdraw one of your open questions (by askId) when it no longer matters.",
+        |tx, input: WithdrawInput, _call| {
+            let ask_id = input.ask_id;
+            store::transact(tx, |book| Ok(((), book.withdraw(&ask_id)?)))?;
+            Ok(json!({"askId": ask_id.as_str(), "status": "withdrawn"}))
+        },
+    )
+}
+
+async fn ask(call: AsyncToolCall<AskRun>, input: AskInput) -> Result<Value, ToolError> {
+    let AsyncToolCall { call, tools, ctx } = call;
     let request = AskRequest {
-        ask_id,
-        execution,
-        run: facts.run,
+        ask_id: AskId::new(format!("ask_{}", ulid::Ulid::generate())),
+        execution: call.execution_id.as_str().to_owned(),
+        run: call.run.run,
         input,
-        sender: facts.sender,
+        sender: call.run.sender,
         now: 0,
     };
     // Take the change signal before the first read so no answer is missed.
@@ -167,55 +96,51 @@ async fn ask(
                 ..request
             };
             let opened = store::transact(tx, |book| book.ask(request))?;
-            Ok(serde_json::to_value(Summary::from(&opened)).unwrap_or(Value::Null))
+            let (Opened::New { ask_id, live } | Opened::Again { ask_id, live }) = opened;
+            Ok(json!({"askId": ask_id, "live": live}))
         })
         .await?;
-    let summary: Summary = serde_json::from_value(opened)
-        .map_err(|error| ToolError::fatal(format!("question.ask summary: {error}")))?;
-    let ask_id = AskId::new(summary.ask_id);
-    if !summary.live {
+    let ask_id = opened
+        .get("askId")
+        .and_then(Value::as_str)
+        .map(AskId::new)
+        .ok_or_else(|| ToolError::fatal("question.ask: the Ask was opened without an id"))?;
+    if opened.get("live").and_then(Value::as_bool) != Some(true) {
         return Ok(text::parked(
             ask_id.as_str(),
             "The question was sent; you do not wait for it.",
         ));
     }
+    wait(&tools, &ctx, &ask_id, &mut changes).await
+}
+
+/// Waits in-turn for the Ask's resolution until the wait runs out, a steer arrives
+/// or the run is cancelled; each of those parks it.
+async fn wait(
+    tools: &ToolTx,
+    ctx: &InvocationContext,
+    ask_id: &AskId,
+    changes: &mut StateChanges,
+) -> Result<Value, ToolError> {
     let wait = tokio::time::sleep(live_wait(ctx.remaining()));
     tokio::pin!(wait);
     loop {
-        if let Some(result) = look(&tools, &ask_id, false).await? {
+        if let Some(result) = look(tools, ask_id, false).await? {
             return Ok(result);
         }
         tokio::select! {
             biased;
             () = ctx.cancellation().cancelled() => {
-                look(&tools, &ask_id, true).await?;
+                look(tools, ask_id, true).await?;
                 return Err(ToolError::Cancelled);
             }
             () = ctx.newer_input().raised() => {
-                return park_or_deliver(&tools, &ask_id, "A newer message arrived.").await;
+                return park_or_deliver(tools, ask_id, "A newer message arrived.").await;
             }
             () = &mut wait => {
-                return park_or_deliver(&tools, &ask_id, "Nobody answered yet.").await;
+                return park_or_deliver(tools, ask_id, "Nobody answered yet.").await;
             }
             changed = changes.changed() => changed?,
-        }
-    }
-}
-
-/// What the opening transaction tells the handler.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Summary {
-    ask_id: String,
-    live: bool,
-}
-
-impl From<&Opened> for Summary {
-    fn from(opened: &Opened) -> Self {
-        match opened {
-            Opened::New { ask_id, live } | Opened::Again { ask_id, live } => Self {
-                ask_id: ask_id.as_str().to_owned(),
-                live: *live,
-            },
         }
     }
 }
@@ -262,20 +187,6 @@ async fn park_or_deliver(tools: &ToolTx, ask_id: &AskId, why: &str) -> Result<Va
     })
 }
 
-async fn withdraw(tools: ToolTx, input: Value) -> Result<Value, ToolError> {
-    let ask_id = input
-        .get("askId")
-        .and_then(Value::as_str)
-        .map(AskId::new)
-        .ok_or_else(|| ToolError::for_model("question.withdraw needs an askId"))?;
-    tools
-        .run(move |tx| {
-            store::transact(tx, |book| Ok(((), book.withdraw(&ask_id)?)))?;
-            Ok(json!({"askId": ask_id.as_str(), "status": "withdrawn"}))
-        })
-        .await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,5 +203,77 @@ mod tests {
             Duration::from_secs(600)
         );
         assert_eq!(live_wait(Some(Duration::from_secs(30))), Duration::ZERO);
+    }
+
+    /// The schema without what only informs (descriptions, integer formats, the `type`
+    /// beside an `enum`), to compare bounds and shapes.
+    fn shape(schema: &Value) -> Value {
+        match schema {
+            Value::Object(map) => {
+                let has_enum = map.contains_key("enum");
+                Value::Object(
+                    map.iter()
+                        .filter(|(key, _)| {
+                            let enum_type = has_enum && key.as_str() == "type";
+                            !(enum_type || matches!(key.as_str(), "description" | "format"))
+                        })
+                        .map(|(key, value)| (key.clone(), shape(value)))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(shape).collect()),
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn the_derived_schemas_carry_the_bounds_and_refuse_unknown_fields() {
+        use crate::contract::*;
+        let extension = crate::extension(crate::QuestionConfig::default()).expect("it builds");
+        let schemas: std::collections::BTreeMap<_, _> = extension.tool_schemas().collect();
+        // The hand-written schemas these replace, bounds and all.
+        let ask = json!({
+            "type": "object", "additionalProperties": false, "required": ["questions"],
+            "properties": {
+                "questions": {
+                    "type": "array", "minItems": 1, "maxItems": MAX_QUESTIONS,
+                    "items": {
+                        "type": "object", "additionalProperties": false,
+                        "required": ["header", "question", "options"],
+                        "properties": {
+                            "header": {"type": "string", "minLength": 1, "maxLength": MAX_HEADER_CHARS},
+                            "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
+                            "options": {
+                                "type": "array", "minItems": 1, "maxItems": MAX_OPTIONS,
+                                "items": {
+                                    "type": "object", "additionalProperties": false,
+                                    "required": ["label"],
+                                    "properties": {
+                                        "label": {"type": "string", "minLength": 1, "maxLength": MAX_LABEL_CHARS},
+                                        "description": {"type": "string", "maxLength": MAX_DESCRIPTION_CHARS}
+                                    }
+                                }
+                            },
+                            "multiSelect": {"type": "boolean", "default": false}
+                        }
+                    }
+                },
+                "mode": {"type": "string", "enum": ["wait", "continue"], "default": "wait"},
+                "onExpire": {
+                    "type": "object", "additionalProperties": false,
+                    "required": ["afterMinutes", "action"],
+                    "properties": {
+                        "afterMinutes": {"type": "integer", "minimum": MIN_EXPIRE_MINUTES, "maximum": MAX_EXPIRE_MINUTES},
+                        "action": {"type": "string", "enum": ["stop", "proceed_with_recommended"]}
+                    }
+                }
+            }
+        });
+        let withdraw = json!({
+            "type": "object", "additionalProperties": false, "required": ["askId"],
+            "properties": {"askId": {"type": "string", "minLength": 1, "maxLength": MAX_ASK_ID_CHARS}}
+        });
+        assert_eq!(shape(schemas["ask"]), shape(&ask));
+        assert_eq!(shape(schemas["withdraw"]), shape(&withdraw));
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use shiitake_core::AgentBuilder;
 use shiitake_ext_goal::{GoalExtension, goal_grants};
-use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_ext_question::QuestionConfig;
 use shiitake_ext_skills::{SkillLibrary, add_skills};
 
 /// How a host composes the shared set.
@@ -40,7 +40,7 @@ pub fn add_shared_set(
     builder: AgentBuilder,
     set: &SharedSet,
 ) -> Result<AgentBuilder, SharedSetError> {
-    let question = QuestionExtension::new(QuestionConfig {
+    let question = shiitake_ext_question::extension(QuestionConfig {
         waits_on_sender: set.waits_on_sender,
     })
     .map_err(|error| failed("question")(error.to_string()))?;
@@ -51,7 +51,7 @@ pub fn add_shared_set(
     let almanac =
         shiitake_ext_almanac::extension().map_err(|error| failed("almanac")(error.to_string()))?;
     let mut builder = builder
-        .extension(question, question_grants())
+        .kit_extension(question)
         .extension(goal, goal_grants())
         .kit_extension(plan)
         .kit_extension(looping)

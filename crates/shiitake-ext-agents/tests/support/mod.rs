@@ -14,7 +14,7 @@ use shiitake_core::clock::SystemClock;
 use shiitake_ext_agents::contract::{ChildRecord, EXTENSION_ID};
 use shiitake_ext_agents::{AgentDirectory, ConversationAgents, DirectoryError, agents_grants};
 use shiitake_ext_goal::{GoalExtension, goal_grants};
-use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_ext_question::QuestionConfig;
 use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
 use shiitake_ext_testkit::{TestAgent, fast_retry};
 use shiitake_model::Turn;
@@ -70,7 +70,7 @@ pub async fn open(
         SubagentsExtension::new(Arc::new(roster.source()), Arc::new(SystemClock)).unwrap();
     roster.notify(subagents.handle());
     let refresher = subagents.refresher();
-    let question = QuestionExtension::new(QuestionConfig {
+    let question = shiitake_ext_question::extension(QuestionConfig {
         waits_on_sender: true,
     })
     .unwrap();
@@ -78,7 +78,7 @@ pub async fn open(
         .file(dir.path().join(format!("{me}.db")))
         .turns(turns)
         .configure(|config| config.retry = fast_retry(1))
-        .extension(question, question_grants())
+        .kit_extension(question)
         .extension(GoalExtension::new().unwrap(), goal_grants())
         .extension(subagents, subagents_grants())
         .extension(roster.extension().unwrap(), agents_grants())

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use shiitake_core::clock::ManualClock;
 use shiitake_core::{Agent, AgentConfig};
+use shiitake_ext_question::QuestionConfig;
 use shiitake_ext_question::contract::{AskView, QuestionContract, QuestionProjection};
-use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
 use shiitake_ext_testkit::{TestAgent, fast_retry, paused_clock, projection};
 use shiitake_model::{ScriptedModel, Turn};
 use shiitake_protocol::*;
@@ -40,7 +40,7 @@ pub async fn open_at(
         .clock(clock)
         .configure(|config| config.retry = fast_retry(2))
         .configure(tune)
-        .extension(QuestionExtension::new(question).unwrap(), question_grants())
+        .kit_extension(shiitake_ext_question::extension(question).unwrap())
         .open()
         .await
         .agent
@@ -61,7 +61,7 @@ pub async fn setup_with(
         .clock(clock.clone())
         .configure(|config| config.retry = fast_retry(2))
         .configure(tune)
-        .extension(QuestionExtension::new(question).unwrap(), question_grants())
+        .kit_extension(shiitake_ext_question::extension(question).unwrap())
         .open()
         .await;
     Setup {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use shiitake_core::Agent;
 use shiitake_core::clock::ManualClock;
-use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_ext_question::QuestionConfig;
 use shiitake_ext_subagents::contract::{FooterView, SubagentsContract};
 use shiitake_ext_subagents::state::ChildState;
 use shiitake_ext_subagents::{
@@ -91,12 +91,11 @@ pub async fn child(dir: &tempfile::TempDir, name: &str, turns: Vec<Turn>) -> Age
         .file(dir.path().join(format!("{name}.db")))
         .turns(turns)
         .configure(|config| config.retry = fast_retry(1))
-        .extension(
-            QuestionExtension::new(QuestionConfig {
+        .kit_extension(
+            shiitake_ext_question::extension(QuestionConfig {
                 waits_on_sender: true,
             })
             .unwrap(),
-            question_grants(),
         )
         .open()
         .await

@@ -18,7 +18,7 @@ use crate::support::{Server, TOKEN};
 use serde_json::json;
 use shiitake_chromium::{Chromium, eval};
 use shiitake_core::{Agent, AgentConfig, FixedModel};
-use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_ext_question::QuestionConfig;
 use shiitake_ext_subagents::contract::{
     ANSWER_ACTION_LABEL, AnswerAction, ChildRow, ChildStatus, EXTENSION_ID, FooterSummary,
     FooterView, NeedsYouQuestion, QUESTION_ANSWER_CALL, QUESTION_ANSWER_FLOW,
@@ -173,10 +173,7 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
         Arc::new(shiitake_capabilities::Catalog::new()),
         AgentConfig::new(Arc::new(FixedModel(model.clone()))),
     )
-    .extension(
-        QuestionExtension::new(QuestionConfig::default()).unwrap(),
-        question_grants(),
-    )
+    .kit_extension(shiitake_ext_question::extension(QuestionConfig::default()).unwrap())
     .extension(rows::Rows::new(), rows::Rows::grants())
     .open()
     .await

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use shiitake_chromium::{Page, eval, wait_for};
 use shiitake_core::{Agent, AgentConfig, FixedModel};
-use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_ext_question::QuestionConfig;
 use shiitake_model::ScriptedModel;
 use shiitake_protocol::message::{Message, UserContent};
 use shiitake_protocol::{AgentApi, PromptText, RequestId, SendOptions, SessionApi};
@@ -45,10 +45,7 @@ pub async fn agent(model: Arc<ScriptedModel>) -> (Arc<Agent>, tempfile::TempDir)
         Arc::new(shiitake_capabilities::Catalog::new()),
         AgentConfig::new(Arc::new(FixedModel(model))),
     )
-    .extension(
-        QuestionExtension::new(QuestionConfig::default()).unwrap(),
-        question_grants(),
-    )
+    .kit_extension(shiitake_ext_question::extension(QuestionConfig::default()).unwrap())
     .kit_extension(shiitake_ext_plan::extension().unwrap())
     .open()
     .await

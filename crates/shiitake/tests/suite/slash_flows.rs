@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use shiitake_core::{Agent, AgentConfig, FixedModel};
-use shiitake_ext_question::{QuestionConfig, QuestionExtension, question_grants};
+use shiitake_ext_question::QuestionConfig;
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, SessionApi};
 use shiitake_server::{ServerConfig, Token, router};
@@ -37,10 +37,7 @@ async fn served(turns: Vec<Turn>) -> (String, Arc<Agent>, tempfile::TempDir) {
         Arc::new(shiitake_capabilities::Catalog::new()),
         AgentConfig::new(Arc::new(FixedModel(model))),
     )
-    .extension(
-        QuestionExtension::new(QuestionConfig::default()).unwrap(),
-        question_grants(),
-    )
+    .kit_extension(shiitake_ext_question::extension(QuestionConfig::default()).unwrap())
     .kit_extension(shiitake_ext_plan::extension().unwrap())
     .extension(
         shiitake_ext_goal::GoalExtension::new().unwrap(),
