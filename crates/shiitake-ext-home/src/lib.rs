@@ -12,6 +12,11 @@
 //! attachment that leaves keeps the choice, and runs get no file tools until it returns
 //! or a person chooses again; reordering attachments never changes Home.
 //!
+//! [`extension`] declares Home on core's extension kit (its prompt and file tools come
+//! from one reading of the list per run); [`add_home`] adds it to an Agent with exactly
+//! its grants (state, files, commands, projection, prompt, tools), the list as its file
+//! port ([`HomePort`]).
+//!
 //! **What it does not own.** Credentials, ports, roots and the attachment list (the
 //! host's); there is no `home.*` model tool.
 //!
@@ -36,4 +41,4 @@ mod tools;
 #[cfg(feature = "runtime")]
 pub use computers::{AttachError, Attachment, ComputerList, Computers};
 #[cfg(feature = "runtime")]
-pub use extension::{HomeError, HomeExtension, HomePort, add_home, home_grants};
+pub use extension::{HomePort, add_home, extension};
