@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use shiitake_core::Agent;
 use shiitake_ext_home::add_home;
-use shiitake_ext_ui::UiExtension;
 use shiitake_protocol::AgentName;
 use shiitake_roster_conversation_agents::{
     AgentDirectory, SharedSet, add_conversation_agents, add_shared_set,
@@ -69,8 +68,9 @@ pub(crate) async fn open(
         add_home(builder, options.computers.clone()).map_err(|error| failed(error.to_string()))?;
     let builder = match &options.ui {
         Some(bridge) if name == &options.default_agent => {
-            let ui = UiExtension::new(bridge.clone()).map_err(|error| failed(error.to_string()))?;
-            builder.extension(ui, UiExtension::grants())
+            let ui = shiitake_ext_ui::extension(bridge.clone())
+                .map_err(|error| failed(error.to_string()))?;
+            builder.kit_extension(ui)
         }
         _ => builder,
     };

@@ -26,7 +26,6 @@ use shiitake_chromium::{Chromium, Page, eval, screenshot, wait_for};
 use shiitake_conformance::support::{new_session, outline, send, terminal_of, transcript};
 use shiitake_core::Agent;
 use shiitake_ext_testkit::{TestAgent, tool_names};
-use shiitake_ext_ui::UiExtension;
 use shiitake_model::{ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, SessionApi, SessionId, TerminalOutcome};
 use shiitake_server::{ServerConfig, Token, router};
@@ -173,10 +172,7 @@ async fn start() -> Option<World> {
             Turn::tool_call("ui__discover", json!({})),
             Turn::text("no browser"),
         ])
-        .extension(
-            UiExtension::new(bridge.clone()).unwrap(),
-            UiExtension::grants(),
-        )
+        .kit_extension(shiitake_ext_ui::extension(bridge.clone()).unwrap())
         .open()
         .await;
     let dir = kit.take_dir().unwrap();

@@ -12,7 +12,6 @@ use serde_json::json;
 use shiitake_conformance::support::{new_session, outline, send, terminal_of, transcript};
 use shiitake_core::Agent;
 use shiitake_ext_testkit::{TestAgent, tool_names};
-use shiitake_ext_ui::UiExtension;
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, TerminalOutcome};
 
@@ -20,10 +19,7 @@ async fn agent(bridge: &UiBridge, model: Arc<ScriptedModel>, dir: &tempfile::Tem
     TestAgent::builder()
         .file(dir.path().join("agent.db"))
         .model(model)
-        .extension(
-            UiExtension::new(bridge.clone()).unwrap(),
-            UiExtension::grants(),
-        )
+        .kit_extension(shiitake_ext_ui::extension(bridge.clone()).unwrap())
         .open()
         .await
         .agent
