@@ -1,5 +1,6 @@
-//! What clients compile against: the footer's wire types, the `/agents` command and
-//! the bounds. Builds without core (`default-features = false`).
+//! What clients compile against: the footer's wire types, the rows that show them
+//! ([`FooterView::footer_rows`]), the `/agents` command and the bounds. Builds without
+//! core (`default-features = false`).
 //!
 //! ```
 //! use shiitake_ext_subagents::contract::{FooterView, SubagentsContract, ToggleRows};
@@ -21,8 +22,12 @@
 //! }
 //! ```
 
+mod rows;
+
 use serde::{Deserialize, Serialize};
 use shiitake_protocol::extension::{ContractCommand, ExtensionContract, SessionScope};
+
+pub use rows::{CHILD_ROW_KIND, MORE_ROW_KIND, SUMMARY_ROW_KIND};
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-session-subagents";

@@ -13,11 +13,16 @@
 //!
 //! What it does not own: any relationship between Agents, any durable state. The host
 //! supplies a [`SubagentsSource`] (which Agents a Session sent work to or created, and
-//! its existing access to read them) and runs the [`Refresher`] task. Rows are read
-//! when a watcher reads the parent and they are at least a second old; while a row is
-//! working or waiting they are read every five seconds until nobody has read the
-//! parent for thirty seconds. Projections stay synchronous reads of memory; core's
-//! `on_observed` and `republish_extensions` connect the two.
+//! its existing access to read them); [`extension`] gives the kit extension to register
+//! and the [`Refresher`] task the host runs. Rows are read when a watcher reads the
+//! parent and they are at least a second old; while a row is working or waiting they
+//! are read every five seconds until nobody has read the parent for thirty seconds.
+//! Projections and footer rows stay synchronous reads of memory; core's `on_observed`
+//! and `republish_extensions` connect the two.
+//!
+//! The footer rows are a plain function of the projection,
+//! [`FooterView::footer_rows`](contract::FooterView::footer_rows), in the contract, so
+//! whatever publishes the view publishes the same rows.
 //!
 //! With `default-features = false` only [`contract`] compiles: what a client needs,
 //! without shiitake-core.
@@ -29,15 +34,15 @@ mod extension;
 #[cfg(feature = "runtime")]
 mod refresh;
 #[cfg(feature = "runtime")]
+mod shared;
+#[cfg(feature = "runtime")]
 pub mod source;
 #[cfg(feature = "runtime")]
 pub mod state;
 
 #[cfg(feature = "runtime")]
-pub use extension::{
-    SubagentsError, SubagentsExtension, SubagentsHandle, extension_id, subagents_grants,
-};
+pub use extension::extension;
 #[cfg(feature = "runtime")]
-pub use refresh::Refresher;
+pub use refresh::{Refresher, SubagentsHandle};
 #[cfg(feature = "runtime")]
 pub use source::{ChildPage, ChildRef, SourceError, SubagentsSource, read_core_child};

@@ -7,7 +7,7 @@ use shiitake_core::Agent;
 use shiitake_protocol::{AgentApi, SessionId};
 
 use crate::contract::MAX_ROWS;
-use crate::extension::Shared;
+use crate::shared::Shared;
 use crate::state;
 
 /// Reads the rows of Sessions that were read (or poll while a child works or waits)
@@ -23,6 +23,27 @@ impl std::fmt::Debug for Refresher {
     }
 }
 
+/// Tells Subagents that a Session's children changed (it sent work to an Agent, or
+/// created one), so its rows are read again at once; cheap to clone.
+#[derive(Clone)]
+pub struct SubagentsHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SubagentsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentsHandle").finish_non_exhaustive()
+    }
+}
+
+impl SubagentsHandle {
+    /// The Session sent work to or created an Agent: read its rows again now,
+    /// however fresh they are, and show them to its watchers.
+    pub fn children_changed(&self, session_id: &SessionId) {
+        self.shared.children_changed(session_id);
+    }
+}
+
 /// What one pass found to do.
 struct Plan {
     refresh: Vec<SessionId>,
@@ -33,6 +54,14 @@ struct Plan {
 impl Refresher {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self { shared }
+    }
+
+    /// A handle the host keeps to say that a Session's children changed; take it
+    /// before spawning the refresher.
+    pub fn handle(&self) -> SubagentsHandle {
+        SubagentsHandle {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Runs the refresher for `agent` on its own task; abort the handle when the Agent closes.

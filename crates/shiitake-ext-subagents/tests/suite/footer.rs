@@ -7,6 +7,7 @@
 use crate::support::*;
 use serde_json::json;
 use shiitake_conformance::support::*;
+use shiitake_core::LocalSession;
 use shiitake_core::extension::Sender;
 use shiitake_ext_question::contract::{AskView, QuestionContract};
 use shiitake_ext_subagents::contract::{
@@ -43,6 +44,22 @@ async fn open_asks(session: &impl SessionApi) -> Vec<AskView> {
 /// Waits until the parent's footer satisfies `done`.
 async fn footer_where(session: &impl SessionApi, done: impl Fn(&FooterView) -> bool) -> FooterView {
     projection::until::<SubagentsContract>(session, done).await
+}
+
+/// A parent Agent and one of its Sessions whose one child, in the Agent `idle`, did
+/// its work (`Build it`); and the child's Session.
+async fn parent_of_an_idle_child(dir: &tempfile::TempDir) -> (Parent, LocalSession, LocalSession) {
+    let parent = parent(dir).await;
+    let idle = child(dir, "idle", vec![Turn::text("Done.")]).await;
+    let session = new_session(&idle).await;
+    let sent = send(&session, "Build it").await;
+    terminal_of(&session, &sent).await;
+    parent.source.add_agent("idle", &idle);
+    let parent_session = new_session(&parent.agent).await;
+    parent
+        .source
+        .add_child(parent_session.session_id(), "idle", session.session_id());
+    (parent, parent_session, session)
 }
 
 #[tokio::test]
@@ -183,16 +200,7 @@ async fn each_child_state_shows_its_status_and_an_unreadable_child_is_unavailabl
 #[tokio::test]
 async fn agents_collapses_the_rows_to_one_summary_and_expands_them() {
     let dir = tempfile::tempdir().unwrap();
-    let parent = parent(&dir).await;
-    let idle = child(&dir, "idle", vec![Turn::text("Done.")]).await;
-    let session = new_session(&idle).await;
-    let sent = send(&session, "Build it").await;
-    terminal_of(&session, &sent).await;
-    parent.source.add_agent("idle", &idle);
-    let parent_session = new_session(&parent.agent).await;
-    parent
-        .source
-        .add_child(parent_session.session_id(), "idle", session.session_id());
+    let (parent, parent_session, _child) = parent_of_an_idle_child(&dir).await;
     let expanded = footer_where(&parent_session, |f| f.rows.len() == 1).await;
     assert_eq!(expanded.rows[0].status, ChildStatus::Idle);
 
@@ -268,5 +276,25 @@ async fn rows_beyond_the_bound_are_counted_not_read() {
         format!("s-{bound}"),
         "newest first"
     );
+    parent.refresher.abort();
+}
+
+#[tokio::test]
+async fn the_snapshot_carries_the_footer_rows_of_the_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let (parent, parent_session, session) = parent_of_an_idle_child(&dir).await;
+    let shown = footer_where(&parent_session, |f| f.rows.len() == 1).await;
+    let snapshot = parent_session.read(ReadOptions::default()).await.unwrap();
+    let id = ExtensionId::new(shiitake_ext_subagents::contract::EXTENSION_ID).unwrap();
+    let rows: Vec<_> = snapshot
+        .footer
+        .iter()
+        .filter(|row| row.extension_id == id)
+        .cloned()
+        .collect();
+    assert_eq!(rows, shown.footer_rows(&id));
+    assert_eq!(rows[0].text, "agent idle (Build it): idle");
+    assert_eq!(rows[0].key, session.session_id().as_str());
+    assert_eq!(rows[1].kind, "subagents-more");
     parent.refresher.abort();
 }

@@ -13,10 +13,7 @@ use shiitake_core::clock::ManualClock;
 use shiitake_ext_question::QuestionConfig;
 use shiitake_ext_subagents::contract::{FooterView, SubagentsContract};
 use shiitake_ext_subagents::state::ChildState;
-use shiitake_ext_subagents::{
-    ChildPage, ChildRef, SourceError, SubagentsExtension, SubagentsSource, read_core_child,
-    subagents_grants,
-};
+use shiitake_ext_subagents::{ChildPage, ChildRef, SourceError, SubagentsSource, read_core_child};
 use shiitake_ext_testkit::{TestAgent, fast_retry, paused_clock, projection};
 use shiitake_model::Turn;
 use shiitake_protocol::*;
@@ -113,13 +110,13 @@ pub struct Parent {
 pub async fn parent(dir: &tempfile::TempDir) -> Parent {
     let clock = paused_clock();
     let source = Arc::new(TestSource::default());
-    let subagents = SubagentsExtension::new(source.clone(), clock.clone()).unwrap();
-    let refresher = subagents.refresher();
+    let (subagents, refresher) =
+        shiitake_ext_subagents::extension(source.clone(), clock.clone()).unwrap();
     let agent = TestAgent::builder()
         .file(dir.path().join("parent.db"))
         .clock(clock.clone())
         .configure(|config| config.retry = fast_retry(1))
-        .extension(subagents, subagents_grants())
+        .kit_extension(subagents)
         .open()
         .await
         .agent;
