@@ -19,7 +19,6 @@ use shiitake_capabilities::{
 };
 use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_goal::contract::{GoalContract, GoalProjection, GoalStatus, SetGoal};
-use shiitake_ext_goal::{GoalExtension, goal_grants};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
 use shiitake_protocol::message::{Message, UserContent};
@@ -82,7 +81,7 @@ async fn open(dir: &Path, turns: Vec<Turn>, hang: bool) -> Result<Agent, Failure
     let store = SqliteStore::open(&dir.join("agent.db"), Durability::Full).await?;
     Ok(
         Agent::builder(Arc::new(store), tools(dir.to_owned(), hang).await?, config)
-            .extension(GoalExtension::new()?, goal_grants())
+            .kit_extension(shiitake_ext_goal::extension()?)
             .open()
             .await?,
     )

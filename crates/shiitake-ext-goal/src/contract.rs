@@ -3,8 +3,9 @@
 //! The [`Goal`] row is both the durable row and the wire shape. Its `pauseCause` is
 //! `{kind, detail}` while paused and `null` otherwise; `kind` is the closed
 //! [`PauseKind`], `detail` display text only. Human commands are typed
-//! [`ContractCommand`]s; the projection carries the goal, the footer state and the
-//! command ids of goal turns, so a client can show them as compact notes.
+//! [`ContractCommand`](shiitake_protocol::extension::ContractCommand)s; the projection carries the goal, the footer state and the
+//! command ids of goal turns, so a client can show them as compact notes. The footer
+//! row every client shows of it is [`footer_row`].
 //!
 //! ```
 //! use shiitake_ext_goal::contract::{GoalContract, SetGoal};
@@ -23,7 +24,12 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::extension::{ContractCommand, ExtensionContract, SessionScope};
+use shiitake_protocol::contract_commands;
+use shiitake_protocol::extension::ExtensionContract;
+
+mod footer;
+
+pub use footer::{FOOTER_KIND, Footer, PAUSED_TEXT, PURSUING_TEXT, clock_time, footer_row};
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-session-goal";
@@ -108,6 +114,16 @@ impl GoalStatus {
     /// Live or paused: the Session's one goal.
     pub fn is_active(self) -> bool {
         matches!(self, GoalStatus::Live | GoalStatus::Paused)
+    }
+
+    /// Its wire name (`live`), as refusals and the `/goal` flow say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            GoalStatus::Live => "live",
+            GoalStatus::Paused => "paused",
+            GoalStatus::Achieved => "achieved",
+            GoalStatus::Cleared => "cleared",
+        }
     }
 }
 
@@ -222,51 +238,6 @@ pub struct Goal {
     pub waiting: bool,
 }
 
-/// What the footer shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum Footer {
-    /// "Pursuing goal since 14:02".
-    Pursuing {
-        /// Unix milliseconds the goal became live.
-        since: u64,
-    },
-    /// "Goal paused (/goal resume)".
-    Paused,
-}
-
-impl Footer {
-    /// The footer of a goal: only a live or paused one shows.
-    pub fn of(goal: &Goal) -> Option<Footer> {
-        match goal.status {
-            GoalStatus::Live => Some(Footer::Pursuing {
-                since: goal.live_since.unwrap_or(goal.created_at),
-            }),
-            GoalStatus::Paused => Some(Footer::Paused),
-            GoalStatus::Achieved | GoalStatus::Cleared => None,
-        }
-    }
-
-    /// The footer line, with the clock time in the person's zone (`offset_minutes`
-    /// east of UTC): "Pursuing goal since 14:02" or "Goal paused (/goal resume)".
-    pub fn text(&self, offset_minutes: i32) -> String {
-        match self {
-            Footer::Pursuing { since } => {
-                format!("Pursuing goal since {}", clock_time(*since, offset_minutes))
-            }
-            Footer::Paused => "Goal paused (/goal resume)".to_owned(),
-        }
-    }
-}
-
-/// `HH:MM` of Unix milliseconds, shifted by `offset_minutes`.
-pub fn clock_time(unix_ms: u64, offset_minutes: i32) -> String {
-    const DAY: i64 = 24 * 60;
-    let minutes = i64::try_from(unix_ms / 60_000).unwrap_or(0) + i64::from(offset_minutes);
-    let of_day = minutes.rem_euclid(DAY);
-    format!("{:02}:{:02}", of_day / 60, of_day % 60)
-}
-
 /// A sub-agent command this Session sent, as the roster recorded it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -312,13 +283,6 @@ pub struct GoalProjection {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GetGoal {}
 
-impl ContractCommand for GetGoal {
-    type Contract = GoalContract;
-    type Scope = SessionScope;
-    type Output = Option<Goal>;
-    const NAME: &'static str = "get";
-}
-
 /// Sets a goal. Replacing a live or paused goal asks first: send the revision you
 /// were shown as `replaceRevision`, so a newer goal is never replaced.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -332,13 +296,6 @@ pub struct SetGoal {
     /// Stable per request: reuse it after an uncertain response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
-}
-
-impl ContractCommand for SetGoal {
-    type Contract = GoalContract;
-    type Scope = SessionScope;
-    type Output = Goal;
-    const NAME: &'static str = "set";
 }
 
 /// Pauses, resumes or clears the goal; `revision`, when given, must be the current one.
@@ -358,36 +315,15 @@ pub struct GoalChange {
 #[serde(transparent)]
 pub struct PauseGoal(pub GoalChange);
 
-impl ContractCommand for PauseGoal {
-    type Contract = GoalContract;
-    type Scope = SessionScope;
-    type Output = Goal;
-    const NAME: &'static str = "pause";
-}
-
 /// Resumes the paused goal, whatever paused it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ResumeGoal(pub GoalChange);
 
-impl ContractCommand for ResumeGoal {
-    type Contract = GoalContract;
-    type Scope = SessionScope;
-    type Output = Goal;
-    const NAME: &'static str = "resume";
-}
-
 /// Clears the live or paused goal (only a person clears a live goal).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ClearGoal(pub GoalChange);
-
-impl ContractCommand for ClearGoal {
-    type Contract = GoalContract;
-    type Scope = SessionScope;
-    type Output = Goal;
-    const NAME: &'static str = "clear";
-}
 
 /// What `/goal` does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -421,35 +357,54 @@ pub struct GoalCommand {
     pub request_id: Option<String>,
 }
 
-impl ContractCommand for GoalCommand {
-    type Contract = GoalContract;
-    type Scope = SessionScope;
-    type Output = Goal;
-    const NAME: &'static str = "goal";
-}
+// The human commands, all on one Session.
+contract_commands!(GoalContract {
+    GetGoal => "get" in SessionScope -> Option<Goal>,
+    SetGoal => "set" in SessionScope -> Goal,
+    PauseGoal => "pause" in SessionScope -> Goal,
+    ResumeGoal => "resume" in SessionScope -> Goal,
+    ClearGoal => "clear" in SessionScope -> Goal,
+    GoalCommand => "goal" in SessionScope -> Goal,
+});
+
+/// The input of `goal.get`: nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetInput {}
 
 /// The input of `goal.create`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateInput {
-    /// What to achieve.
+    /// What to achieve (at most 2000 bytes of UTF-8).
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_OBJECTIVE_BYTES)))]
     pub objective: String,
 }
 
 /// The input of `goal.complete`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CompleteInput {
-    /// What was achieved, for the closing chat line.
+    /// What was achieved, in a sentence or two.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Absent, never null, as the model is told.
+    #[cfg_attr(
+        feature = "runtime",
+        schemars(with = "String", length(min = 1, max = MAX_NOTE_BYTES))
+    )]
     pub summary: Option<String>,
 }
 
 /// The input of `goal.block`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BlockInput {
     /// What a person must do or decide.
+    #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_NOTE_BYTES)))]
     pub reason: String,
 }
 
@@ -497,11 +452,11 @@ fn bounded(text: &str, what: &'static str, max: usize) -> Result<String, TextErr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn goal(status: GoalStatus, pause_cause: Option<PauseCause>) -> Goal {
+    pub(crate) fn goal(status: GoalStatus, pause_cause: Option<PauseCause>) -> Goal {
         Goal {
             goal_id: GoalId::new("goal_1"),
             objective: "Ship it".into(),
@@ -548,31 +503,6 @@ mod tests {
             assert_eq!(serde_json::to_value(decoded).unwrap(), json!(kind));
         }
         assert!(serde_json::from_value::<PauseKind>(json!("asleep")).is_err());
-    }
-
-    #[test]
-    fn the_footer_shows_live_and_paused_goals_only() {
-        let live = goal(GoalStatus::Live, None);
-        // 2025-11-30T13:22:00Z
-        assert_eq!(
-            Footer::of(&live).unwrap().text(0),
-            "Pursuing goal since 13:22"
-        );
-        assert_eq!(
-            Footer::of(&live).unwrap().text(40),
-            "Pursuing goal since 14:02"
-        );
-        assert_eq!(
-            Footer::of(&live).unwrap().text(-14 * 60),
-            "Pursuing goal since 23:22"
-        );
-        let paused = goal(GoalStatus::Paused, None);
-        assert_eq!(
-            Footer::of(&paused).unwrap().text(0),
-            "Goal paused (/goal resume)"
-        );
-        assert_eq!(Footer::of(&goal(GoalStatus::Achieved, None)), None);
-        assert_eq!(Footer::of(&goal(GoalStatus::Cleared, None)), None);
     }
 
     #[test]

@@ -41,15 +41,7 @@ pub fn goal_step(book: &Book, collected: &Value) -> FlowStep {
         return FlowStep::Ask {
             argument: "action".into(),
             prompt: match active {
-                Some(goal) => format!(
-                    "The goal is {}: {}",
-                    if goal.status == GoalStatus::Live {
-                        "live"
-                    } else {
-                        "paused"
-                    },
-                    goal.objective
-                ),
+                Some(goal) => format!("The goal is {}: {}", goal.status.name(), goal.objective),
                 None => "Set a goal for this Session?".into(),
             },
             kind: ArgumentKind::Choice {
@@ -104,11 +96,7 @@ pub fn goal_step(book: &Book, collected: &Value) -> FlowStep {
                     format!(
                         "Replace the {} goal \"{}\" with \"{objective}\"? The current goal is \
                          recorded as cleared.",
-                        if goal.status == GoalStatus::Live {
-                            "live"
-                        } else {
-                            "paused"
-                        },
+                        goal.status.name(),
                         goal.objective
                     ),
                     command(Some(objective), Some(goal.revision)),
@@ -119,24 +107,22 @@ pub fn goal_step(book: &Book, collected: &Value) -> FlowStep {
                 ),
             }
         }
-        GoalAction::Pause => match active {
-            Some(goal) if goal.status == GoalStatus::Live => confirm(
-                format!("Pause the goal \"{}\"?", goal.objective),
-                command(None, Some(goal.revision)),
-            ),
-            _ => FlowStep::Unavailable {
-                message: "No goal is live.".into(),
-            },
-        },
-        GoalAction::Resume => match active {
-            Some(goal) if goal.status == GoalStatus::Paused => confirm(
-                format!("Resume the goal \"{}\"?", goal.objective),
-                command(None, Some(goal.revision)),
-            ),
-            _ => FlowStep::Unavailable {
-                message: "No goal is paused.".into(),
-            },
-        },
+        GoalAction::Pause | GoalAction::Resume => {
+            let (verb, from) = if action == GoalAction::Pause {
+                ("Pause", GoalStatus::Live)
+            } else {
+                ("Resume", GoalStatus::Paused)
+            };
+            match active {
+                Some(goal) if goal.status == from => confirm(
+                    format!("{verb} the goal \"{}\"?", goal.objective),
+                    command(None, Some(goal.revision)),
+                ),
+                _ => FlowStep::Unavailable {
+                    message: format!("No goal is {}.", from.name()),
+                },
+            }
+        }
         GoalAction::Clear => match active {
             Some(goal) => confirm(
                 format!("Clear the goal \"{}\"?", goal.objective),

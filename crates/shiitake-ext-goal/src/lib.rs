@@ -16,6 +16,11 @@
 //! What it does not own: the `agents.*` tools (`shiitake-ext-agents`, which records
 //! sub-agent commands through [`roster`]), client rendering and notifications.
 //!
+//! The host builds it with [`extension`] (core's extension kit) and registers it with
+//! `AgentBuilder::kit_extension`, which grants exactly what it declares. Its footer
+//! row ([`contract::footer_row`]) reads `Pursuing goal` (a terminal adds ` since
+//! 14:02`) or `Goal paused (/goal resume)` with a *Resume* button.
+//!
 //! With `default-features = false` only [`contract`] compiles: what a client needs,
 //! without shiitake-core.
 
@@ -41,4 +46,6 @@ pub mod text;
 mod tools;
 
 #[cfg(feature = "runtime")]
-pub use extension::{GoalExtension, extension_id, goal_grants};
+pub use extension::{extension, extension_id};
+#[cfg(feature = "runtime")]
+pub use tools::GoalRun;

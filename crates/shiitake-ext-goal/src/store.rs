@@ -96,6 +96,17 @@ pub(crate) fn transact<T>(
     Ok(value)
 }
 
+/// Runs a change over the Session's goal and answers the goal as it stands afterwards.
+pub(crate) fn change(
+    tx: &mut Tx<'_>,
+    transition: impl FnOnce(&mut Book, u64) -> Result<Vec<Effect>, Refused>,
+) -> Result<Option<Goal>, HookError> {
+    transact(tx, |book, now| {
+        let effects = transition(book, now)?;
+        Ok((book.goal.clone(), effects))
+    })
+}
+
 fn apply(tx: &mut Tx<'_>, book: &mut Book, effects: Vec<Effect>) -> Result<(), HookError> {
     for effect in effects {
         match effect {

@@ -1,5 +1,5 @@
 //! The model tools `goal.create`, `goal.get`, `goal.complete` and `goal.block`,
-//! offered in every run of the Session.
+//! offered in every run of the Session, each in one owner transaction.
 //!
 //! Each run's tools are fenced by the goal revision the run saw when it started: a
 //! tool that changes the goal is refused once someone else changed it (a person
@@ -9,31 +9,28 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
-use shiitake_capabilities::{Module, ModulePath, Operation, OperationName, Replay, ToolError};
-use shiitake_core::extension::HookError;
-use shiitake_core::extension::host::ToolTx;
+use shiitake_capabilities::Replay;
+use shiitake_core::extension::kit::{KitError, Tool, ToolCall};
+use shiitake_core::extension::{HookError, RunContext, Tx};
 
-use crate::contract::{
-    BlockInput, CompleteInput, CreateInput, Goal, GoalId, MAX_NOTE_BYTES, MAX_OBJECTIVE_BYTES,
-    NAMESPACE,
-};
+use crate::contract::{BlockInput, CompleteInput, CreateInput, GetInput, Goal, GoalId};
 use crate::state::{Book, Effect, Fence, Refused};
 use crate::store;
 
-/// What a run's goal tools know of the run.
+/// What the goal tools know of the run they serve: its id, and the goal revision it
+/// saw, moved by its own successful changes (shared by the run's tools).
 #[derive(Clone, Debug)]
-pub(crate) struct RunFacts {
-    /// The run's command id.
-    pub(crate) run: String,
-    /// The goal revision the run saw, moved by its own successful changes.
-    pub(crate) fence: Arc<Mutex<Fence>>,
+pub struct GoalRun {
+    run: String,
+    fence: Arc<Mutex<Fence>>,
 }
 
-impl RunFacts {
-    pub(crate) fn new(run: String, fence: Fence) -> Self {
+impl GoalRun {
+    /// The facts of `run`, fenced at the goal revision committed when it started.
+    pub(crate) fn of(run: &RunContext<'_>) -> Self {
         Self {
-            run,
-            fence: Arc::new(Mutex::new(fence)),
+            run: run.command_id.as_str().to_owned(),
+            fence: Arc::new(Mutex::new(store::read(&run.state).fence())),
         }
     }
 
@@ -47,167 +44,121 @@ impl RunFacts {
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(input: Value, tool: &str) -> Result<T, ToolError> {
-    serde_json::from_value(input).map_err(|error| ToolError::for_model(format!("{tool}: {error}")))
+/// A fresh goal id: `goal_` and a ULID.
+pub(crate) fn new_goal_id() -> GoalId {
+    GoalId::new(format!("goal_{}", ulid::Ulid::generate()))
 }
 
-fn encode(goal: Option<&Goal>, message: &str) -> Result<Value, HookError> {
+/// Runs a goal change fenced by what the run saw, and moves the fence to what it
+/// wrote. The fence moves before the commit: a commit that then fails fails the tool,
+/// and the run's next change is refused as stale rather than acting on a guess.
+fn change(
+    tx: &mut Tx<'_>,
+    run: &GoalRun,
+    message: &str,
+    transition: impl FnOnce(&mut Book, Fence, u64) -> Result<Vec<Effect>, Refused>,
+) -> Result<Value, HookError> {
+    let seen = run.seen();
+    let goal = store::change(tx, |book, now| transition(book, seen, now))?;
+    run.saw(goal.as_ref());
     Ok(json!({"goal": goal, "message": message}))
 }
 
-/// Runs a goal change in the owner and moves the run's fence to what it wrote.
-async fn change(
-    tools: &ToolTx,
-    facts: &RunFacts,
-    message: &'static str,
-    transition: impl FnOnce(&mut Book, Fence, u64) -> Result<Vec<Effect>, Refused> + Send + 'static,
-) -> Result<Value, ToolError> {
-    let seen = facts.seen();
-    let answer = tools
-        .run(move |tx| {
-            let goal = store::transact(tx, |book, now| {
-                let effects = transition(book, seen, now)?;
-                Ok((book.goal.clone(), effects))
-            })?;
-            encode(goal.as_ref(), message)
-        })
-        .await?;
-    let goal: Option<Goal> = serde_json::from_value(answer["goal"].clone())
-        .map_err(|error| ToolError::fatal(format!("goal answer: {error}")))?;
-    facts.saw(goal.as_ref());
-    Ok(answer)
-}
-
-/// The `goal` module of one run.
-pub(crate) fn module(tools: ToolTx, facts: RunFacts) -> Option<Module> {
-    let op = |name: &str| OperationName::new(name).ok();
-    let get = {
-        let tools = tools.clone();
-        let facts = facts.clone();
-        Operation::from_fn(
-            op("get")?,
-            "The Session's goal (null before any), and whether it changed since this turn began.",
-            move |_input, _ctx| {
-                let tools = tools.clone();
-                let seen = facts.seen();
-                async move {
-                    tools
-                        .run(move |tx| {
-                            let book = store::load(tx)?;
-                            Ok(json!({
-                                "goal": book.goal,
-                                "changedSinceTurnBegan": book.fence() != seen,
-                            }))
-                        })
-                        .await
-                }
-            },
-        )
-        .with_input_schema(json!({"type": "object", "additionalProperties": false}))
-        .with_replay(Replay::Safe)
-    };
-    let create = {
-        let tools = tools.clone();
-        let facts = facts.clone();
-        Operation::from_fn(
-            op("create")?,
-            "Set the Session's goal: an objective you keep working on, turn after turn, until \
-             you complete it. Refused while a goal is live (only a person replaces one). On a \
-             goal that paused on its own, the same objective resumes it and another replaces it.",
-            move |input, _ctx| {
-                let tools = tools.clone();
-                let facts = facts.clone();
-                async move {
-                    let input: CreateInput = decode(input, "goal.create")?;
-                    let goal_id = GoalId::new(format!("goal_{}", ulid::Ulid::generate()));
-                    change(
-                        &tools,
-                        &facts,
-                        "The goal is live; continuation turns follow once this turn ends.",
-                        move |book, seen, now| book.create(seen, goal_id, &input.objective, now),
-                    )
-                    .await
-                }
-            },
-        )
-        .with_input_schema(json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["objective"],
-            "properties": {
-                "objective": {"type": "string", "minLength": 1, "maxLength": MAX_OBJECTIVE_BYTES,
-                              "description": "What to achieve (at most 2000 bytes of UTF-8)."}
-            }
-        }))
-    };
-    let complete = {
-        let tools = tools.clone();
-        let facts = facts.clone();
-        Operation::from_fn(
-            op("complete")?,
-            "Mark the goal achieved. It takes effect when this turn ends successfully.",
-            move |input, _ctx| {
-                let tools = tools.clone();
-                let facts = facts.clone();
-                async move {
-                    let input: CompleteInput = decode(input, "goal.complete")?;
-                    let run = facts.run.clone();
-                    change(
-                        &tools,
-                        &facts,
-                        "Recorded: the goal is achieved when this turn ends successfully.",
-                        move |book, seen, _now| book.complete(seen, &run, input.summary.as_deref()),
-                    )
-                    .await
-                }
-            },
-        )
-        .with_input_schema(json!({
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-                "summary": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_BYTES,
-                            "description": "What was achieved, in a sentence or two."}
-            }
-        }))
-        // The same run asking again records the same provisional completion.
-        .with_replay(Replay::Safe)
-    };
-    let block = Operation::from_fn(
-        op("block")?,
+/// The four tools, in the order the model sees them.
+pub(crate) fn tools() -> Result<[Tool<GoalRun>; 4], KitError> {
+    let create = Tool::new(
+        "create",
+        "Set the Session's goal: an objective you keep working on, turn after turn, until \
+         you complete it. Refused while a goal is live (only a person replaces one). On a \
+         goal that paused on its own, the same objective resumes it and another replaces it.",
+        |tx, input: CreateInput, call: &ToolCall<GoalRun>| {
+            change(
+                tx,
+                &call.run,
+                "The goal is live; continuation turns follow once this turn ends.",
+                |book, seen, now| book.create(seen, new_goal_id(), &input.objective, now),
+            )
+        },
+    )?;
+    let get = Tool::new(
+        "get",
+        "The Session's goal (null before any), and whether it changed since this turn began.",
+        |tx, _: GetInput, call: &ToolCall<GoalRun>| {
+            let book = store::load(tx)?;
+            Ok(json!({
+                "goal": book.goal,
+                "changedSinceTurnBegan": book.fence() != call.run.seen(),
+            }))
+        },
+    )?
+    .replay(Replay::Safe);
+    let complete = Tool::new(
+        "complete",
+        "Mark the goal achieved. It takes effect when this turn ends successfully.",
+        |tx, input: CompleteInput, call: &ToolCall<GoalRun>| {
+            change(
+                tx,
+                &call.run,
+                "Recorded: the goal is achieved when this turn ends successfully.",
+                |book, seen, _now| book.complete(seen, &call.run.run, input.summary.as_deref()),
+            )
+        },
+    )?
+    // The same run asking again records the same provisional completion.
+    .replay(Replay::Safe);
+    let block = Tool::new(
+        "block",
         "Pause the goal because you cannot go on without a person; say what they must do or \
          decide. It takes effect when this turn ends successfully.",
-        move |input, _ctx| {
-            let tools = tools.clone();
-            let facts = facts.clone();
-            async move {
-                let input: BlockInput = decode(input, "goal.block")?;
-                let run = facts.run.clone();
-                change(
-                    &tools,
-                    &facts,
-                    "Recorded: the goal pauses as blocked when this turn ends successfully.",
-                    move |book, seen, _now| book.block(seen, &run, &input.reason),
-                )
-                .await
-            }
+        |tx, input: BlockInput, call: &ToolCall<GoalRun>| {
+            change(
+                tx,
+                &call.run,
+                "Recorded: the goal pauses as blocked when this turn ends successfully.",
+                |book, seen, _now| book.block(seen, &call.run.run, &input.reason),
+            )
         },
-    )
-    .with_input_schema(json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["reason"],
-        "properties": {
-            "reason": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_BYTES}
+    )?
+    .replay(Replay::Safe);
+    Ok([create, get, complete, block])
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{MAX_NOTE_BYTES, MAX_OBJECTIVE_BYTES};
+
+    /// One field's schema without its description: its type and bounds.
+    fn bounds(schema: &Value, field: &str) -> Value {
+        let mut field = schema["properties"][field].clone();
+        if let Some(field) = field.as_object_mut() {
+            field.remove("description");
         }
-    }))
-    .with_replay(Replay::Safe);
-    let mut module = Module::new(
-        ModulePath::new(NAMESPACE).ok()?,
-        "The Session's goal: one objective worked on until it is achieved.",
-    );
-    for operation in [create, get, complete, block] {
-        module.add_operation(operation).ok()?;
+        field
     }
-    Some(module)
+
+    #[test]
+    fn the_derived_schemas_carry_the_bounds_and_refuse_unknown_fields() {
+        let extension = crate::extension().expect("the goal extension builds");
+        let schemas: Vec<(&str, &Value)> = extension.tool_schemas().collect();
+        let names: Vec<&str> = schemas.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["create", "get", "complete", "block"]);
+        for (name, schema) in &schemas {
+            assert_eq!(schema["type"], "object", "{name}");
+            assert_eq!(schema["additionalProperties"], false, "{name}");
+        }
+        let [create, get, complete, block] = [0, 1, 2, 3].map(|i| schemas[i].1);
+        // The hand-written schemas these replace, field by field.
+        let text = |max: usize| json!({"type": "string", "minLength": 1, "maxLength": max});
+        assert_eq!(bounds(create, "objective"), text(MAX_OBJECTIVE_BYTES));
+        assert_eq!(create["required"], json!(["objective"]));
+        assert!(get.get("properties").is_none_or(|p| p == &json!({})));
+        assert!(get.get("required").is_none());
+        assert_eq!(bounds(complete, "summary"), text(MAX_NOTE_BYTES));
+        assert!(
+            complete.get("required").is_none(),
+            "the summary is optional"
+        );
+        assert_eq!(bounds(block, "reason"), text(MAX_NOTE_BYTES));
+        assert_eq!(block["required"], json!(["reason"]));
+    }
 }

@@ -21,7 +21,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use shiitake_protocol::ExtensionId;
-use shiitake_protocol::extension::{ContractCommand, ExtensionContract, SessionScope};
+use shiitake_protocol::contract_commands;
+use shiitake_protocol::extension::{ContractCommand, ExtensionContract};
 use shiitake_protocol::footer::{FooterActionKind, FooterActionV0, FooterRowV0};
 
 pub use crate::labels::{LabelsError, format_labels, parse_labels};
@@ -379,13 +380,6 @@ pub struct Receipt {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListAsks {}
 
-impl ContractCommand for ListAsks {
-    type Contract = QuestionContract;
-    type Scope = SessionScope;
-    type Output = Vec<AskView>;
-    const NAME: &'static str = "list";
-}
-
 /// Answers every question of an open Ask.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -396,13 +390,6 @@ pub struct AnswerAsk {
     pub request_id: String,
     /// One answer per question, in order.
     pub answers: Vec<QuestionAnswer>,
-}
-
-impl ContractCommand for AnswerAsk {
-    type Contract = QuestionContract;
-    type Scope = SessionScope;
-    type Output = Receipt;
-    const NAME: &'static str = "answer";
 }
 
 /// Declines to answer an open Ask.
@@ -418,12 +405,12 @@ pub struct DeclineAsk {
     pub reason: Option<String>,
 }
 
-impl ContractCommand for DeclineAsk {
-    type Contract = QuestionContract;
-    type Scope = SessionScope;
-    type Output = Receipt;
-    const NAME: &'static str = "decline";
-}
+// The human commands, all on one Session.
+contract_commands!(QuestionContract {
+    ListAsks => "list" in SessionScope -> Vec<AskView>,
+    AnswerAsk => "answer" in SessionScope -> Receipt,
+    DeclineAsk => "decline" in SessionScope -> Receipt,
+});
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use shiitake_core::AgentBuilder;
-use shiitake_ext_goal::{GoalExtension, goal_grants};
 use shiitake_ext_question::QuestionConfig;
 use shiitake_ext_skills::{SkillLibrary, add_skills};
 
@@ -44,7 +43,7 @@ pub fn add_shared_set(
         waits_on_sender: set.waits_on_sender,
     })
     .map_err(|error| failed("question")(error.to_string()))?;
-    let goal = GoalExtension::new().map_err(|error| failed("goal")(error.to_string()))?;
+    let goal = shiitake_ext_goal::extension().map_err(|error| failed("goal")(error.to_string()))?;
     let plan = shiitake_ext_plan::extension().map_err(|error| failed("plan")(error.to_string()))?;
     let looping =
         shiitake_ext_loop::extension().map_err(|error| failed("loop")(error.to_string()))?;
@@ -52,7 +51,7 @@ pub fn add_shared_set(
         shiitake_ext_almanac::extension().map_err(|error| failed("almanac")(error.to_string()))?;
     let mut builder = builder
         .kit_extension(question)
-        .extension(goal, goal_grants())
+        .kit_extension(goal)
         .kit_extension(plan)
         .kit_extension(looping)
         .kit_extension(almanac);

@@ -13,7 +13,6 @@ use shiitake_core::Agent;
 use shiitake_core::clock::SystemClock;
 use shiitake_ext_agents::contract::{ChildRecord, EXTENSION_ID};
 use shiitake_ext_agents::{AgentDirectory, ConversationAgents, DirectoryError, agents_grants};
-use shiitake_ext_goal::{GoalExtension, goal_grants};
 use shiitake_ext_question::QuestionConfig;
 use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
 use shiitake_ext_testkit::{TestAgent, fast_retry};
@@ -79,7 +78,7 @@ pub async fn open(
         .turns(turns)
         .configure(|config| config.retry = fast_retry(1))
         .kit_extension(question)
-        .extension(GoalExtension::new().unwrap(), goal_grants())
+        .kit_extension(shiitake_ext_goal::extension().unwrap())
         .extension(subagents, subagents_grants())
         .extension(roster.extension().unwrap(), agents_grants())
         .open()

@@ -336,7 +336,7 @@ impl Book {
                     return Err(Refused(format!(
                         "a goal is {} (revision {}): replacing it asks first; confirm with \
                          replaceRevision {}",
-                        status_name(current.status),
+                        current.status.name(),
                         current.revision,
                         current.revision
                     )));
@@ -467,15 +467,6 @@ impl Book {
         });
         goal.revision += 1;
         Ok(Vec::new())
-    }
-}
-
-fn status_name(status: GoalStatus) -> &'static str {
-    match status {
-        GoalStatus::Live => "live",
-        GoalStatus::Paused => "paused",
-        GoalStatus::Achieved => "achieved",
-        GoalStatus::Cleared => "cleared",
     }
 }
 

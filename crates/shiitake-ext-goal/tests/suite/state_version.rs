@@ -15,7 +15,7 @@ use shiitake_core::Agent;
 use shiitake_core::extension::{Extension, ExtensionDefinition, Grants, HookError, StateScope, Tx};
 use shiitake_core::store::Store;
 use shiitake_ext_goal::contract::{GoalStatus, STATE_VERSION};
-use shiitake_ext_goal::{GoalExtension, extension_id, goal_grants};
+use shiitake_ext_goal::extension_id;
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::*;
 use shiitake_store_sqlite::{Durability, SqliteStore};
@@ -111,7 +111,7 @@ async fn version_6_discards_preview_rows_of_version_5() {
         Arc::new(shiitake_capabilities::Catalog::new()),
         config(),
     )
-    .extension(GoalExtension::new().unwrap(), goal_grants())
+    .kit_extension(shiitake_ext_goal::extension().unwrap())
     .open()
     .await
     .unwrap();

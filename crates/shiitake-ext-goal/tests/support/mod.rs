@@ -17,7 +17,6 @@ use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_goal::contract::{
     Goal, GoalChange, GoalContract, GoalProjection, PauseGoal, SetGoal,
 };
-use shiitake_ext_goal::{GoalExtension, goal_grants};
 use shiitake_ext_testkit::{TestAgent, fast_retry, paused_clock, projection};
 use shiitake_model::{ScriptedModel, Turn};
 use shiitake_protocol::extension::bind_session_extension;
@@ -109,7 +108,7 @@ pub async fn open_at(
         .configure(|config| config.retry = fast_retry(2))
         .configure(tune)
         .tools(tools(gate).await)
-        .extension(GoalExtension::new().unwrap(), goal_grants())
+        .kit_extension(shiitake_ext_goal::extension().unwrap())
         .open()
         .await;
     (kit.agent, kit.store)
@@ -128,7 +127,7 @@ pub async fn setup_with(turns: Vec<Turn>, tune: impl FnOnce(&mut AgentConfig)) -
         .configure(|config| config.retry = fast_retry(2))
         .configure(tune)
         .tools(tools(&gate).await)
-        .extension(GoalExtension::new().unwrap(), goal_grants())
+        .kit_extension(shiitake_ext_goal::extension().unwrap())
         .open()
         .await;
     Setup {

@@ -39,10 +39,7 @@ async fn served(turns: Vec<Turn>) -> (String, Arc<Agent>, tempfile::TempDir) {
     )
     .kit_extension(shiitake_ext_question::extension(QuestionConfig::default()).unwrap())
     .kit_extension(shiitake_ext_plan::extension().unwrap())
-    .extension(
-        shiitake_ext_goal::GoalExtension::new().unwrap(),
-        shiitake_ext_goal::goal_grants(),
-    )
+    .kit_extension(shiitake_ext_goal::extension().unwrap())
     .open()
     .await
     .unwrap();
