@@ -1,3 +1,4 @@
 //! One module per capability, named for the behaviour it tests.
 
 mod agents_over_http;
+mod command_scope;
