@@ -11,8 +11,13 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "runtime")]
+use shiitake_ext_question::contract::MAX_QUESTIONS;
 use shiitake_ext_question::contract::{AskView, QuestionAnswer};
+#[cfg(feature = "runtime")]
+use shiitake_protocol::PromptText;
 pub use shiitake_protocol::directory::{AgentName, AgentNameError, MAX_AGENT_NAME_BYTES};
+use shiitake_protocol::extension::ExtensionContract;
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-session-agents";
@@ -30,6 +35,22 @@ pub const MAX_PROMPTED_AGENTS: usize = 32;
 pub const SEND_WAIT_CAP_SECS: u64 = 600;
 /// What an in-turn wait leaves of the call's execute deadline, in seconds.
 pub const SEND_WAIT_RESERVE_SECS: u64 = 60;
+
+/// Longest Session id a tool takes, in bytes (a protocol identifier's bound).
+pub const MAX_SESSION_ID_BYTES: usize = shiitake_protocol::BoundedId::MAX_BYTES;
+/// Longest `askId` a tool takes, in characters.
+pub const MAX_ASK_ID_CHARS: usize = 64;
+
+/// The `agents.*` contract: its identity. It publishes nothing per Session (the record
+/// feeds the Subagents footer) and offers people no commands; its wire shapes are the
+/// tools' inputs and results below.
+#[derive(Debug)]
+pub enum AgentsContract {}
+
+impl ExtensionContract for AgentsContract {
+    const EXTENSION_ID: &'static str = EXTENSION_ID;
+    type Projection = ();
+}
 
 /// How a Session came to know a child.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -74,6 +95,7 @@ pub fn record_key(agent: &AgentName, session_id: &str) -> String {
 
 /// How `agents.send` waits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SendMode {
     /// Wait in-turn for the reply, or for a question the child asks you.
@@ -85,15 +107,24 @@ pub enum SendMode {
 
 /// The input of `agents.send`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SendInput {
-    /// The Agent to send to.
+    /// The Agent to send the work to (its name: letters, digits, - and _).
+    #[cfg_attr(feature = "runtime", schemars(with = "NameShape"))]
     pub agent: AgentName,
     /// The work.
+    #[cfg_attr(
+        feature = "runtime",
+        schemars(length(min = 1, max = PromptText::MAX_BYTES))
+    )]
     pub text: String,
-    /// Its Session to continue; by default the last one this Session sent it work in,
-    /// or a new one.
+    /// Its Session to continue; by default the last one you used with it, or a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "runtime",
+        schemars(with = "String", length(min = 1, max = MAX_SESSION_ID_BYTES))
+    )]
     pub session_id: Option<String>,
     /// Wait (default) or continue.
     #[serde(default)]
@@ -102,33 +133,79 @@ pub struct SendInput {
 
 /// The input of `agents.create`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateInput {
-    /// The new Agent's name.
+    /// The new Agent's name: letters, digits, - and _, starting with a letter or digit.
+    #[cfg_attr(feature = "runtime", schemars(with = "NameShape"))]
     pub name: AgentName,
 }
 
 /// The input of `agents.answer`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AnswerInput {
-    /// The Agent that asked.
+    /// The Agent that asks (its name: letters, digits, - and _).
+    #[cfg_attr(feature = "runtime", schemars(with = "NameShape"))]
     pub agent: AgentName,
-    /// The question; may be left out when exactly one of that Agent's waits on you.
+    /// The question's askId; leave it out when exactly one of that Agent's questions
+    /// waits on you.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "runtime", schemars(with = "AskIdShape"))]
     pub ask_id: Option<String>,
-    /// One answer per question, in order.
+    /// One answer per question, in order: offered labels, free text, or both.
+    #[cfg_attr(
+        feature = "runtime",
+        schemars(with = "Vec<AnswerShape>", length(min = 1, max = MAX_QUESTIONS))
+    )]
     pub answers: Vec<QuestionAnswer>,
+}
+
+// The schemas of an Agent name and an askId in a tool's input: only the tools' schemas
+// are derived from these shapes; the fields decode as their own types.
+#[cfg(feature = "runtime")]
+#[derive(schemars::JsonSchema)]
+#[serde(transparent)]
+#[allow(dead_code)]
+struct NameShape(#[schemars(length(min = 1, max = MAX_AGENT_NAME_BYTES))] String);
+
+#[cfg(feature = "runtime")]
+#[derive(schemars::JsonSchema)]
+#[serde(transparent)]
+#[allow(dead_code)]
+struct AskIdShape(#[schemars(length(min = 1, max = MAX_ASK_ID_CHARS))] String);
+
+// The schema of the question contract's `QuestionAnswer`, which derives none of its
+// own: only the tool's schema is derived from this shape; answers decode as
+// `QuestionAnswer`.
+/// One answer: offered labels, free text, or both.
+#[cfg(feature = "runtime")]
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+struct AnswerShape {
+    /// Labels of the picked options.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    selected: Vec<String>,
+    /// Free text, instead of or besides the labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    text: Option<String>,
 }
 
 /// The input of `agents.escalate`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "runtime", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EscalateInput {
-    /// The Agent that asked.
+    /// The Agent that asks (its name: letters, digits, - and _).
+    #[cfg_attr(feature = "runtime", schemars(with = "NameShape"))]
     pub agent: AgentName,
-    /// The question; may be left out when exactly one of that Agent's waits on you.
+    /// The question's askId; leave it out when exactly one of that Agent's questions
+    /// waits on you.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "runtime", schemars(with = "AskIdShape"))]
     pub ask_id: Option<String>,
 }
 

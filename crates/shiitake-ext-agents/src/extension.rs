@@ -1,120 +1,98 @@
-//! The `agents.*` extension itself: the record (Session state), the `agents.*` tools, the
-//! prompt section naming the Agents one can reach, and the settled hook that ends a
-//! sender's turn.
+//! The `agents.*` extension declared to core's kit (the record in Session state, the
+//! tools, the prompt section naming the Agents one can reach, the settled hook that
+//! ends a sender's turn), and the runtime a host starts once the Agent is open.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::json;
-use shiitake_core::extension::host::ToolTx;
-use shiitake_core::extension::{
-    Contribution, Extension, ExtensionDefinition, Grant, Grants, HookError, RunContext, Settled,
-    StateScope, Tx,
-};
-use shiitake_protocol::{BoundError, ExtensionId};
+use shiitake_core::Agent;
+use shiitake_core::extension::kit::{ExtensionKit, KitError, KitExtension};
+use shiitake_ext_subagents::SubagentsHandle;
+use shiitake_protocol::SessionId;
+use tokio::sync::mpsc;
 
-use crate::contract::{EXTENSION_ID, MAX_PROMPTED_AGENTS, NAMESPACE};
-use crate::record;
-use crate::runtime::Shared;
-use crate::tools;
-use crate::turns::TurnEnded;
+use crate::contract::{AgentName, AgentsContract, NAMESPACE};
+use crate::directory::AgentDirectory;
+use crate::runtime::{Shared, TurnEnded};
+use crate::source::RecordSource;
+use crate::{tools, turns};
 
-/// Exactly what the host grants the extension: its record (`state`), the
-/// `agents.*` tools (`tools`) and the section naming the Agents (`prompt`).
-pub fn agents_grants() -> Grants {
-    Grants::none()
-        .with(Grant::State)
-        .with(Grant::Tools)
-        .with(Grant::Prompt)
+/// The `agents.*` extension of the Agent `me` in `directory`, and the runtime that
+/// serves it.
+///
+/// Register the extension with `AgentBuilder::kit_extension` (its grants are its
+/// record's `state`, the `tools` and the `prompt`); hand
+/// [`ConversationAgents::source`] to the Subagents footer and
+/// [`ConversationAgents::notify`] its handle; open the Agent, then
+/// [`ConversationAgents::start`] the runtime. Each tool knows its run's sending Session.
+pub fn extension(
+    me: AgentName,
+    directory: Arc<dyn AgentDirectory>,
+) -> Result<(KitExtension<AgentsContract, SessionId>, ConversationAgents), KitError> {
+    let (turn_ends, receiver) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared::new(me, directory, turn_ends)?);
+    let kit = ExtensionKit::<AgentsContract, SessionId>::with_run_facts(NAMESPACE, |run| {
+        run.session_id.clone()
+    })?
+    .session_state()
+    .tools_description("Other Agents: give them work, answer their questions.")
+    .prompt({
+        let shared = shared.clone();
+        move |_run| Some(tools::prompt_section(&shared))
+    })
+    .on_settled({
+        let shared = shared.clone();
+        move |tx, _settled| turns::hand_over(&shared, tx)
+    });
+    let extension = tools::tools(&shared)?
+        .into_iter()
+        .fold(kit, |kit, tool| kit.tool(tool))
+        .build()?;
+    let runtime = ConversationAgents {
+        shared,
+        turn_ends: Mutex::new(Some(receiver)),
+    };
+    Ok((extension, runtime))
 }
 
-/// The `agents.*` extension on one Agent; built by
-/// [`ConversationAgents::extension`](crate::ConversationAgents::extension).
-pub struct ConversationAgentsExtension {
-    definition: ExtensionDefinition,
+/// One Agent's conversation-agents runtime: the footer's source, the footer's handle,
+/// and the task that passes Asks to a person when a sender's turn ends.
+pub struct ConversationAgents {
     shared: Arc<Shared>,
+    turn_ends: Mutex<Option<mpsc::UnboundedReceiver<TurnEnded>>>,
 }
 
-impl std::fmt::Debug for ConversationAgentsExtension {
+impl std::fmt::Debug for ConversationAgents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConversationAgentsExtension")
-            .field("definition", &self.definition)
+        f.debug_struct("ConversationAgents")
+            .field("me", &self.shared.me)
             .finish_non_exhaustive()
     }
 }
 
-impl ConversationAgentsExtension {
-    pub(crate) fn new(shared: Arc<Shared>) -> Result<Self, BoundError> {
-        Ok(Self {
-            definition: ExtensionDefinition {
-                id: ExtensionId::new(EXTENSION_ID)?,
-                namespace: NAMESPACE.into(),
-                scopes: vec![StateScope::Session],
-                schema_version: 1,
-                migrations: Vec::new(),
-                configuration: json!({}),
-            },
-            shared,
-        })
+impl ConversationAgents {
+    /// The Subagents footer's source: the record of this Agent's Sessions and the
+    /// directory's access to each child.
+    pub fn source(&self) -> RecordSource {
+        RecordSource::new(self.shared.clone())
     }
 
-    fn prompt_section(&self) -> String {
-        let others: Vec<String> = self
-            .shared
-            .directory
-            .names()
-            .into_iter()
-            .filter(|name| name != &self.shared.me)
-            .take(MAX_PROMPTED_AGENTS)
-            .map(String::from)
-            .collect();
-        let reach = if others.is_empty() {
-            "No other Agent exists yet; agents.create makes one.".to_owned()
-        } else {
-            format!("Agents you can send work to: {}.", others.join(", "))
-        };
-        format!(
-            "You are the Agent {me}. {reach} agents.send gives one of them work and waits for \
-             its reply; a question it asks you comes back as waiting_on_you: answer it with \
-             agents.answer, or pass it to a person with agents.escalate. Questions you leave \
-             go to a person when your turn ends.",
-            me = self.shared.me
-        )
-    }
-}
-
-impl Extension for ConversationAgentsExtension {
-    fn definition(&self) -> &ExtensionDefinition {
-        &self.definition
-    }
-
-    /// The sender's turn ended: hand its children to the task that passes Asks still
-    /// waiting on this Session to a person.
-    fn on_settled(&self, tx: &mut Tx<'_>, _settled: &Settled) -> Result<(), HookError> {
-        let Some(parent) = tx.session_id().cloned() else {
-            return Ok(());
-        };
-        let children: Vec<_> = record::load(tx)?
-            .into_iter()
-            .map(|row| (row.agent, row.session_id))
-            .collect();
-        if children.is_empty() {
-            return Ok(());
+    /// Tells `subagents` when a Session records a new child, so its rows show at once.
+    pub fn notify(&self, subagents: SubagentsHandle) {
+        if self.shared.subagents.set(subagents).is_err() {
+            tracing::debug!("the conversation agents already notify a footer");
         }
-        if self
-            .shared
+    }
+
+    /// Starts the runtime on the opened Agent: tools may now reach it, and the task
+    /// that passes Asks to a person when a sender's turn ends runs (abort the handle
+    /// when the Agent closes). Call it once; a second call starts nothing.
+    pub fn start(&self, agent: Agent) -> Option<tokio::task::JoinHandle<()>> {
+        self.shared.started(agent);
+        let receiver = self
             .turn_ends
-            .send(TurnEnded { parent, children })
-            .is_err()
-        {
-            tracing::debug!("the turn-end task is not running; the fallback timer passes Asks on");
-        }
-        Ok(())
-    }
-
-    fn contribute(&self, run: &RunContext<'_>, tools: ToolTx) -> Contribution {
-        Contribution {
-            prompt_section: Some(self.prompt_section()),
-            tools: tools::module(self.shared.clone(), tools, run.session_id.clone()),
-        }
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        Some(tokio::spawn(turns::run(self.shared.clone(), receiver)))
     }
 }

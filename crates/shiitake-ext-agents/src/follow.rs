@@ -3,6 +3,7 @@
 //! Session as messages.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use futures::StreamExt;
 use shiitake_core::LocalSession;
@@ -10,12 +11,12 @@ use shiitake_ext_question::contract::{AskView, QuestionContract};
 use shiitake_protocol::extension::{ExtensionViewV0, view};
 use shiitake_protocol::message::{AssistantContent, Message};
 use shiitake_protocol::{
-    AgentApi, CommandId, PageLimit, PromptText, QueueState, ReadOptions, RequestId, SendOptions,
-    SessionApi, SessionExtensionSlots, SessionFrame, SessionSnapshot, ShiitakeError, WatchOptions,
+    CommandId, PageLimit, PromptText, QueueState, ReadOptions, RequestId, SendOptions, SessionApi,
+    SessionExtensionSlots, SessionFrame, SessionSnapshot, ShiitakeError, WatchOptions,
 };
 
 use crate::contract::{AgentName, MAX_REPLY_CHARS, SendResult, SendStatus};
-use crate::runtime::GoalNews;
+use crate::runtime::{GoalNews, Shared};
 
 /// Which work of the child counts as the reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -223,7 +224,7 @@ impl Follower {
     ///
     /// The sender's goal learns that the command was replied to, or settled when the
     /// child can no longer be followed.
-    pub(crate) async fn run(mut self, shared: &crate::runtime::Shared) {
+    pub(crate) async fn run(mut self, shared: &Shared) {
         let parent_id = self.parent.session_id().as_str().to_owned();
         loop {
             let found = match next(&self.child, &self.awaited, &parent_id, Some(&self.told)).await {
@@ -312,7 +313,7 @@ impl Follower {
 
 /// Runs `follower` on its own task, unless one already follows the same child for the
 /// same sender (its reply would come twice).
-pub(crate) fn spawn(shared: &std::sync::Arc<crate::runtime::Shared>, follower: Follower) {
+pub(crate) fn spawn(shared: &Arc<Shared>, follower: Follower) {
     let key = (
         follower.parent.session_id().clone(),
         follower.child.session_id().clone(),
@@ -335,14 +336,4 @@ fn ulid_like(child: &LocalSession) -> String {
         child.session_id(),
         shiitake_core::ids::request_id().as_str()
     )
-}
-
-/// Reaches the Agent behind a directory entry as a `LocalSession` of `session_id`.
-pub(crate) fn session_of(
-    agent: &shiitake_core::Agent,
-    session_id: &str,
-) -> Result<LocalSession, ShiitakeError> {
-    let id = shiitake_protocol::SessionId::new(session_id)
-        .map_err(|error| ShiitakeError::invalid(format!("session id: {error}")))?;
-    Ok(agent.session(id))
 }

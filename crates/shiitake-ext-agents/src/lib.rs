@@ -1,15 +1,16 @@
 //! Conversation agents: the `agents.*` extension, through which one Agent gives
 //! another work and answers its questions.
 //!
-//! - [`ConversationAgents`]: one Agent's runtime over the host's [`AgentDirectory`].
-//!   Its extension ([`ConversationAgentsExtension`], identity
-//!   `botanical-session-agents`, granted exactly [`agents_grants`]) offers the tools
-//!   `agents.create`, `agents.send` (through `LocalSession::send_from`, with a `Sender`
-//!   naming this Agent and Session, waiting in-turn for the reply or a question the
-//!   child asks), `agents.answer` and `agents.escalate` (through the question
-//!   extension's `sender` module), and a prompt section naming the Agents one can
-//!   reach. When a sender's turn ends, Asks still waiting on it go to a person. The
-//!   sender's goal learns of the work it sent through `shiitake_ext_goal::roster`.
+//! - [`extension`]: the extension of one Agent over the host's [`AgentDirectory`],
+//!   declared to core's kit (identity `botanical-session-agents`; its grants are its
+//!   record's `state`, the `tools` and the `prompt`), and its runtime
+//!   ([`ConversationAgents`]). It offers the tools `agents.create`, `agents.send`
+//!   (through `LocalSession::send_from`, with a `Sender` naming this Agent and Session,
+//!   waiting in-turn for the reply or a question the child asks), `agents.answer` and
+//!   `agents.escalate` (through the question extension's `sender` module), and a
+//!   prompt section naming the Agents one can reach. When a sender's turn ends, Asks
+//!   still waiting on it go to a person. The sender's goal learns of the work it sent
+//!   through `shiitake_ext_goal::roster`.
 //! - [`record`]: the accepted creates and sends, in the sending Session's state, read
 //!   by the Subagents footer ([`RecordSource`]) and by a later send that continues a
 //!   Session. It is read-only and grants no relationship or authority; storage is
@@ -18,8 +19,7 @@
 //! What it does not own: which Agents exist and who may reach whom (the host's
 //! directory), the questions and goals themselves (their extensions, reached only
 //! through their host APIs), the footer (`shiitake-ext-subagents`), and which
-//! extensions an Agent gets with which grants (the rosters). `docs/ext-agents.md` is
-//! the page.
+//! extensions an Agent gets (the rosters). `docs/ext-agents.md` is the page.
 //!
 //! With `default-features = false` only [`contract`] compiles: the wire shapes of the
 //! tools and the record, without shiitake-core.
@@ -46,8 +46,6 @@ mod turns;
 #[cfg(feature = "runtime")]
 pub use directory::{AgentDirectory, DirectoryError};
 #[cfg(feature = "runtime")]
-pub use extension::{ConversationAgentsExtension, agents_grants};
-#[cfg(feature = "runtime")]
-pub use runtime::ConversationAgents;
+pub use extension::{ConversationAgents, extension};
 #[cfg(feature = "runtime")]
 pub use source::RecordSource;

@@ -1,18 +1,36 @@
-//! One Agent's conversation-agents runtime: what its extension, tools, turn-end task
-//! and footer source share, and how a host puts them together.
+//! What the pieces of one Agent's conversation agents share: this Agent (once the host
+//! started it), the directory, the footer's handle, the turn-end channel, the goal's
+//! news and which children are followed. Everything else builds on it.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use shiitake_core::extension::kit::KitError;
 use shiitake_core::{Agent, LocalSession};
 use shiitake_ext_subagents::SubagentsHandle;
-use shiitake_protocol::{BoundError, CommandId, ExtensionId, SessionApi, SessionId, ShiitakeError};
+use shiitake_protocol::{AgentApi, CommandId, ExtensionId, SessionApi, SessionId, ShiitakeError};
 use tokio::sync::{mpsc, watch};
 
-use crate::contract::AgentName;
+use crate::contract::{AgentName, EXTENSION_ID};
 use crate::directory::AgentDirectory;
-use crate::extension::ConversationAgentsExtension;
-use crate::source::RecordSource;
-use crate::turns::{self, TurnEnded};
+
+/// A sending Session's run settled; these are the children it reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TurnEnded {
+    pub(crate) parent: SessionId,
+    pub(crate) children: Vec<(AgentName, String)>,
+}
+
+/// What the sending Session's goal is told about a command it sent.
+#[derive(Clone, Debug)]
+pub(crate) enum GoalNews {
+    /// Accepted by the child's Session, sent to this Agent.
+    Sent(AgentName),
+    /// The child's work on it settled without a reply to deliver.
+    Settled,
+    /// The child settled and replied.
+    Replied,
+}
 
 /// What the pieces of one Agent's conversation agents share.
 pub(crate) struct Shared {
@@ -24,14 +42,49 @@ pub(crate) struct Shared {
     /// Told when a Session's children change, so its footer is read again.
     pub(crate) subagents: OnceLock<SubagentsHandle>,
     pub(crate) turn_ends: mpsc::UnboundedSender<TurnEnded>,
+    /// This extension: the record is read in its state.
+    pub(crate) own_id: ExtensionId,
     pub(crate) question_id: ExtensionId,
     /// The goal extension: a Session's goal learns of the work it sent (`goal::roster`).
     pub(crate) goal_id: ExtensionId,
     /// (sender, child) Sessions a follower watches now.
-    followers: Mutex<std::collections::HashSet<(SessionId, SessionId)>>,
+    followers: Mutex<HashSet<(SessionId, SessionId)>>,
+}
+
+/// The id of an extension this runtime reaches, as the kit reports a bad one.
+fn id_of(id: &str) -> Result<ExtensionId, KitError> {
+    ExtensionId::new(id).map_err(|error| KitError::Id {
+        id: id.to_owned(),
+        reason: error.to_string(),
+    })
 }
 
 impl Shared {
+    /// The runtime of the Agent `me` in `directory`; a settled turn is handed to
+    /// `turn_ends`.
+    pub(crate) fn new(
+        me: AgentName,
+        directory: Arc<dyn AgentDirectory>,
+        turn_ends: mpsc::UnboundedSender<TurnEnded>,
+    ) -> Result<Self, KitError> {
+        Ok(Self {
+            me,
+            directory,
+            agent: watch::Sender::new(None),
+            subagents: OnceLock::new(),
+            turn_ends,
+            own_id: id_of(EXTENSION_ID)?,
+            question_id: id_of(shiitake_ext_question::contract::EXTENSION_ID)?,
+            goal_id: id_of(shiitake_ext_goal::contract::EXTENSION_ID)?,
+            followers: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The host opened this Agent: tools and the footer's source may reach it now.
+    pub(crate) fn started(&self, agent: Agent) {
+        self.agent.send_replace(Some(agent));
+    }
+
     /// Claims following `key`; `false` when a follower already does.
     pub(crate) fn follow(&self, key: (SessionId, SessionId)) -> bool {
         self.followers
@@ -110,80 +163,9 @@ impl Shared {
     }
 }
 
-/// What the sending Session's goal is told about a command it sent.
-#[derive(Clone, Debug)]
-pub(crate) enum GoalNews {
-    /// Accepted by the child's Session, sent to this Agent.
-    Sent(AgentName),
-    /// The child's work on it settled without a reply to deliver.
-    Settled,
-    /// The child settled and replied.
-    Replied,
-}
-
-/// One Agent's conversation agents: build it, hand [`Self::source`] to the
-/// Subagents extension, add [`Self::extension`] with
-/// [`agents_grants`](crate::agents_grants), open the Agent, then [`Self::start`] it.
-pub struct ConversationAgents {
-    shared: Arc<Shared>,
-    turn_ends: Mutex<Option<mpsc::UnboundedReceiver<TurnEnded>>>,
-}
-
-impl std::fmt::Debug for ConversationAgents {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConversationAgents")
-            .field("me", &self.shared.me)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ConversationAgents {
-    /// The conversation agents of the Agent `me` in `directory`.
-    pub fn new(me: AgentName, directory: Arc<dyn AgentDirectory>) -> Result<Self, BoundError> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        Ok(Self {
-            shared: Arc::new(Shared {
-                me,
-                directory,
-                agent: watch::Sender::new(None),
-                subagents: OnceLock::new(),
-                turn_ends: sender,
-                question_id: shiitake_ext_question::extension_id()?,
-                goal_id: shiitake_ext_goal::extension_id()?,
-                followers: Mutex::new(std::collections::HashSet::new()),
-            }),
-            turn_ends: Mutex::new(Some(receiver)),
-        })
-    }
-
-    /// The Subagents footer's source: the record of this Agent's Sessions and the
-    /// directory's access to each child.
-    pub fn source(&self) -> RecordSource {
-        RecordSource::new(self.shared.clone())
-    }
-
-    /// Tells `subagents` when a Session records a new child, so its rows show at once.
-    pub fn notify(&self, subagents: SubagentsHandle) {
-        if self.shared.subagents.set(subagents).is_err() {
-            tracing::debug!("the conversation agents already notify a footer");
-        }
-    }
-
-    /// The extension to add to the Agent.
-    pub fn extension(&self) -> Result<ConversationAgentsExtension, BoundError> {
-        ConversationAgentsExtension::new(self.shared.clone())
-    }
-
-    /// Starts the runtime on the opened Agent: tools may now reach it, and the task
-    /// that passes Asks to a person when a sender's turn ends runs (abort the handle
-    /// when the Agent closes). Call it once; a second call starts nothing.
-    pub fn start(&self, agent: Agent) -> Option<tokio::task::JoinHandle<()>> {
-        self.shared.agent.send_replace(Some(agent));
-        let receiver = self
-            .turn_ends
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()?;
-        Some(tokio::spawn(turns::run(self.shared.clone(), receiver)))
-    }
+/// The Session `session_id` (as the record keeps it) of `agent`.
+pub(crate) fn session_of(agent: &Agent, session_id: &str) -> Result<LocalSession, ShiitakeError> {
+    let id = SessionId::new(session_id)
+        .map_err(|error| ShiitakeError::invalid(format!("session id: {error}")))?;
+    Ok(agent.session(id))
 }

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use serde_json::json;
 use shiitake_ext_subagents::state::ChildState;
 use shiitake_ext_subagents::{ChildPage, ChildRef, SourceError, SubagentsSource, read_core_child};
-use shiitake_protocol::{AgentApi, ErrorCode, ExtensionId, SessionId};
+use shiitake_protocol::{AgentApi, ErrorCode, SessionId};
 
-use crate::contract::{AgentName, ChildRecord, EXTENSION_ID};
+use crate::contract::{AgentName, ChildRecord};
 use crate::record;
 use crate::runtime::Shared;
 
@@ -41,10 +41,9 @@ fn unreadable(error: impl std::fmt::Display) -> SourceError {
 impl SubagentsSource for RecordSource {
     async fn read(&self, session_id: &SessionId, limit: usize) -> Result<ChildPage, SourceError> {
         let agent = self.shared.agent().await.map_err(unreadable)?;
-        let id = ExtensionId::new(EXTENSION_ID).map_err(unreadable)?;
         let rows = agent
             .session(session_id.clone())
-            .host_transaction(&id, |tx| Ok(json!(record::load(tx)?)))
+            .host_transaction(&self.shared.own_id, |tx| Ok(json!(record::load(tx)?)))
             .await;
         let rows = match rows {
             Ok(rows) => rows,

@@ -9,32 +9,37 @@
 //! are replay-safe.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use shiitake_capabilities::{
-    InvocationContext, Module, ModulePath, Operation, OperationName, Replay, ToolError,
-};
+use shiitake_capabilities::{InvocationContext, Replay, ToolError};
 use shiitake_core::extension::Sender;
 use shiitake_core::extension::host::ToolTx;
+use shiitake_core::extension::kit::{AsyncToolCall, KitError, Tool};
 use shiitake_core::{Agent, LocalSession};
-use shiitake_ext_question::contract::{AskView, MAX_QUESTIONS, QuestionAnswer};
+use shiitake_ext_question::contract::{AskId, AskView};
 use shiitake_ext_question::sender;
 use shiitake_protocol::{
-    AgentApi, CommandId, PromptText, RequestId, SendOptions, SessionApi, SessionId, ShiitakeError,
+    AgentApi, CommandId, PageLimit, PromptText, ReadOptions, RequestId, SendOptions, SessionApi,
+    SessionId, ShiitakeError,
 };
 
 use crate::contract::{
-    AgentName, AnswerInput, CreateInput, Created, EscalateInput, MAX_AGENT_NAME_BYTES, NAMESPACE,
+    AgentName, AnswerInput, ChildRecord, CreateInput, Created, EscalateInput, MAX_PROMPTED_AGENTS,
     SEND_WAIT_CAP_SECS, SEND_WAIT_RESERVE_SECS, SendInput, SendMode, SendResult, SendStatus, Via,
 };
-use crate::follow::{self, Awaited, Follower, Found, session_of};
+use crate::directory::DirectoryError;
+use crate::follow::{self, Awaited, Follower, Found};
 use crate::record;
-use crate::runtime::{GoalNews, Shared};
+use crate::runtime::{GoalNews, Shared, session_of};
 
-/// What every handler of one run shares.
+/// What a handler knows of its call: the runtime, the owner's transaction door and
+/// the sending Session (the run's facts).
 #[derive(Clone)]
 struct Run {
     shared: Arc<Shared>,
@@ -45,10 +50,6 @@ struct Run {
 
 fn for_model(error: ShiitakeError) -> ToolError {
     ToolError::for_model(error.message)
-}
-
-fn decode<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolError> {
-    serde_json::from_value(input).map_err(|error| ToolError::for_model(format!("{tool}: {error}")))
 }
 
 /// A request id for `purpose` of this call: stable across a replay of the call.
@@ -68,136 +69,99 @@ pub(crate) fn send_wait(remaining: Option<Duration>) -> Duration {
     }
 }
 
-fn name_schema(description: &str) -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": MAX_AGENT_NAME_BYTES,
-           "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]*$", "description": description})
-}
-
-fn answers_schema() -> Value {
-    json!({
-        "type": "array", "minItems": 1, "maxItems": MAX_QUESTIONS,
-        "description": "One answer per question, in order: offered labels, free text, or both.",
-        "items": {
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-                "selected": {"type": "array", "items": {"type": "string"}},
-                "text": {"type": "string"}
+/// One `agents.*` tool: `handler` runs on the run's task (it waits on other Agents)
+/// with the call's [`Run`] and invocation, and its result goes to the model as JSON.
+fn tool<I, O, Fut>(
+    shared: &Arc<Shared>,
+    name: &str,
+    description: &str,
+    replay: Replay,
+    handler: fn(Run, I, InvocationContext) -> Fut,
+) -> Result<Tool<SessionId>, KitError>
+where
+    I: DeserializeOwned + JsonSchema + Send + 'static,
+    O: Serialize,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    let shared = shared.clone();
+    let tool = Tool::waiting(
+        name,
+        description,
+        move |call: AsyncToolCall<SessionId>, input: I| {
+            let run = Run {
+                shared: shared.clone(),
+                tools: call.tools,
+                session_id: call.call.run,
+            };
+            let answered = handler(run, input, call.ctx);
+            async move {
+                let output = answered.await?;
+                serde_json::to_value(output).map_err(|error| ToolError::fatal(error.to_string()))
             }
-        }
-    })
+        },
+    )?;
+    Ok(tool.replay(replay))
 }
 
-fn ask_id_schema() -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": 64,
-           "description": "The question's askId; leave it out when exactly one of that Agent's questions waits on you."})
+/// The `agents.*` tools, in the order the model sees them. Request ids derived from
+/// the call make `send` and `create` safe to repeat after a restart.
+pub(crate) fn tools(shared: &Arc<Shared>) -> Result<Vec<Tool<SessionId>>, KitError> {
+    Ok(vec![
+        tool(
+            shared,
+            "send",
+            "Send another Agent work and wait for its reply. A question it asks you comes back as \
+             waiting_on_you. mode \"continue\" returns at once; the reply arrives later as a message.",
+            Replay::Safe,
+            send,
+        )?,
+        tool(
+            shared,
+            "create",
+            "Create a new Agent with its own conversations; then give it work with agents.send.",
+            Replay::Safe,
+            create,
+        )?,
+        tool(
+            shared,
+            "answer",
+            "Answer a question an Agent you sent work to asks you (waiting_on_you).",
+            Replay::Unsafe,
+            answer,
+        )?,
+        tool(
+            shared,
+            "escalate",
+            "Pass a question an Agent you sent work to asks you to a person instead of answering it.",
+            Replay::Unsafe,
+            escalate,
+        )?,
+    ])
 }
 
-/// The `agents` module of one run.
-pub(crate) fn module(shared: Arc<Shared>, tools: ToolTx, session_id: SessionId) -> Option<Module> {
-    let run = Run {
-        shared,
-        tools,
-        session_id,
+/// The prompt section: who this Agent is, whom it can reach, and how the tools go.
+pub(crate) fn prompt_section(shared: &Shared) -> String {
+    let others: Vec<String> = shared
+        .directory
+        .names()
+        .into_iter()
+        .filter(|name| name != &shared.me)
+        .take(MAX_PROMPTED_AGENTS)
+        .map(String::from)
+        .collect();
+    let reach = if others.is_empty() {
+        "No other Agent exists yet; agents.create makes one.".to_owned()
+    } else {
+        format!("Agents you can send work to: {}.", others.join(", "))
     };
-    let op = |name: &str, description: &str, schema: Value, replay: Replay, handler: Handler| {
-        let run = run.clone();
-        Some(
-            Operation::from_fn(
-                OperationName::new(name).ok()?,
-                description,
-                move |input, ctx| {
-                    let run = run.clone();
-                    async move { handler(run, input, ctx).await }
-                },
-            )
-            .with_input_schema(schema)
-            .with_replay(replay),
-        )
-    };
-    let send = op(
-        "send",
-        "Send another Agent work and wait for its reply. A question it asks you comes back as \
-         waiting_on_you. mode \"continue\" returns at once; the reply arrives later as a message.",
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["agent", "text"],
-            "properties": {
-                "agent": name_schema("The Agent to send the work to."),
-                "text": {"type": "string", "minLength": 1, "maxLength": PromptText::MAX_BYTES},
-                "sessionId": {"type": "string", "minLength": 1, "maxLength": 128,
-                              "description": "Its Session to continue; by default the last one you used with it, or a new one."},
-                "mode": {"type": "string", "enum": ["wait", "continue"], "default": "wait"}
-            }
-        }),
-        Replay::Safe,
-        |run, input, ctx| Box::pin(send(run, input, ctx)),
-    )?;
-    let create = op(
-        "create",
-        "Create a new Agent with its own conversations; then give it work with agents.send.",
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["name"],
-            "properties": {"name": name_schema("The new Agent's name: letters, digits, - and _.")}
-        }),
-        Replay::Safe,
-        |run, input, ctx| Box::pin(create(run, input, ctx)),
-    )?;
-    let answer = op(
-        "answer",
-        "Answer a question an Agent you sent work to asks you (waiting_on_you).",
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["agent", "answers"],
-            "properties": {
-                "agent": name_schema("The Agent that asks."),
-                "askId": ask_id_schema(),
-                "answers": answers_schema()
-            }
-        }),
-        Replay::Unsafe,
-        |run, input, _ctx| Box::pin(answer(run, input)),
-    )?;
-    let escalate = op(
-        "escalate",
-        "Pass a question an Agent you sent work to asks you to a person instead of answering it.",
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["agent"],
-            "properties": {
-                "agent": name_schema("The Agent that asks."),
-                "askId": ask_id_schema()
-            }
-        }),
-        Replay::Unsafe,
-        |run, input, _ctx| Box::pin(escalate(run, input)),
-    )?;
-    Module::new(
-        ModulePath::new(NAMESPACE).ok()?,
-        "Other Agents: give them work, answer their questions.",
+    format!(
+        "You are the Agent {me}. {reach} agents.send gives one of them work and waits for \
+         its reply; a question it asks you comes back as waiting_on_you: answer it with \
+         agents.answer, or pass it to a person with agents.escalate. Questions you leave \
+         go to a person when your turn ends.",
+        me = shared.me
     )
-    .with_operation(send)
-    .ok()?
-    .with_operation(create)
-    .ok()?
-    .with_operation(answer)
-    .ok()?
-    .with_operation(escalate)
-    .ok()
 }
-
-type Handler = fn(
-    Run,
-    Value,
-    InvocationContext,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<Value, ToolError>> + Send>,
->;
 
 impl Run {
     fn parent(&self, agent: &Agent) -> LocalSession {
@@ -225,14 +189,13 @@ impl Run {
         Ok(())
     }
 
-    async fn records(&self) -> Result<Vec<crate::contract::ChildRecord>, ToolError> {
+    async fn records(&self) -> Result<Vec<ChildRecord>, ToolError> {
         let rows = self.tools.run(|tx| Ok(json!(record::load(tx)?))).await?;
         serde_json::from_value(rows).map_err(|error| ToolError::fatal(format!("record: {error}")))
     }
 }
 
-async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, ToolError> {
-    let input: SendInput = decode("agents.send", input)?;
+async fn send(run: Run, input: SendInput, ctx: InvocationContext) -> Result<SendResult, ToolError> {
     let text = PromptText::new(input.text.as_str())
         .map_err(|error| ToolError::for_model(format!("agents.send text: {error}")))?;
     let me = run.shared.agent().await.map_err(for_model)?;
@@ -299,7 +262,7 @@ async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, T
     };
     if input.mode == SendMode::Continue {
         follow::spawn(&run.shared, follower);
-        return Ok(json!(result(SendStatus::Working, None, Vec::new())));
+        return Ok(result(SendStatus::Working, None, Vec::new()));
     }
     let parent_id = run.session_id.as_str().to_owned();
     let awaited = Awaited::Command(accepted.command_id.clone());
@@ -317,7 +280,7 @@ async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, T
                 .tell_goal(&follower.parent, &accepted.command_id, GoalNews::Replied)
                 .await;
             let words = follow::last_words(&child).await.map_err(for_model)?;
-            Ok(json!(result(SendStatus::Replied, Some(words), Vec::new())))
+            Ok(result(SendStatus::Replied, Some(words), Vec::new()))
         }
         Some(Found::Asks(asks)) => {
             let mut follower = follower;
@@ -326,20 +289,23 @@ async fn send(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, T
                 .map(|ask| ask.ask_id.as_str().to_owned())
                 .collect();
             follow::spawn(&run.shared, follower);
-            Ok(json!(result(SendStatus::WaitingOnYou, None, asks)))
+            Ok(result(SendStatus::WaitingOnYou, None, asks))
         }
         None => {
             follow::spawn(&run.shared, follower);
-            Ok(json!(result(SendStatus::Working, None, Vec::new())))
+            Ok(result(SendStatus::Working, None, Vec::new()))
         }
     }
 }
 
-async fn create(run: Run, input: Value, ctx: InvocationContext) -> Result<Value, ToolError> {
-    let input: CreateInput = decode("agents.create", input)?;
+async fn create(
+    run: Run,
+    input: CreateInput,
+    ctx: InvocationContext,
+) -> Result<Created, ToolError> {
     let agent = match run.shared.directory.create(&input.name).await {
         Ok(agent) => agent,
-        Err(crate::DirectoryError::Exists(_)) => {
+        Err(DirectoryError::Exists(_)) => {
             // A replay after a restart finds the Agent it made; anyone else is told it exists.
             let known = run.records().await?;
             if known
@@ -362,10 +328,10 @@ async fn create(run: Run, input: Value, ctx: InvocationContext) -> Result<Value,
         .map_err(for_model)?;
     run.record(&input.name, &session_id, Via::Created, None)
         .await?;
-    Ok(json!(Created {
+    Ok(Created {
         agent: input.name,
         session_id: session_id.as_str().to_owned(),
-    }))
+    })
 }
 
 /// The one Ask of `agent` that waits on this Session (`ask_id`, or the only one), and
@@ -422,15 +388,14 @@ async fn find_ask(
     }
 }
 
-async fn answer(run: Run, input: Value) -> Result<Value, ToolError> {
-    let input: AnswerInput = decode("agents.answer", input)?;
+async fn answer(run: Run, input: AnswerInput, _ctx: InvocationContext) -> Result<Value, ToolError> {
     let (child, ask_id) = find_ask(&run, &input.agent, input.ask_id.as_deref()).await?;
     let me = run.shared.agent().await.map_err(for_model)?;
     // The latest terminal before the answer: the reply is the work after it.
     let before = latest_terminal(&child).await;
     let parent = run.session_id.as_str().to_owned();
-    let answers: Vec<QuestionAnswer> = input.answers;
-    let id = shiitake_ext_question::contract::AskId::new(ask_id.clone());
+    let answers = input.answers;
+    let id = AskId::new(ask_id.clone());
     let receipt = child
         .host_transaction(&run.shared.question_id, move |tx| {
             sender::answer(tx, &id, &parent, answers.clone())
@@ -465,11 +430,14 @@ async fn answer(run: Run, input: Value) -> Result<Value, ToolError> {
     Ok(receipt)
 }
 
-async fn escalate(run: Run, input: Value) -> Result<Value, ToolError> {
-    let input: EscalateInput = decode("agents.escalate", input)?;
+async fn escalate(
+    run: Run,
+    input: EscalateInput,
+    _ctx: InvocationContext,
+) -> Result<Value, ToolError> {
     let (child, ask_id) = find_ask(&run, &input.agent, input.ask_id.as_deref()).await?;
     let parent = run.session_id.as_str().to_owned();
-    let id = shiitake_ext_question::contract::AskId::new(ask_id);
+    let id = AskId::new(ask_id);
     let escalated = child
         .host_transaction(&run.shared.question_id, move |tx| {
             sender::escalate(tx, &id, &parent)
@@ -482,8 +450,8 @@ async fn escalate(run: Run, input: Value) -> Result<Value, ToolError> {
 
 /// The command of the child's latest terminal, if it has one.
 async fn latest_terminal(child: &LocalSession) -> Option<CommandId> {
-    let options = shiitake_protocol::ReadOptions {
-        limit: shiitake_protocol::PageLimit::new(20).ok(),
+    let options = ReadOptions {
+        limit: PageLimit::new(20).ok(),
         ..Default::default()
     };
     let snapshot = child.read(options).await.ok()?;

@@ -8,19 +8,34 @@
 
 use std::sync::Arc;
 
+use shiitake_core::extension::{HookError, Tx};
 use shiitake_ext_question::sender;
-use shiitake_protocol::{SessionApi, SessionId};
+use shiitake_protocol::SessionApi;
 use tokio::sync::mpsc;
 
-use crate::contract::AgentName;
-use crate::follow::session_of;
-use crate::runtime::Shared;
+use crate::record;
+use crate::runtime::{Shared, TurnEnded, session_of};
 
-/// A sending Session's run settled; these are the children it reached.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TurnEnded {
-    pub(crate) parent: SessionId,
-    pub(crate) children: Vec<(AgentName, String)>,
+/// The settled hook of the sending Session: hands the children it reached to [`run`].
+pub(crate) fn hand_over(shared: &Shared, tx: &mut Tx<'_>) -> Result<(), HookError> {
+    let Some(parent) = tx.session_id().cloned() else {
+        return Ok(());
+    };
+    let children: Vec<_> = record::load(tx)?
+        .into_iter()
+        .map(|row| (row.agent, row.session_id))
+        .collect();
+    if children.is_empty() {
+        return Ok(());
+    }
+    if shared
+        .turn_ends
+        .send(TurnEnded { parent, children })
+        .is_err()
+    {
+        tracing::debug!("the turn-end task is not running; the fallback timer passes Asks on");
+    }
+    Ok(())
 }
 
 /// Passes every Ask still waiting on each ended turn's Session to a person.

@@ -1,6 +1,7 @@
 //! The `agents.*` tools on in-process Agents over a test directory: a send waits for
 //! the reply and is recorded, creation goes through the directory's admission, and
-//! answering with no question waiting tells the model so.
+//! answering with no question waiting tells the model so; the tools' schemas carry
+//! their bounds.
 //!
 //! One test binary: each capability is a module of `suite/`, the shared helpers are
 //! `support/`.
@@ -10,6 +11,7 @@
 mod support;
 
 mod suite {
+    mod schemas;
     mod sending;
     mod tool_errors;
 }

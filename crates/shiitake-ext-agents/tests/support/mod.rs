@@ -12,9 +12,8 @@ use serde_json::json;
 use shiitake_core::Agent;
 use shiitake_core::clock::SystemClock;
 use shiitake_ext_agents::contract::{ChildRecord, EXTENSION_ID};
-use shiitake_ext_agents::{AgentDirectory, ConversationAgents, DirectoryError, agents_grants};
+use shiitake_ext_agents::{AgentDirectory, DirectoryError};
 use shiitake_ext_question::QuestionConfig;
-use shiitake_ext_subagents::{SubagentsExtension, subagents_grants};
 use shiitake_ext_testkit::{TestAgent, fast_retry};
 use shiitake_model::Turn;
 use shiitake_protocol::*;
@@ -64,11 +63,11 @@ pub async fn open(
     turns: Vec<Turn>,
     directory: Arc<TestDirectory>,
 ) -> (Agent, Vec<tokio::task::JoinHandle<()>>) {
-    let roster = ConversationAgents::new(name(me), directory.clone()).unwrap();
-    let subagents =
-        SubagentsExtension::new(Arc::new(roster.source()), Arc::new(SystemClock)).unwrap();
-    roster.notify(subagents.handle());
-    let refresher = subagents.refresher();
+    let (agents, roster) = shiitake_ext_agents::extension(name(me), directory.clone()).unwrap();
+    let (subagents, refresher) =
+        shiitake_ext_subagents::extension(Arc::new(roster.source()), Arc::new(SystemClock))
+            .unwrap();
+    roster.notify(refresher.handle());
     let question = shiitake_ext_question::extension(QuestionConfig {
         waits_on_sender: true,
     })
@@ -79,8 +78,8 @@ pub async fn open(
         .configure(|config| config.retry = fast_retry(1))
         .kit_extension(question)
         .kit_extension(shiitake_ext_goal::extension().unwrap())
-        .extension(subagents, subagents_grants())
-        .extension(roster.extension().unwrap(), agents_grants())
+        .kit_extension(subagents)
+        .kit_extension(agents)
         .open()
         .await
         .agent;
