@@ -9,20 +9,21 @@
 use std::sync::Arc;
 
 use shiitake_core::clock::Clock;
+use shiitake_core::extension::kit::KitError;
 use shiitake_core::{Agent, AgentBuilder};
-use shiitake_ext_agents::{AgentDirectory, ConversationAgents, agents_grants};
-use shiitake_ext_subagents::{Refresher, SubagentsError, SubagentsExtension, subagents_grants};
-use shiitake_protocol::{AgentName, BoundError};
+use shiitake_ext_agents::{AgentDirectory, ConversationAgents};
+use shiitake_ext_subagents::Refresher;
+use shiitake_protocol::AgentName;
 
 /// Why conversation agents could not be added to an Agent.
 #[derive(Debug, thiserror::Error)]
 pub enum ConversationError {
-    /// The `agents.*` extension could not be built (its identity).
-    #[error(transparent)]
-    Agents(#[from] BoundError),
+    /// The `agents.*` extension could not be built.
+    #[error("agents: {0}")]
+    Agents(KitError),
     /// The Subagents extension could not be built.
-    #[error(transparent)]
-    Subagents(#[from] SubagentsError),
+    #[error("subagents: {0}")]
+    Subagents(KitError),
 }
 
 /// The tasks conversation agents need once the Agent is open; kept by the host
@@ -44,21 +45,19 @@ impl ConversationTasks {
 }
 
 /// Adds Subagents (over the `agents.*` record, timed by `clock`, the Agent's clock)
-/// and the `agents.*` extension of the Agent `me` in `directory`, each with exactly its
-/// grants; start the returned tasks once the Agent is open.
+/// and the `agents.*` extension of the Agent `me` in `directory`, each with exactly the
+/// grants it declares; start the returned tasks once the Agent is open.
 pub fn add_conversation_agents(
     builder: AgentBuilder,
     me: AgentName,
     directory: Arc<dyn AgentDirectory>,
     clock: Arc<dyn Clock>,
 ) -> Result<(AgentBuilder, ConversationTasks), ConversationError> {
-    let agents = ConversationAgents::new(me, directory)?;
-    let subagents = SubagentsExtension::new(Arc::new(agents.source()), clock)?;
-    agents.notify(subagents.handle());
-    let refresher = subagents.refresher();
-    let extension = agents.extension()?;
-    let builder = builder
-        .extension(subagents, subagents_grants())
-        .extension(extension, agents_grants());
+    let (extension, agents) =
+        shiitake_ext_agents::extension(me, directory).map_err(ConversationError::Agents)?;
+    let (subagents, refresher) = shiitake_ext_subagents::extension(Arc::new(agents.source()), clock)
+        .map_err(ConversationError::Subagents)?;
+    agents.notify(refresher.handle());
+    let builder = builder.kit_extension(subagents).kit_extension(extension);
     Ok((builder, ConversationTasks { agents, refresher }))
 }
