@@ -11,6 +11,8 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+/// Longest `askId` a tool takes: the question contract's bound.
+pub use shiitake_ext_question::contract::MAX_ASK_ID_CHARS;
 #[cfg(feature = "runtime")]
 use shiitake_ext_question::contract::MAX_QUESTIONS;
 use shiitake_ext_question::contract::{AskView, QuestionAnswer};
@@ -38,8 +40,6 @@ pub const SEND_WAIT_RESERVE_SECS: u64 = 60;
 
 /// Longest Session id a tool takes, in bytes (a protocol identifier's bound).
 pub const MAX_SESSION_ID_BYTES: usize = shiitake_protocol::BoundedId::MAX_BYTES;
-/// Longest `askId` a tool takes, in characters.
-pub const MAX_ASK_ID_CHARS: usize = 64;
 
 /// The `agents.*` contract: its identity. It publishes nothing per Session (the record
 /// feeds the Subagents footer) and offers people no commands; its wire shapes are the
