@@ -1,7 +1,7 @@
 //! A test kit for Shiitake extensions: what every extension's behaviour tests need,
 //! written once.
 //!
-//! **What it owns.** Four things an extension test does again and again:
+//! **What it owns.** What an extension test does again and again:
 //!
 //! - a real [`Agent`](shiitake_core::Agent) on a temporary SQLite file with the
 //!   scripted model and the extensions the test registers ([`TestAgent`]), reopened on
@@ -10,7 +10,9 @@
 //! - one run of the scripted model and what it committed: each tool result and the
 //!   final assistant message ([`run`], [`call_tool`]);
 //! - the extension's projection decoded through its contract, read once
-//!   ([`projection::read`]) or awaited until a predicate holds ([`projection::until`]).
+//!   ([`projection::read`]) or awaited until a predicate holds ([`projection::until`]);
+//! - for client tests, an extension with a footer row of a kind no client knows
+//!   ([`sample::weather`]).
 //!
 //! ```no_run
 //! # async fn example(extension: impl shiitake_core::extension::Extension) {
@@ -36,6 +38,7 @@
 mod agent;
 pub mod projection;
 mod run;
+pub mod sample;
 mod sqlite;
 
 pub use agent::{START, TestAgent, TestAgentBuilder, fast_retry, paused_clock};

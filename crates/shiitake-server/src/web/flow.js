@@ -168,15 +168,18 @@ export async function runCommand({ sessionId, routes, name, preset = {}, contain
 }
 
 /**
- * Runs the Answer action of a sub-agent row: the question extension's own flow on the
- * child's Session, in the child's Agent, with its Ask preset.
+ * Runs a footer row's Flow action: catalog flow `action.flow` of `action.extensionId`
+ * from `action.preset`, on `action.target` (a Session of this or another Agent, such as
+ * a sub-agent's) or on this Session, then calls `action.call` with what it collected.
  */
-export async function runAction({ action, container }) {
-  const label = `${action.label} @${action.agent}`;
+export async function runFlow({ action, sessionId, routes, container }) {
+  const target = action.target;
+  const label = target ? `${action.label} @${target.agent}` : `/${action.call}`;
   try {
-    const child = routesOf(action.agent).sessions;
-    const call = (operation, input) => child.callExtension(action.sessionId, action.extensionId, operation, input);
-    const input = await walkFlow(container, call, action.flow, { askId: action.askId });
+    const sessions = target ? routesOf(target.agent).sessions : routes.sessions;
+    const session = target ? target.sessionId : sessionId;
+    const call = (operation, input) => sessions.callExtension(session, action.extensionId, operation, input);
+    const input = await walkFlow(container, call, action.flow, action.preset || {});
     if (input === null) return;
     await call(action.call, { ...input, requestId: requestId() });
     say(container, `${label}: done.`, "ok");

@@ -1,169 +1,90 @@
-// The footer: what the extensions publish about the Session (goal, plan, subagent
-// rows, open questions, stopped extensions) and the commands they offer. Answers
-// go through the catalog flow (flow.js), never around it.
+// The footer: the rows the Session's extensions describe (`footer` of snapshots and
+// update frames; shiitake_protocol::footer), drawn without knowing which extension
+// wrote them, one row per stopped extension, and the catalog's commands. A row's
+// Answer-like actions go through the catalog flow it names (flow.js), never around it.
 
 import { defaultAgent, requestId } from "./api.js";
 import { h, replace } from "./dom.js";
-import { runAction, runCommand } from "./flow.js";
+import { runCommand, runFlow } from "./flow.js";
 
-/** The extension ids the footer knows how to show; others appear only when stopped. */
-export const GOAL = "botanical-session-goal";
-export const PLAN = "botanical-session-plan";
-export const QUESTION = "botanical-session-question";
-export const SUBAGENTS = "botanical-session-subagents";
-
-function running(extensions, id) {
-  const slot = extensions[id];
-  return slot && slot.status === "running" ? slot.value : null;
+/** `HH:MM` of Unix milliseconds in the person's zone. */
+function clockTime(millis) {
+  const at = new Date(millis);
+  const two = (n) => String(n).padStart(2, "0");
+  return `${two(at.getHours())}:${two(at.getMinutes())}`;
 }
 
-function goalRow(goal) {
-  if (!goal || !goal.objective) return null;
-  const state = goal.state || goal.status;
-  return h("div", { class: "row goal", id: "footer-goal" }, h("span", { class: "label" }, "Goal"), goal.objective, state ? h("span", { class: "badge" }, state) : null);
+/** The hash route of a Session: `#/s/<id>` in the page's own Agent, else `#/a/<agent>/s/<id>`. */
+function sessionHref(pageAgent, target) {
+  const session = `s/${encodeURIComponent(target.sessionId)}`;
+  return pageAgent === target.agent ? `#/${session}` : `#/a/${encodeURIComponent(target.agent)}/${session}`;
 }
 
-function planRows(plan, context) {
-  const footer = plan && plan.footer;
-  if (!footer) return [];
-  const act = async (command, input) => {
-    try {
-      await context.routes.sessions.callExtension(context.sessionId, PLAN, command, { ...input, requestId: requestId() });
-    } catch (error) {
-      context.problem(`Plan: ${error.message}`);
+/** One action of `row`: a button that calls a command or walks a flow, or a link that opens a Session. */
+function actionElement(row, action, context) {
+  const look = `${action.name} ${action.primary ? "primary" : "link"}`;
+  switch (action.kind) {
+    case "command":
+      return h(
+        "button",
+        {
+          class: look,
+          onclick: async () => {
+            try {
+              const input = { ...(action.input || {}), requestId: requestId() };
+              await context.routes.sessions.callExtension(context.sessionId, row.extensionId, action.command, input);
+            } catch (error) {
+              context.problem(`${action.label}: ${error.message}`);
+            }
+          },
+        },
+        action.label,
+      );
+    case "flow":
+      return h("button", { class: look, onclick: () => context.flow(action) }, action.label);
+    case "open": {
+      // A server of one Agent (no directory) has no Session routes by name: no link.
+      const link = h("a", { class: `${action.name} link open`, hidden: true }, action.label);
+      defaultAgent().then((name) => {
+        if (name === null) return;
+        link.href = sessionHref(name, action.target);
+        link.hidden = false;
+      });
+      return link;
     }
-  };
-  const rows = [
-    h(
-      "div",
-      { class: "row plan", id: "footer-plan" },
-      h("span", { class: "label" }, "Plan"),
-      h("span", { class: "progress-text" }, `${footer.completed}/${footer.total}`),
-      h("progress", { max: footer.total || 1, value: footer.completed }),
-      footer.current ? h("span", { class: "current" }, footer.current) : null,
-      footer.expanded ? null : h("button", { class: "link", onclick: () => act("plan", { action: "open" }) }, "Checklist"),
-      (footer.actions || []).map((action) =>
-        h("button", { class: "link", onclick: () => act(action.command, action.input || {}) }, action.label),
-      ),
-    ),
-  ];
-  if (footer.expanded && footer.steps) {
-    const marks = { completed: "[x]", in_progress: "[>]", pending: "[ ]" };
-    rows.push(
-      h("ol", { class: "steps" }, footer.steps.map((step) => h("li", { class: `step-${step.status}` }, `${marks[step.status] || "[ ]"} ${step.step}`))),
-    );
-  }
-  return rows;
-}
-
-/** A child's status in words: `working`, `waiting on main`, `needs you`, ... */
-function statusWords(status) {
-  switch (status.kind) {
-    case "waiting_on":
-      return `waiting on ${status.agent}`;
-    case "needs_you":
-      return "needs you";
     default:
-      return String(status.kind || "unavailable");
+      return null;
   }
 }
 
-/**
- * Subagent rows (the subagents extension's footer view): one per Agent this Session
- * sent work to, or one summary row when `/agents` collapsed them (amber when a child
- * needs a person). A child whose question needs a person gets its Answer action, which
- * runs the question's own flow on the child's Session.
- */
-function subagentRows(view, context) {
-  if (!view) return [];
-  const toggle = async () => {
-    try {
-      await context.routes.sessions.callExtension(context.sessionId, SUBAGENTS, "toggle", { requestId: requestId() });
-    } catch (error) {
-      context.problem(`Agents: ${error.message}`);
-    }
-  };
-  if (view.collapsed) {
-    const s = view.summary || {};
-    const parts = [
-      [s.needsYou, "need you"],
-      [s.working, "working"],
-      [s.waiting, "waiting on an Agent"],
-      [s.failed, "failed"],
-      [s.unavailable, "unavailable"],
-      [s.idle, "idle"],
-    ]
-      .filter(([count]) => count > 0)
-      .map(([count, words]) => `${count} ${words}`);
-    return [
-      h(
-        "div",
-        { class: `row subagents-summary tone-${s.tone || "calm"}`, id: "footer-agents" },
-        h("span", { class: "label" }, "Agents"),
-        `${s.total || 0} (${parts.join(", ")})`,
-        h("button", { class: "link", onclick: toggle }, "Expand"),
-      ),
-    ];
-  }
-  const rows = (view.rows || []).map((row) => {
-    const status = row.status || { kind: "unavailable" };
-    const question = status.kind === "needs_you" ? status.question : null;
-    // A child of the page's own (default) Agent opens at `#/s/<id>`, one of another
-    // Agent at `#/a/<agent>/s/<id>`; a server of one Agent (no directory) has no Open.
-    const open = h("a", { class: "link open", hidden: true }, "Open");
-    defaultAgent().then((name) => {
-      if (name === null) return;
-      const session = `s/${encodeURIComponent(row.sessionId)}`;
-      open.href = name === row.agent ? `#/${session}` : `#/a/${encodeURIComponent(row.agent)}/${session}`;
-      open.hidden = false;
-    });
-    return h(
-      "div",
-      {
-        class: `row subagent state-${status.kind}`,
-        dataset: { agent: row.agent },
-        title: status.kind === "unavailable" ? status.reason || "" : "",
-      },
-      h("span", { class: "label" }, row.agent),
-      row.title ? h("span", { class: "muted" }, ` ${row.title} `) : null,
-      h("span", { class: `badge state-${status.kind}` }, statusWords(status)),
-      question ? ` ${question.text}` : "",
-      question
-        ? h("button", { class: "answer primary", onclick: () => context.answer(question.answer) }, question.answer.label)
-        : null,
-      open,
-    );
-  });
-  if (rows.length) {
-    rows.push(
-      h(
-        "div",
-        { class: "row subagents-more" },
-        view.more > 0 ? `+${view.more} more ` : "",
-        h("button", { class: "link", onclick: toggle }, "Collapse"),
-      ),
-    );
-  }
-  return rows;
+/** The Agent a row is about, when one of its actions opens another Agent's Session. */
+function rowAgent(row) {
+  const open = (row.actions || []).find((action) => action.target && action.target.agent);
+  return open ? open.target.agent : undefined;
 }
 
-function questionRows(question, context) {
-  if (!question || !Array.isArray(question.asks)) return [];
-  return question.asks.map((ask) => {
-    const first = ask.questions[0] || { header: "", question: "" };
-    const more = ask.questions.length > 1 ? ` (+${ask.questions.length - 1} more)` : "";
-    const needsPerson = !ask.waitingOn || ask.waitingOn.escalated;
-    return h(
-      "div",
-      { class: "row question", dataset: { ask: ask.askId } },
-      h("span", { class: "label" }, "?"),
-      h("span", { class: "header" }, first.header),
-      ` ${first.question}${more}`,
-      needsPerson
-        ? h("button", { class: "answer primary", onclick: () => context.run("answer", { askId: ask.askId }) }, "Answer")
-        : h("span", { class: "muted" }, ` waiting on ${ask.waitingOn.agent}`),
-    );
-  });
+/** One row: its text, moment, note, progress and actions; its detail lines listed under it. */
+function rowElements(row, context, ids) {
+  const id = `footer-${row.key}`;
+  const unique = !ids.has(id);
+  ids.add(id);
+  const agent = rowAgent(row);
+  const line = h(
+    "div",
+    {
+      class: `row ${row.kind} tone-${row.tone || "calm"}`,
+      id: unique ? id : undefined,
+      dataset: { extension: row.extensionId, key: row.key, ...(agent ? { agent } : {}) },
+    },
+    row.tone === "attention" ? h("span", { class: "mark", title: "Needs you" }, "!") : null,
+    row.text ? h("span", { class: "text" }, row.text) : null,
+    row.since ? h("span", { class: "since muted" }, ` since ${clockTime(row.since)}`) : null,
+    row.note ? h("span", { class: "note muted" }, ` — ${row.note}`) : null,
+    row.progress ? h("progress", { max: row.progress.total || 1, value: row.progress.done }) : null,
+    (row.actions || []).map((action) => actionElement(row, action, context)),
+  );
+  if (!row.detail || !row.detail.length) return [line];
+  return [line, h("ol", { class: "steps" }, row.detail.map((text) => h("li", {}, text)))];
 }
 
 function stoppedRows(extensions) {
@@ -188,33 +109,31 @@ async function commandMenu(area, context) {
   }
 }
 
-/** (Re)draws `footer` for these extension slots; an open form survives the redraw. */
-export function renderFooter(footer, extensions, { sessionId, routes }) {
-  let rows = footer.querySelector(".rows");
+/** (Re)draws `footer` for these rows and extension slots; an open form survives the redraw. */
+export function renderFooter(footer, rows, extensions, { sessionId, routes }) {
+  let list = footer.querySelector(".rows");
   let flow = footer.querySelector(".flow");
-  if (!rows) {
-    rows = h("div", { class: "rows" });
+  if (!list) {
+    list = h("div", { class: "rows" });
     flow = h("div", { class: "flow", id: "flow" });
     const problem = h("div", { class: "error-text" });
-    footer.append(rows, h("div", { class: "footer-actions" }, h("button", { class: "link", id: "commands", onclick: () => commandMenu(flow, footer.context) }, "Commands"), problem), flow);
+    footer.append(list, h("div", { class: "footer-actions" }, h("button", { class: "link", id: "commands", onclick: () => commandMenu(flow, footer.context) }, "Commands"), problem), flow);
     footer.problemArea = problem;
   }
   footer.context = {
     sessionId,
     routes,
     run: (name, preset) => runCommand({ sessionId, routes, name, preset, container: flow }),
-    answer: (action) => runAction({ action, container: flow }),
+    flow: (action) => runFlow({ action, sessionId, routes, container: flow }),
     problem: (text) => replace(footer.problemArea, text),
   };
-  const key = JSON.stringify(extensions);
+  const key = JSON.stringify([rows, extensions]);
   if (footer.lastKey === key) return;
   footer.lastKey = key;
+  const ids = new Set();
   replace(
-    rows,
-    goalRow(running(extensions, GOAL)),
-    planRows(running(extensions, PLAN), footer.context),
-    subagentRows(running(extensions, SUBAGENTS), footer.context),
-    questionRows(running(extensions, QUESTION), footer.context),
+    list,
+    (rows || []).map((row) => rowElements(row, footer.context, ids)),
     stoppedRows(extensions),
   );
 }

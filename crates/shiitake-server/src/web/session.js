@@ -19,6 +19,7 @@ export class SessionState {
     this.activity = null;
     this.progress = null;
     this.extensions = {};
+    this.footer = [];
     this.pending = { prompts: [], hasMore: false };
   }
 
@@ -29,6 +30,7 @@ export class SessionState {
     this.activity = snapshot.activity;
     this.progress = snapshot.progress || null;
     this.extensions = snapshot.extensions || {};
+    this.footer = snapshot.footer || [];
     this.pending = snapshot.pending || this.pending;
     this.noteRetry();
   }
@@ -58,6 +60,7 @@ export class SessionState {
       this.addCommitted(frame);
       this.activity = frame.activity;
       this.extensions = frame.extensions || {};
+      this.footer = frame.footer || [];
       this.pending = frame.pending || this.pending;
       // A committed assistant message ends the stream that previewed it.
       const committedAssistant = (frame.messages || []).some((m) => m.value.role === "assistant");
@@ -336,7 +339,7 @@ export function showSession(root, id, { back, agentName = null }) {
         h("li", {}, h("span", { class: "badge" }, p.delivery === "steer" ? "steer" : "queued"), " ", p.text),
       ),
     );
-    renderFooter(footer, state.extensions, { sessionId: id, routes });
+    renderFooter(footer, state.footer, state.extensions, { sessionId: id, routes });
     if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
   };
 

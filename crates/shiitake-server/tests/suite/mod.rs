@@ -7,6 +7,7 @@ mod errors_and_bounds;
 mod server_limits;
 mod sse_resume;
 mod transport_seam;
+mod web_footer_rows;
 mod web_login;
 mod web_page;
 mod web_subagents;

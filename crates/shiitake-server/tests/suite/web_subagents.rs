@@ -29,66 +29,47 @@ use shiitake_protocol::{AgentApi, AgentName, RequestId, SessionApi};
 use shiitake_server::{AgentDirectoryApi, ServerConfig, Token, WebLogin, directory_router};
 use shiitake_store_sqlite::{Durability, SqliteStore};
 
-/// A stand-in for the subagents view: publishes the `rows` a command sets, so the
-/// footer's subagent rows (Open, Answer) can be driven without the roster.
-/// A stand-in for the subagents extension: publishes the footer view a test sets,
-/// in the subagents contract's shape and under its id, so the page renders it as it
-/// would the real rows (the real extension needs a roster of Agents behind it).
+/// A stand-in for the subagents extension: publishes the footer view a test sets, in
+/// the subagents contract's shape and under its id, and the rows the contract draws of
+/// it (`FooterView::footer_rows`), so the page renders them as it would the real rows
+/// (the real extension needs a roster of Agents behind it).
 mod rows {
-    use serde_json::{Value, json};
-    use shiitake_core::extension::{
-        Extension, ExtensionDefinition, Grant, Grants, HookError, StateScope, StateView, Tx,
-    };
-    use shiitake_ext_subagents::contract::{EXTENSION_ID, FooterView};
-    use shiitake_protocol::ExtensionId;
+    use serde::{Deserialize, Serialize};
+    use shiitake_core::extension::kit::{ExtensionKit, KitExtension};
+    use shiitake_core::extension::{StateScope, StateView};
+    use shiitake_ext_subagents::contract::{FooterView, SubagentsContract};
+    use shiitake_protocol::contract_commands;
 
-    pub struct Rows(ExtensionDefinition);
+    /// `set`: the view to publish.
+    #[derive(Serialize, Deserialize)]
+    pub struct Set {
+        pub view: FooterView,
+    }
+    /// A stand-in command, declared on its own marker contract under the same id.
+    pub enum Stand {}
+    impl shiitake_protocol::extension::ExtensionContract for Stand {
+        const EXTENSION_ID: &'static str =
+            <SubagentsContract as shiitake_protocol::extension::ExtensionContract>::EXTENSION_ID;
+        type Projection = FooterView;
+    }
+    contract_commands!(Stand { Set => "set" in SessionScope -> bool });
 
-    impl Rows {
-        pub fn new() -> Self {
-            Self(ExtensionDefinition {
-                id: ExtensionId::new(EXTENSION_ID).unwrap(),
-                namespace: "rows".into(),
-                scopes: vec![StateScope::Session],
-                schema_version: 1,
-                migrations: Vec::new(),
-                configuration: json!({}),
-            })
-        }
-
-        pub fn grants() -> Grants {
-            Grants::none()
-                .with(Grant::State)
-                .with(Grant::Commands)
-                .with(Grant::Projection)
-        }
+    fn view(state: &StateView<'_>) -> Option<FooterView> {
+        state.get(StateScope::Session, "rows", "view")
     }
 
-    impl Extension for Rows {
-        fn definition(&self) -> &ExtensionDefinition {
-            &self.0
-        }
-
-        fn command(
-            &self,
-            tx: &mut Tx<'_>,
-            command: &str,
-            input: Value,
-        ) -> Result<Value, HookError> {
-            match command {
-                "set" => {
-                    let view: FooterView = serde_json::from_value(input["view"].clone())
-                        .map_err(|error| HookError::Invalid(error.to_string()))?;
-                    tx.put(StateScope::Session, "rows", "view", &view)?;
-                    Ok(json!(true))
-                }
-                other => Err(HookError::UnknownCommand(other.to_owned())),
-            }
-        }
-
-        fn projection(&self, state: &StateView<'_>) -> Option<Value> {
-            state.get(StateScope::Session, "rows", "view")
-        }
+    pub fn extension() -> KitExtension<Stand> {
+        ExtensionKit::<Stand>::new("rows")
+            .unwrap()
+            .session_state()
+            .command(|tx, input: Set| {
+                tx.put(StateScope::Session, "rows", "view", &input.view)?;
+                Ok(true)
+            })
+            .projection(view)
+            .footer(|state, id| view(state).map(|v| v.footer_rows(id)).unwrap_or_default())
+            .build()
+            .unwrap()
     }
 }
 
@@ -174,7 +155,7 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
         AgentConfig::new(Arc::new(FixedModel(model.clone()))),
     )
     .kit_extension(shiitake_ext_question::extension(QuestionConfig::default()).unwrap())
-    .extension(rows::Rows::new(), rows::Rows::grants())
+    .kit_extension(rows::extension())
     .open()
     .await
     .unwrap();

@@ -8,23 +8,25 @@
 //! to an [`Asker`]: `inquire` prompts on a terminal, or the next typed lines when
 //! stdin is a pipe (lines answer in order).
 //!
-//! `/answer @agent` is the footer's Answer action on a sub-agent row: the question's
-//! own answer flow, run on that child's Session ([`answer_child`]).
+//! `/answer @agent` is the footer's Answer action on a row about that Agent (a
+//! sub-agent row): the flow it names, run on the child's Session ([`answer_child`]).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use shiitake_client::{RemoteAgent, RemoteSession};
-use shiitake_ext_subagents::contract::{ChildStatus, SubagentsContract};
 use shiitake_protocol::catalog::{
     ArgumentKind, CatalogCommand, CatalogEntry, CatalogScope, FlowStep, SessionCatalogs,
 };
-use shiitake_protocol::extension::{ExtensionViewV0, view};
+use shiitake_protocol::footer::FooterActionKind;
 use shiitake_protocol::{
     AgentApi, AgentName, ExtensionId, ExtensionRunState, ReadOptions, SessionApi, SessionId,
 };
 
 use crate::error::CliError;
 use crate::render::style::inert_line;
+
+/// The name a footer action carries when it answers a question (`/answer @agent` runs it).
+const ANSWER_ACTION: &str = "answer";
 
 /// Most steps one flow may take before the client gives up on it.
 pub const MAX_FLOW_STEPS: usize = 32;
@@ -264,9 +266,9 @@ pub async fn run(
     Ok(())
 }
 
-/// `/answer @agent`: the Answer action of the sub-agent row `child` in this Session's
-/// footer, which runs the question extension's own answer flow on the child's Session
-/// (in the child's Agent) with the Ask preset.
+/// `/answer @agent`: the Answer action of a footer row about the Agent `child` (a
+/// sub-agent row), which walks the flow it names on the child's Session (in the
+/// child's Agent) from its preset.
 pub async fn answer_child(
     agent: &RemoteAgent,
     session: &RemoteSession,
@@ -275,19 +277,23 @@ pub async fn answer_child(
     request_id: &str,
 ) -> Result<(), CliError> {
     let snapshot = session.read(ReadOptions::default()).await?;
-    let rows = match view::<SubagentsContract>(&snapshot.extensions) {
-        Ok(ExtensionViewV0::Running {
-            value: Some(footer),
-        }) => footer.rows,
-        _ => Vec::new(),
-    };
-    let action = rows.into_iter().find_map(|row| match row.status {
-        ChildStatus::NeedsYou {
-            question: Some(question),
-        } if row.agent == child => Some(question.answer),
-        _ => None,
+    let action = snapshot.footer.into_iter().find_map(|row| {
+        row.actions
+            .into_iter()
+            .find_map(|action| match action.kind {
+                FooterActionKind::Flow {
+                    extension_id,
+                    flow,
+                    call,
+                    preset,
+                    target: Some(target),
+                } if action.name == ANSWER_ACTION && target.agent == child => {
+                    Some((extension_id, flow, call, preset, target))
+                }
+                _ => None,
+            })
     });
-    let Some(action) = action else {
+    let Some((extension, flow, call, preset, target_session)) = action else {
         asker.say(&format!(
             "[/answer] no question of @{} waits on you here (the footer lists the Agents)",
             inert_line(child)
@@ -299,26 +305,27 @@ pub async fn answer_child(
             "the footer's Answer action has a bad {what}: {error}"
         ))
     };
-    let child_agent = agent
-        .agent(AgentName::new(action.agent.as_str()).map_err(|error| invalid("Agent", &error))?);
+    let child_agent = agent.agent(
+        AgentName::new(target_session.agent.as_str()).map_err(|error| invalid("Agent", &error))?,
+    );
     let child_session = child_agent.session(
-        SessionId::new(action.session_id.as_str()).map_err(|error| invalid("Session", &error))?,
+        SessionId::new(target_session.session_id.as_str())
+            .map_err(|error| invalid("Session", &error))?,
     );
     let target = Target {
         agent: &child_agent,
         session: &child_session,
-        extension: ExtensionId::new(action.extension_id.as_str())
-            .map_err(|error| invalid("extension", &error))?,
+        extension,
         scope: CatalogScope::Session,
     };
-    let mut preset = Map::new();
-    preset.insert("askId".into(), Value::String(action.ask_id.clone()));
-    let Some(input) = walk_flow(&target, &action.flow, preset, &mut None, asker).await? else {
+    let preset = match preset {
+        Value::Object(preset) => preset,
+        _ => Map::new(),
+    };
+    let Some(input) = walk_flow(&target, &flow, preset, &mut None, asker).await? else {
         return Ok(());
     };
-    let output = target
-        .call(&action.call, with_request(input, request_id))
-        .await?;
+    let output = target.call(&call, with_request(input, request_id)).await?;
     asker.say(&format!(
         "[/answer @{}] {}",
         inert_line(child),

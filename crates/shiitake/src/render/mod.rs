@@ -139,9 +139,13 @@ impl Printer {
         self.out(&format!("{text}\n"));
     }
 
-    /// Prints the extensions' footer (open questions, plan, loop) when it changed.
-    fn footer(&mut self, slots: &shiitake_protocol::SessionExtensionSlots) {
-        let lines = footer::lines(slots);
+    /// Prints the extensions' footer rows (and stopped extensions) when they changed.
+    fn footer(
+        &mut self,
+        rows: &[shiitake_protocol::footer::FooterRowV0],
+        slots: &shiitake_protocol::SessionExtensionSlots,
+    ) {
+        let lines = footer::lines(rows, slots);
         if lines != self.footer {
             for line in &lines {
                 self.line(&paint(FOOTER, &format!("  {line}")));
@@ -280,7 +284,7 @@ impl Printer {
         }
         self.pending = snapshot.pending.prompts.len();
         self.activity(&snapshot.activity);
-        self.footer(&snapshot.extensions);
+        self.footer(&snapshot.footer, &snapshot.extensions);
         if let Some(progress) = &snapshot.progress {
             let shown = format!("{} {}", paint(LABEL, "assistant:"), inert(&progress.text));
             self.out(&shown);
@@ -316,7 +320,7 @@ impl Printer {
                     self.terminal(terminal);
                 }
                 if !update.terminals.is_empty() || self.idle_after(update) {
-                    self.footer(&update.extensions);
+                    self.footer(&update.footer, &update.extensions);
                 }
                 self.pending = update.pending.prompts.len();
                 self.activity(&update.activity);

@@ -3,6 +3,7 @@
 mod chat_ctrl_c;
 mod chat_e2e;
 mod chat_shows_what_happened;
+mod footer_rows;
 mod kill_and_restart;
 mod real_local_model;
 mod serve_database;

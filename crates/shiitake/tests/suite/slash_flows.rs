@@ -7,98 +7,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use crate::support::{chat, roster};
 
-use crate::support::roster;
-
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::io::Write;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shiitake_core::{Agent, AgentConfig, FixedModel};
-use shiitake_ext_question::QuestionConfig;
-use shiitake_model::{Script, ScriptedModel, Turn};
+use shiitake_model::Turn;
 use shiitake_protocol::{AgentApi, SessionApi};
-use shiitake_server::{ServerConfig, Token, router};
-use shiitake_store_sqlite::{Durability, SqliteStore};
-
-const TOKEN: &str = "slash-flow-token-0123456789";
-
-async fn served(turns: Vec<Turn>) -> (String, Arc<Agent>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
-        .await
-        .unwrap();
-    let model = Arc::new(ScriptedModel::new(Script::new(turns)));
-    let agent = Agent::builder(
-        Arc::new(store),
-        Arc::new(shiitake_capabilities::Catalog::new()),
-        AgentConfig::new(Arc::new(FixedModel(model))),
-    )
-    .kit_extension(shiitake_ext_question::extension(QuestionConfig::default()).unwrap())
-    .kit_extension(shiitake_ext_plan::extension().unwrap())
-    .kit_extension(shiitake_ext_goal::extension().unwrap())
-    .open()
-    .await
-    .unwrap();
-    let agent = Arc::new(agent);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let app = router(agent.clone(), ServerConfig::new(Token::new(TOKEN).unwrap()));
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, agent, dir)
-}
-
-/// A `shiitake chat` against `url` with piped stdin, and a function that waits for a
-/// stdout line containing a needle (and returns it).
-fn piped_chat(
-    url: &str,
-    token: &str,
-    dir: &std::path::Path,
-) -> (
-    std::process::Child,
-    std::process::ChildStdin,
-    impl FnMut(&str) -> String,
-) {
-    let mut chat = Command::new(support::binary())
-        .args(["--url", url, "--token", token, "--data-dir"])
-        .arg(dir.join("cli"))
-        .arg("chat")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = chat.stdin.take().unwrap();
-    let stdout = chat.stdout.take().unwrap();
-    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if lines_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let wait_for = move |needle: &str| {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(line) = seen.iter().find(|line: &&String| line.contains(needle)) {
-                return line.clone();
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) => seen.push(line),
-                Err(_) => panic!("no line with {needle:?} in:\n{}", seen.join("\n")),
-            }
-        }
-    };
-    (chat, stdin, wait_for)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn piped_lines_run_help_answer_and_plan_flows() {
@@ -108,14 +24,17 @@ async fn piped_lines_run_help_answer_and_plan_flows() {
     let plan = json!({"steps": [
         {"step": "Pick a database", "status": "in_progress"},
         {"step": "Write the schema", "status": "pending"}]});
-    let (url, agent, dir) = served(vec![
-        Turn::tool_call("plan__update_plan", plan),
-        Turn::tool_call("question__ask", ask),
-        Turn::text("I asked which database."),
-        Turn::text("PostgreSQL it is."),
-    ])
+    let (url, agent, dir) = chat::served(
+        vec![
+            Turn::tool_call("plan__update_plan", plan),
+            Turn::tool_call("question__ask", ask),
+            Turn::text("I asked which database."),
+            Turn::text("PostgreSQL it is."),
+        ],
+        |agent| agent,
+    )
     .await;
-    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, TOKEN, dir.path());
+    let (mut chat, mut stdin, mut wait_for) = chat::piped_chat(&url, chat::TOKEN, dir.path());
     writeln!(stdin, "/help").unwrap();
     wait_for("/answer — Answer a question the agent asked");
     wait_for("/plan");
@@ -162,17 +81,20 @@ async fn piped_lines_run_help_answer_and_plan_flows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn piped_goal_flow_sets_a_goal_the_agent_pursues_until_complete() {
     let plan = json!({"steps": [{"step": "Draft the notes", "status": "in_progress"}]});
-    let (url, agent, dir) = served(vec![
-        Turn::text("Hello."),
-        // The first goal turn works (a tool call, so no stall) and ends with the goal live.
-        Turn::tool_call("plan__update_plan", plan),
-        Turn::text("Drafted."),
-        // The continuation completes it.
-        Turn::tool_call("goal__complete", json!({"summary": "Notes shipped"})),
-        Turn::text("Shipped."),
-    ])
+    let (url, agent, dir) = chat::served(
+        vec![
+            Turn::text("Hello."),
+            // The first goal turn works (a tool call, so no stall) and ends with the goal live.
+            Turn::tool_call("plan__update_plan", plan),
+            Turn::text("Drafted."),
+            // The continuation completes it.
+            Turn::tool_call("goal__complete", json!({"summary": "Notes shipped"})),
+            Turn::text("Shipped."),
+        ],
+        |agent| agent,
+    )
     .await;
-    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, TOKEN, dir.path());
+    let (mut chat, mut stdin, mut wait_for) = chat::piped_chat(&url, chat::TOKEN, dir.path());
     writeln!(stdin, "Hi").unwrap();
     wait_for("assistant: Hello.");
     writeln!(stdin, "/goal set").unwrap();
@@ -243,7 +165,7 @@ async fn piped_answer_at_agent_answers_what_a_sub_agent_escalated() {
         served.token.clone(),
         served.dir.path().to_owned(),
     );
-    let (mut chat, mut stdin, mut wait_for) = piped_chat(&url, &token, &dir);
+    let (mut chat, mut stdin, mut wait_for) = chat::piped_chat(&url, &token, &dir);
     writeln!(stdin, "/answer @B").unwrap();
     wait_for("[/answer] no question of @B waits on you here");
     writeln!(stdin, "Have B build the service.").unwrap();

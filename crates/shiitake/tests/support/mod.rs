@@ -1,9 +1,11 @@
 //! What the CLI tests share: driving the real `shiitake` binary (a `serve` child on a
-//! free port, client commands), a real MCP server ([`mcp`]), and the Local roster of
+//! free port, client commands), piped `chat` against an in-test Agent ([`chat`]), a
+//! real MCP server ([`mcp`]), and the Local roster of
 //! `shiitake-roster-local`'s own tests ([`roster`]).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod chat;
 pub mod mcp;
 /// The Local roster of the roster's own tests: Agents on gated scripts, served over HTTP.
 #[path = "../../../shiitake-roster-local/tests/support/mod.rs"]
