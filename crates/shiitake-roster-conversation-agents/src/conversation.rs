@@ -55,8 +55,9 @@ pub fn add_conversation_agents(
 ) -> Result<(AgentBuilder, ConversationTasks), ConversationError> {
     let (extension, agents) =
         shiitake_ext_agents::extension(me, directory).map_err(ConversationError::Agents)?;
-    let (subagents, refresher) = shiitake_ext_subagents::extension(Arc::new(agents.source()), clock)
-        .map_err(ConversationError::Subagents)?;
+    let (subagents, refresher) =
+        shiitake_ext_subagents::extension(Arc::new(agents.source()), clock)
+            .map_err(ConversationError::Subagents)?;
     agents.notify(refresher.handle());
     let builder = builder.kit_extension(subagents).kit_extension(extension);
     Ok((builder, ConversationTasks { agents, refresher }))
