@@ -230,13 +230,11 @@ pub trait ContractCommand: Serialize + Send + Sync {
 ///
 /// ```
 /// use serde::Serialize;
-/// use shiitake_protocol::contract_commands;
-/// use shiitake_protocol::extension::ExtensionContract;
+/// use shiitake_protocol::{contract_commands, extension_contract};
 ///
-/// enum Counter {}
-/// impl ExtensionContract for Counter {
-///     const EXTENSION_ID: &'static str = "example-counter";
-///     type Projection = u64;
+/// extension_contract! {
+///     /// The counter: it publishes the count.
+///     pub Counter = "example-counter", projection u64
 /// }
 /// #[derive(Serialize)]
 /// struct Increment { by: u64 }
@@ -259,6 +257,80 @@ macro_rules! contract_commands {
                 const NAME: &'static str = $name;
             }
         )*
+    };
+}
+
+/// Declares a contract's marker and its [`ExtensionContract`] impl in one call: an
+/// uninhabited `enum` (only ever a type parameter, never a value) with the given doc
+/// attributes, its extension id (any `&'static str` constant expression) and its
+/// projection type.
+///
+/// ```
+/// use shiitake_protocol::extension::{ExtensionContract, bind_session_extension};
+///
+/// const EXTENSION_ID: &str = "example-counter";
+///
+/// shiitake_protocol::extension_contract! {
+///     /// The counter's contract: it publishes the Session's count.
+///     pub CounterContract = EXTENSION_ID, projection u64
+/// }
+///
+/// assert_eq!(<CounterContract as ExtensionContract>::EXTENSION_ID, "example-counter");
+///
+/// fn bound<S: shiitake_protocol::SessionApi>(session: &S) {
+///     let _counter = bind_session_extension::<_, CounterContract>(session);
+/// }
+/// ```
+#[macro_export]
+macro_rules! extension_contract {
+    ($(#[$meta:meta])* $vis:vis $name:ident = $id:expr, projection $projection:ty $(,)?) => {
+        $(#[$meta])*
+        #[derive(::core::fmt::Debug)]
+        $vis enum $name {}
+
+        impl $crate::extension::ExtensionContract for $name {
+            const EXTENSION_ID: &'static str = $id;
+            type Projection = $projection;
+        }
+    };
+}
+
+/// The attributes of a model tool's input type, for [`apply`](crate::apply):
+/// `Serialize` and `Deserialize` with camelCase fields, and, under the using crate's
+/// `runtime` feature, a derived `schemars::JsonSchema` that refuses unknown fields (the
+/// schema the kit advertises). The type adds its own derives (`Clone`, `Debug`, ...)
+/// after it, and its own field attributes (`schemars(length(..))` bounds).
+///
+/// The crate using it must depend on `serde` (with `derive`) and, under its `runtime`
+/// feature, on `schemars`: the feature is evaluated in that crate, so its contract
+/// still builds without schemars when `runtime` is off.
+///
+/// ```
+/// use shiitake_protocol::{apply, tool_input};
+///
+/// /// The input of a model tool `counter.add`.
+/// #[apply(tool_input!)]
+/// #[derive(Clone, Debug, PartialEq, Eq)]
+/// pub struct AddInput {
+///     /// How much to add.
+///     pub add_by: u32,
+/// }
+///
+/// let input: AddInput = serde_json::from_str(r#"{"addBy": 2}"#)?;
+/// assert_eq!(input, AddInput { add_by: 2 });
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[macro_export]
+macro_rules! tool_input {
+    ($item:item) => {
+        #[derive(::serde::Serialize, ::serde::Deserialize)]
+        #[cfg_attr(
+            feature = "runtime",
+            derive(::schemars::JsonSchema),
+            schemars(deny_unknown_fields)
+        )]
+        #[serde(rename_all = "camelCase")]
+        $item
     };
 }
 

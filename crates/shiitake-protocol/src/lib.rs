@@ -64,6 +64,9 @@ pub use extension::{
     bind_session_extension,
 };
 pub use frame::{FrameDelivery, ProgressFrame, ResetFrame, ResetReason, SessionFrame, UpdateFrame};
+/// Applies a `macro_rules!` macro as an attribute (`#[apply(tool_input!)]`): how an
+/// extension's contract puts [`tool_input!`]'s attributes on a type in one line.
+pub use macro_rules_attribute::apply;
 pub use message::Message;
 pub use preference::{ModelPreference, ModelSpec, ReasoningLevel};
 pub use snapshot::{
