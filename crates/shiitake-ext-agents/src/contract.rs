@@ -19,7 +19,7 @@ use shiitake_ext_question::contract::{AskView, QuestionAnswer};
 #[cfg(feature = "runtime")]
 use shiitake_protocol::PromptText;
 pub use shiitake_protocol::directory::{AgentName, AgentNameError, MAX_AGENT_NAME_BYTES};
-use shiitake_protocol::extension::ExtensionContract;
+use shiitake_protocol::extension_contract;
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-session-agents";
@@ -41,15 +41,11 @@ pub const SEND_WAIT_RESERVE_SECS: u64 = 60;
 /// Longest Session id a tool takes, in bytes (a protocol identifier's bound).
 pub const MAX_SESSION_ID_BYTES: usize = shiitake_protocol::BoundedId::MAX_BYTES;
 
-/// The `agents.*` contract: its identity. It publishes nothing per Session (the record
-/// feeds the Subagents footer) and offers people no commands; its wire shapes are the
-/// tools' inputs and results below.
-#[derive(Debug)]
-pub enum AgentsContract {}
-
-impl ExtensionContract for AgentsContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    type Projection = ();
+extension_contract! {
+    /// The `agents.*` contract: its identity. It publishes nothing per Session (the record
+    /// feeds the Subagents footer) and offers people no commands; its wire shapes are the
+    /// tools' inputs and results below.
+    pub AgentsContract = EXTENSION_ID, projection ()
 }
 
 /// How a Session came to know a child.

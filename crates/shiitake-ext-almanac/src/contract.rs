@@ -2,8 +2,7 @@
 //! Builds without core (`default-features = false`).
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::contract_commands;
-use shiitake_protocol::extension::ExtensionContract;
+use shiitake_protocol::{contract_commands, extension_contract};
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-agent-almanac";
@@ -127,13 +126,9 @@ pub struct AlmanacProjection {
     pub schedules: Vec<Schedule>,
 }
 
-/// The Almanac contract, for `bind_agent_extension`.
-#[derive(Debug)]
-pub struct AlmanacContract;
-
-impl ExtensionContract for AlmanacContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    type Projection = AlmanacProjection;
+extension_contract! {
+    /// The Almanac contract, for `bind_agent_extension`.
+    pub AlmanacContract = EXTENSION_ID, projection AlmanacProjection
 }
 
 /// `create`: a one-shot (`at`) or recurring (`cadence`) schedule admitting `prompt` into a Session.

@@ -24,8 +24,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::contract_commands;
-use shiitake_protocol::extension::ExtensionContract;
+use shiitake_protocol::{contract_commands, extension_contract};
 
 mod footer;
 
@@ -64,13 +63,9 @@ pub const ATTENTION_STALLED: &str = "goal-stalled";
 /// The attention kind a goal waiting on a sub-agent command raises (`inbox: false`).
 pub const ATTENTION_WAITING: &str = "goal-waiting";
 
-/// The goal contract, for `bind_session_extension`.
-#[derive(Debug)]
-pub enum GoalContract {}
-
-impl ExtensionContract for GoalContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    type Projection = GoalProjection;
+extension_contract! {
+    /// The goal contract, for `bind_session_extension`.
+    pub GoalContract = EXTENSION_ID, projection GoalProjection
 }
 
 /// A goal's id: `goal_` followed by a ULID.

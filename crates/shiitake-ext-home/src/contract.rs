@@ -5,7 +5,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::extension::{AgentScope, ContractCommand, ExtensionContract, SessionScope};
+use shiitake_protocol::{contract_commands, extension_contract};
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-agent-home";
@@ -29,13 +29,9 @@ pub const CHOICE_COLLECTION: &str = "choice";
 /// See [`CHOICE_COLLECTION`].
 pub const CHOICE_KEY: &str = "home";
 
-/// Home as clients see it.
-#[derive(Debug)]
-pub struct HomeContract;
-
-impl ExtensionContract for HomeContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    type Projection = HomeView;
+extension_contract! {
+    /// Home as clients see it.
+    pub HomeContract = EXTENSION_ID, projection HomeView
 }
 
 /// Why a name or id is refused.
@@ -256,12 +252,7 @@ pub struct Choose {
     pub name: String,
 }
 
-impl ContractCommand for Choose {
-    type Contract = HomeContract;
-    type Scope = SessionScope;
-    type Output = HomeChoice;
-    const NAME: &'static str = "choose";
-}
+contract_commands!(HomeContract { Choose => "choose" in SessionScope -> HomeChoice });
 
 /// The host's unadvertised migration: record an old attachment id only when no choice
 /// exists (even if that attachment is detached). It never overwrites a choice.
@@ -272,12 +263,7 @@ pub struct Seed {
     pub attachment_id: AttachmentId,
 }
 
-impl ContractCommand for Seed {
-    type Contract = HomeContract;
-    type Scope = AgentScope;
-    type Output = SeedOutcome;
-    const NAME: &'static str = "seed";
-}
+contract_commands!(HomeContract { Seed => "seed" in AgentScope -> SeedOutcome });
 
 /// What `seed` did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 //! Builds without core (`default-features = false`).
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::extension::{ContractCommand, ExtensionContract, SessionScope};
+use shiitake_protocol::{apply, contract_commands, extension_contract, tool_input};
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-session-loop";
@@ -106,13 +106,9 @@ pub struct LoopProjection {
     pub current: Option<LoopRecord>,
 }
 
-/// The Loop contract, for `bind_session_extension`.
-#[derive(Debug)]
-pub struct LoopContract;
-
-impl ExtensionContract for LoopContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    type Projection = LoopProjection;
+extension_contract! {
+    /// The Loop contract, for `bind_session_extension`.
+    pub LoopContract = EXTENSION_ID, projection LoopProjection
 }
 
 /// What `/loop` does.
@@ -146,21 +142,11 @@ pub struct LoopCommand {
     pub request_id: Option<String>,
 }
 
-impl ContractCommand for LoopCommand {
-    type Contract = LoopContract;
-    type Scope = SessionScope;
-    type Output = LoopProjection;
-    const NAME: &'static str = "loop";
-}
+contract_commands!(LoopContract { LoopCommand => "loop" in SessionScope -> LoopProjection });
 
 /// The input of `loop.start`: the prompt to repeat and, for a cron loop, its cadence.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(
-    feature = "runtime",
-    derive(schemars::JsonSchema),
-    schemars(deny_unknown_fields)
-)]
-#[serde(rename_all = "camelCase")]
+#[apply(tool_input!)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StartLoop {
     /// The repeated prompt.
     #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_PROMPT_BYTES)))]
@@ -176,13 +162,8 @@ pub struct StartLoop {
 }
 
 /// The input of `loop.schedule_next`: how long after this run the next occurrence comes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(
-    feature = "runtime",
-    derive(schemars::JsonSchema),
-    schemars(deny_unknown_fields)
-)]
-#[serde(rename_all = "camelCase")]
+#[apply(tool_input!)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScheduleNext {
     /// Seconds from the end of this run to the next occurrence, at most 604800 (seven days).
     #[cfg_attr(feature = "runtime", schemars(range(min = 0, max = MAX_DELAY_SECONDS)))]

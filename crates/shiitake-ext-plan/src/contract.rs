@@ -2,7 +2,7 @@
 //! Builds without core (`default-features = false`).
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::extension::{ContractCommand, ExtensionContract, SessionScope};
+use shiitake_protocol::{apply, contract_commands, extension_contract, tool_input};
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-session-plan";
@@ -33,13 +33,8 @@ pub enum StepStatus {
 }
 
 /// One step of the checklist: the wire shape and the stored row are the same.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(
-    feature = "runtime",
-    derive(schemars::JsonSchema),
-    schemars(deny_unknown_fields)
-)]
-#[serde(rename_all = "camelCase")]
+#[apply(tool_input!)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanStep {
     /// What the step does.
     #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_STEP_BYTES)))]
@@ -111,13 +106,9 @@ pub struct PlanProjection {
     pub footer: Option<PlanFooter>,
 }
 
-/// The Plan contract, for `bind_session_extension`.
-#[derive(Debug)]
-pub struct PlanContract;
-
-impl ExtensionContract for PlanContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    type Projection = PlanProjection;
+extension_contract! {
+    /// The Plan contract, for `bind_session_extension`.
+    pub PlanContract = EXTENSION_ID, projection PlanProjection
 }
 
 /// What `/plan` does.
@@ -156,21 +147,11 @@ pub struct PlanView {
     pub cleared: bool,
 }
 
-impl ContractCommand for PlanCommand {
-    type Contract = PlanContract;
-    type Scope = SessionScope;
-    type Output = PlanView;
-    const NAME: &'static str = "plan";
-}
+contract_commands!(PlanContract { PlanCommand => "plan" in SessionScope -> PlanView });
 
 /// The input of the model tool `plan.update_plan`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(
-    feature = "runtime",
-    derive(schemars::JsonSchema),
-    schemars(deny_unknown_fields)
-)]
-#[serde(rename_all = "camelCase")]
+#[apply(tool_input!)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpdatePlan {
     /// The whole checklist, replacing the previous one; [] clears it.
     #[cfg_attr(feature = "runtime", schemars(length(max = MAX_STEPS)))]

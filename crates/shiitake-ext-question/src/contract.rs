@@ -20,10 +20,9 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::ExtensionId;
-use shiitake_protocol::contract_commands;
-use shiitake_protocol::extension::{ContractCommand, ExtensionContract};
+use shiitake_protocol::extension::ContractCommand;
 use shiitake_protocol::footer::{FooterActionKind, FooterActionV0, FooterRowV0};
+use shiitake_protocol::{ExtensionId, apply, contract_commands, extension_contract, tool_input};
 
 pub use crate::labels::{LabelsError, format_labels, parse_labels};
 
@@ -67,13 +66,9 @@ pub const LIVE_WAIT_CAP_SECS: u64 = 600;
 /// What a live wait leaves of the call's execute deadline, in seconds.
 pub const LIVE_WAIT_RESERVE_SECS: u64 = 60;
 
-/// The question contract, for `bind_session_extension`.
-#[derive(Debug)]
-pub enum QuestionContract {}
-
-impl ExtensionContract for QuestionContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    type Projection = QuestionProjection;
+extension_contract! {
+    /// The question contract, for `bind_session_extension`.
+    pub QuestionContract = EXTENSION_ID, projection QuestionProjection
 }
 
 /// An Ask's id: `ask_` followed by a ULID.
@@ -101,13 +96,8 @@ impl fmt::Display for AskId {
 }
 
 /// One choice offered with a question.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(
-    feature = "runtime",
-    derive(schemars::JsonSchema),
-    schemars(deny_unknown_fields)
-)]
-#[serde(rename_all = "camelCase")]
+#[apply(tool_input!)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QuestionOption {
     /// What the person picks (and what an answer names).
     #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_LABEL_CHARS)))]
@@ -123,13 +113,8 @@ pub struct QuestionOption {
 }
 
 /// One decision question.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(
-    feature = "runtime",
-    derive(schemars::JsonSchema),
-    schemars(deny_unknown_fields)
-)]
-#[serde(rename_all = "camelCase")]
+#[apply(tool_input!)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Question {
     /// A short tag for the question, such as "Database", shown as a chip.
     #[cfg_attr(feature = "runtime", schemars(length(min = 1, max = MAX_HEADER_CHARS)))]
@@ -176,13 +161,8 @@ pub enum ExpireAction {
 }
 
 /// An Ask's expiry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(
-    feature = "runtime",
-    derive(schemars::JsonSchema),
-    schemars(deny_unknown_fields)
-)]
-#[serde(rename_all = "camelCase")]
+#[apply(tool_input!)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OnExpire {
     /// Minutes after the Ask opened.
     #[cfg_attr(

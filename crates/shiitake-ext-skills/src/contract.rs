@@ -3,7 +3,7 @@
 //! the `skill.load` input and output.
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::extension::{ContractCommand, ExtensionContract, SessionScope};
+use shiitake_protocol::{apply, contract_commands, extension_contract, tool_input};
 
 /// The extension's identity.
 pub const EXTENSION_ID: &str = "botanical-session-skills";
@@ -25,14 +25,9 @@ pub const PROMPT_DESCRIPTION_BYTES: usize = 256;
 /// At most this many folders of one root are considered; the rest are reported, not read.
 pub const MAX_FOLDERS_PER_ROOT: usize = 256;
 
-/// The Skills extension as clients see it: no projection, one command.
-#[derive(Debug)]
-pub struct SkillsContract;
-
-impl ExtensionContract for SkillsContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    /// Skills publishes no per-Session state.
-    type Projection = ();
+extension_contract! {
+    /// The Skills extension as clients see it: no projection, one command.
+    pub SkillsContract = EXTENSION_ID, projection ()
 }
 
 /// `/skills`: every skill the host supplied, and every folder that is not one and why.
@@ -40,12 +35,7 @@ impl ExtensionContract for SkillsContract {
 #[serde(deny_unknown_fields)]
 pub struct ListSkills {}
 
-impl ContractCommand for ListSkills {
-    type Contract = SkillsContract;
-    type Scope = SessionScope;
-    type Output = SkillsList;
-    const NAME: &'static str = "list";
-}
+contract_commands!(SkillsContract { ListSkills => "list" in SessionScope -> SkillsList });
 
 /// What `/skills` shows: usable skills in name order, then the problems in discovery order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,13 +190,9 @@ pub enum DescriptionRule {
 }
 
 /// `skill.load`: the body of a skill's `SKILL.md`, or a file beside it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(
-    feature = "runtime",
-    derive(schemars::JsonSchema),
-    schemars(deny_unknown_fields)
-)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[apply(tool_input!)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct LoadInput {
     /// The skill's name.
     #[cfg_attr(

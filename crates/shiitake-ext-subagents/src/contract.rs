@@ -25,7 +25,7 @@
 mod rows;
 
 use serde::{Deserialize, Serialize};
-use shiitake_protocol::extension::{ContractCommand, ExtensionContract, SessionScope};
+use shiitake_protocol::{contract_commands, extension_contract};
 
 pub use rows::{CHILD_ROW_KIND, MORE_ROW_KIND, SUMMARY_ROW_KIND};
 
@@ -52,13 +52,9 @@ pub const QUESTION_ANSWER_FLOW: &str = "answer_flow";
 /// The question extension's command the flow ends with.
 pub const QUESTION_ANSWER_CALL: &str = "answer";
 
-/// The subagents contract, for `bind_session_extension` and `view`.
-#[derive(Debug)]
-pub enum SubagentsContract {}
-
-impl ExtensionContract for SubagentsContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    type Projection = FooterView;
+extension_contract! {
+    /// The subagents contract, for `bind_session_extension` and `view`.
+    pub SubagentsContract = EXTENSION_ID, projection FooterView
 }
 
 /// What the extension publishes per Session: its sub-agent rows, or one summary row
@@ -218,12 +214,7 @@ pub struct ToggleRows {
     pub collapsed: Option<bool>,
 }
 
-impl ContractCommand for ToggleRows {
-    type Contract = SubagentsContract;
-    type Scope = SessionScope;
-    type Output = Toggled;
-    const NAME: &'static str = "toggle";
-}
+contract_commands!(SubagentsContract { ToggleRows => "toggle" in SessionScope -> Toggled });
 
 /// What `/agents` answers: whether the rows are collapsed now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,17 +9,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use shiitake_core::extension::kit::{ExtensionKit, KitError, KitExtension, Tool};
 use shiitake_core::extension::{Due, HookError, StateScope, StateView, Tx};
-use shiitake_protocol::contract_commands;
-use shiitake_protocol::extension::ExtensionContract;
 use shiitake_protocol::footer::FooterRowV0;
+use shiitake_protocol::{contract_commands, extension_contract};
 
 // The contract: what clients compile against (in a crate, `contract.rs`, built without core).
 
-/// The counter's identity and what it publishes per Session.
-pub enum CounterContract {}
-impl ExtensionContract for CounterContract {
-    const EXTENSION_ID: &'static str = "example-counter";
-    type Projection = CounterView;
+extension_contract! {
+    /// The counter's identity and what it publishes per Session.
+    pub CounterContract = "example-counter", projection CounterView
 }
 
 /// The projection: the Session's count.

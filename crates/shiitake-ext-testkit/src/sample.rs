@@ -12,15 +12,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use shiitake_core::extension::kit::{ExtensionKit, KitError, KitExtension};
 use shiitake_core::extension::{StateScope, StateView};
-use shiitake_protocol::contract_commands;
-use shiitake_protocol::extension::ExtensionContract;
 use shiitake_protocol::footer::{FooterActionV0, FooterRowV0, FooterTone};
+use shiitake_protocol::{contract_commands, extension_contract};
 
-/// The weather's contract; its projection is the sky.
-pub enum WeatherContract {}
-impl ExtensionContract for WeatherContract {
-    const EXTENSION_ID: &'static str = "example-weather";
-    type Projection = String;
+extension_contract! {
+    /// The weather's contract; its projection is the sky.
+    pub WeatherContract = "example-weather", projection String
 }
 
 /// `forecast`: sets the Session's sky; answers it.

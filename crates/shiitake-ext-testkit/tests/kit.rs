@@ -87,16 +87,13 @@ impl Extension for Counter {
     }
 }
 
-struct CounterContract;
-
 #[derive(Deserialize, Debug, PartialEq)]
 struct Count {
     count: i64,
 }
 
-impl ExtensionContract for CounterContract {
-    const EXTENSION_ID: &'static str = "kit-counter";
-    type Projection = Count;
+shiitake_protocol::extension_contract! {
+    CounterContract = "kit-counter", projection Count
 }
 
 #[tokio::test]

@@ -36,22 +36,17 @@
 
 use knapsack::ui::UiBridge;
 use shiitake_core::extension::kit::{ExtensionKit, KitError, KitExtension};
-use shiitake_protocol::extension::ExtensionContract;
+use shiitake_protocol::extension_contract;
 
 /// The extension's id.
 pub const EXTENSION_ID: &str = "knapsack-ui";
 /// The module it lends: the model calls `ui.discover` and `ui.execute`.
 pub const NAMESPACE: &str = "ui";
 
-/// The `ui` extension as clients see it: no projection and no commands, only the
-/// run's loan of the bridge's module.
-#[derive(Debug)]
-pub struct UiContract;
-
-impl ExtensionContract for UiContract {
-    const EXTENSION_ID: &'static str = EXTENSION_ID;
-    /// It publishes nothing per Session.
-    type Projection = ();
+extension_contract! {
+    /// The `ui` extension as clients see it: no projection and no commands, only the
+    /// run's loan of the bridge's module.
+    pub UiContract = EXTENSION_ID, projection ()
 }
 
 /// The extension that lends every run `bridge`'s `ui` module; the host mounts the

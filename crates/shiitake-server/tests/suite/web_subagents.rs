@@ -38,19 +38,17 @@ mod rows {
     use shiitake_core::extension::kit::{ExtensionKit, KitExtension};
     use shiitake_core::extension::{StateScope, StateView};
     use shiitake_ext_subagents::contract::{FooterView, SubagentsContract};
-    use shiitake_protocol::contract_commands;
+    use shiitake_protocol::extension::ExtensionContract;
+    use shiitake_protocol::{contract_commands, extension_contract};
 
     /// `set`: the view to publish.
     #[derive(Serialize, Deserialize)]
     pub struct Set {
         pub view: FooterView,
     }
-    /// A stand-in command, declared on its own marker contract under the same id.
-    pub enum Stand {}
-    impl shiitake_protocol::extension::ExtensionContract for Stand {
-        const EXTENSION_ID: &'static str =
-            <SubagentsContract as shiitake_protocol::extension::ExtensionContract>::EXTENSION_ID;
-        type Projection = FooterView;
+    extension_contract! {
+        /// A stand-in command, declared on its own marker contract under the same id.
+        pub Stand = <SubagentsContract as ExtensionContract>::EXTENSION_ID, projection FooterView
     }
     contract_commands!(Stand { Set => "set" in SessionScope -> bool });
 
