@@ -7,21 +7,6 @@ use shiitake_protocol::catalog::{
 
 use crate::contract::{MAX_CADENCE_BYTES, MAX_PROMPT_BYTES};
 
-fn argument(name: &str, description: &str, kind: ArgumentKind, required: bool) -> CatalogArgument {
-    CatalogArgument {
-        name: name.into(),
-        description: description.into(),
-        kind,
-        required,
-    }
-}
-
-fn text(max: usize) -> ArgumentKind {
-    ArgumentKind::Text {
-        max_bytes: u32::try_from(max).unwrap_or(u32::MAX),
-    }
-}
-
 /// `almanac-<name>`, calling the Agent-scope command `<name>`.
 fn command(name: &str, summary: &str, arguments: Vec<CatalogArgument>) -> CatalogCommand {
     CatalogCommand {
@@ -37,7 +22,13 @@ fn command(name: &str, summary: &str, arguments: Vec<CatalogArgument>) -> Catalo
 
 /// `almanac-create`, `-list`, `-pause`, `-resume` and `-delete`.
 pub(crate) fn catalog(extension_id: ExtensionId) -> Catalog {
-    let by_id = || vec![argument("scheduleId", "The schedule", text(64), true)];
+    let by_id = || {
+        vec![CatalogArgument::required(
+            "scheduleId",
+            "The schedule",
+            ArgumentKind::text(64),
+        )]
+    };
     Catalog {
         format: CatalogFormat::V1,
         extension_id,
@@ -46,19 +37,25 @@ pub(crate) fn catalog(extension_id: ExtensionId) -> Catalog {
                 "create",
                 "Schedule a prompt into a Session, once or on a cron cadence (UTC)",
                 vec![
-                    argument("sessionId", "The target Session", text(64), true),
-                    argument("prompt", "The prompt", text(MAX_PROMPT_BYTES), true),
-                    argument(
+                    CatalogArgument::required(
+                        "sessionId",
+                        "The target Session",
+                        ArgumentKind::text(64),
+                    ),
+                    CatalogArgument::required(
+                        "prompt",
+                        "The prompt",
+                        ArgumentKind::text(MAX_PROMPT_BYTES),
+                    ),
+                    CatalogArgument::optional(
                         "at",
                         "Once, at these Unix milliseconds",
                         ArgumentKind::Integer,
-                        false,
                     ),
-                    argument(
+                    CatalogArgument::optional(
                         "cadence",
                         "A Unix cron cadence in UTC",
-                        text(MAX_CADENCE_BYTES),
-                        false,
+                        ArgumentKind::text(MAX_CADENCE_BYTES),
                     ),
                 ],
             ),

@@ -7,7 +7,7 @@
 //! replaced: the `goal` command refuses a stale revision.
 
 use serde_json::{Map, Value, json};
-use shiitake_protocol::catalog::{ArgumentKind, CatalogChoice, FlowStep};
+use shiitake_protocol::catalog::{ArgumentKind, FlowStep};
 
 use crate::contract::{GoalAction, GoalCommand, GoalStatus, MAX_OBJECTIVE_BYTES, objective};
 use crate::state::Book;
@@ -44,17 +44,7 @@ pub fn goal_step(book: &Book, collected: &Value) -> FlowStep {
                 Some(goal) => format!("The goal is {}: {}", goal.status.name(), goal.objective),
                 None => "Set a goal for this Session?".into(),
             },
-            kind: ArgumentKind::Choice {
-                choices: choices
-                    .into_iter()
-                    .map(|value| CatalogChoice {
-                        label: value.into(),
-                        value: value.into(),
-                    })
-                    .collect(),
-                multiple: false,
-                free_text: false,
-            },
+            kind: ArgumentKind::one_of(choices),
         };
     };
     let Some(action) = action_named(name) else {
@@ -78,9 +68,7 @@ pub fn goal_step(book: &Book, collected: &Value) -> FlowStep {
                 return FlowStep::Ask {
                     argument: "objective".into(),
                     prompt: "What should the agent work toward until it is done?".into(),
-                    kind: ArgumentKind::Text {
-                        max_bytes: u32::try_from(MAX_OBJECTIVE_BYTES).unwrap_or(u32::MAX),
-                    },
+                    kind: ArgumentKind::text(MAX_OBJECTIVE_BYTES),
                 };
             };
             let objective = match objective(raw) {

@@ -210,14 +210,11 @@ fn catalog(extension_id: ExtensionId) -> Catalog {
             summary: "Choose the Computer every Session works in".into(),
             scope: CatalogScope::Session,
             call: Choose::NAME.into(),
-            arguments: vec![CatalogArgument {
-                name: "name".into(),
-                description: "The attached Computer's name".into(),
-                kind: ArgumentKind::Text {
-                    max_bytes: u32::try_from(MAX_NAME_BYTES).unwrap_or(u32::MAX),
-                },
-                required: true,
-            }],
+            arguments: vec![CatalogArgument::required(
+                "name",
+                "The attached Computer's name",
+                ArgumentKind::text(MAX_NAME_BYTES),
+            )],
             steps: vec![CatalogStep {
                 argument: "name".into(),
                 prompt: "Which Computer should be Home?".into(),

@@ -114,6 +114,34 @@ pub struct CatalogArgument {
     pub required: bool,
 }
 
+impl CatalogArgument {
+    /// An argument the call fails without.
+    pub fn required(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        kind: ArgumentKind,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            kind,
+            required: true,
+        }
+    }
+
+    /// An argument the call may go without.
+    pub fn optional(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        kind: ArgumentKind,
+    ) -> Self {
+        Self {
+            required: false,
+            ..Self::required(name, description, kind)
+        }
+    }
+}
+
 /// The values an argument takes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -139,6 +167,55 @@ pub enum ArgumentKind {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         free_text: bool,
     },
+}
+
+impl ArgumentKind {
+    /// Free text of at most `max_bytes`, from a contract's `usize` bound (a bound past
+    /// `u32::MAX` saturates there).
+    ///
+    /// ```
+    /// use shiitake_protocol::catalog::{ArgumentKind, CatalogArgument};
+    ///
+    /// let prompt = CatalogArgument::optional("prompt", "The prompt", ArgumentKind::text(4096));
+    /// assert_eq!(
+    ///     serde_json::to_value(&prompt)?,
+    ///     serde_json::json!({"name": "prompt", "description": "The prompt",
+    ///                        "kind": {"type": "text", "maxBytes": 4096}, "required": false})
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn text(max_bytes: usize) -> Self {
+        Self::Text {
+            max_bytes: u32::try_from(max_bytes).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Exactly one of `values`, each shown as itself, and no free text: the shape of an
+    /// `action` argument such as `start, pause, resume or stop`.
+    ///
+    /// ```
+    /// use shiitake_protocol::catalog::ArgumentKind;
+    ///
+    /// assert_eq!(
+    ///     serde_json::to_value(ArgumentKind::one_of(["open", "clear"]))?,
+    ///     serde_json::json!({"type": "choice", "multiple": false, "choices": [
+    ///         {"label": "open", "value": "open"}, {"label": "clear", "value": "clear"}]})
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn one_of<'v>(values: impl IntoIterator<Item = &'v str>) -> Self {
+        Self::Choice {
+            choices: values
+                .into_iter()
+                .map(|value| CatalogChoice {
+                    label: value.into(),
+                    value: value.into(),
+                })
+                .collect(),
+            multiple: false,
+            free_text: false,
+        }
+    }
 }
 
 /// One fixed choice.
