@@ -62,30 +62,6 @@ impl AttachmentId {
         }
         Ok(Self(id))
     }
-
-    /// The id text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for AttachmentId {
-    type Error = ContractError;
-    fn try_from(id: String) -> Result<Self, Self::Error> {
-        Self::new(id)
-    }
-}
-
-impl From<AttachmentId> for String {
-    fn from(id: AttachmentId) -> Self {
-        id.0
-    }
-}
-
-impl fmt::Display for AttachmentId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// The name a person types (`/home <name>`) and the model writes (`computer://<name>/`).
@@ -110,31 +86,41 @@ impl AttachmentName {
             Err(ContractError::InvalidName(name))
         }
     }
-
-    /// The name text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
-impl TryFrom<String> for AttachmentName {
-    type Error = ContractError;
-    fn try_from(name: String) -> Result<Self, Self::Error> {
-        Self::new(name)
-    }
+// What both checked texts share: serde's `try_from`/`into` go through `new`, so a wire
+// value is checked as a constructed one is.
+macro_rules! checked_text {
+    ($($name:ident),*) => {$(
+        impl $name {
+            /// The text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = ContractError;
+            fn try_from(text: String) -> Result<Self, Self::Error> {
+                Self::new(text)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(text: $name) -> Self {
+                text.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    )*};
 }
 
-impl From<AttachmentName> for String {
-    fn from(name: AttachmentName) -> Self {
-        name.0
-    }
-}
-
-impl fmt::Display for AttachmentName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+checked_text!(AttachmentId, AttachmentName);
 
 /// The one recorded Agent-scope choice: the durable row and its wire shape.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
