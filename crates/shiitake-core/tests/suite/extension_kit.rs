@@ -291,6 +291,55 @@ fn a_tool_whose_input_leaves_the_schema_subset_is_refused_at_build() {
 }
 
 #[test]
+fn the_advertised_schema_keeps_field_docs_and_drops_type_docs_and_integer_formats() {
+    /// The input (a doc for Rust readers, not the model).
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Batch {
+        /// The items to add.
+        items: Vec<Item>,
+    }
+    /// One item (a type doc).
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Item {
+        /// How many, at most 9.
+        #[schemars(range(max = 9))]
+        count: u32,
+    }
+    let tally = ExtensionKit::<Tally>::new("tally")
+        .unwrap()
+        .tool(
+            Tool::new("batch", "Adds a batch.", |_tx, _input: Batch, _call| {
+                Ok(Value::Null)
+            })
+            .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let (_, schema) = tally.tool_schemas().next().unwrap();
+    assert_eq!(
+        schema,
+        &json!({
+            "type": "object",
+            "required": ["items"],
+            "properties": {"items": {
+                "description": "The items to add.",
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["count"],
+                    "properties": {"count": {
+                        "description": "How many, at most 9.",
+                        "type": "integer", "minimum": 0, "maximum": 9
+                    }}
+                }
+            }}
+        })
+    );
+}
+
+#[test]
 fn a_command_declared_twice_is_refused_at_build() {
     let refused = ExtensionKit::<Tally>::new("tally")
         .unwrap()

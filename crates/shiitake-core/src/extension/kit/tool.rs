@@ -75,8 +75,11 @@ fn schema_of<I: JsonSchema>(tool: &str) -> Result<Value, KitError> {
     if let Some(map) = schema.as_object_mut() {
         map.remove("$schema");
         map.remove("title");
+        // The type's own doc is for Rust readers; the model reads the tool's description.
+        map.remove("description");
     }
     consts_to_enums(&mut schema);
+    for_the_model(&mut schema);
     if let Some(reason) = Schema::new(schema.clone()).opaque_reason() {
         return Err(KitError::Schema {
             tool: tool.to_owned(),
@@ -84,6 +87,51 @@ fn schema_of<I: JsonSchema>(tool: &str) -> Result<Value, KitError> {
         });
     }
     Ok(schema)
+}
+
+/// Drops what a model reads as noise: the doc of each array's item type (the array's
+/// own field doc says what the items are) and schemars' integer `format`s (`uint32`),
+/// which the bounds already say and the capabilities' subset does not check.
+fn for_the_model(schema: &mut Value) {
+    walk_schema(schema, false);
+}
+
+/// Walks one schema; `item` when it is an array's `items`. Values that are data, not
+/// schemas (`enum`, `const`, `default`, `required`), are left alone, and a property map
+/// is walked by value, so a property named `items` or `format` is only a name.
+fn walk_schema(schema: &mut Value, item: bool) {
+    let Value::Object(map) = schema else {
+        if let Value::Array(branches) = schema {
+            branches
+                .iter_mut()
+                .for_each(|branch| walk_schema(branch, false));
+        }
+        return;
+    };
+    let integer_format = map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|format| format.starts_with("int") || format.starts_with("uint"));
+    if integer_format {
+        map.remove("format");
+    }
+    if item {
+        map.remove("description");
+    }
+    for (keyword, value) in map.iter_mut() {
+        match keyword.as_str() {
+            "items" => walk_schema(value, true),
+            "properties" | "$defs" | "patternProperties" => {
+                if let Value::Object(named) = value {
+                    named
+                        .values_mut()
+                        .for_each(|property| walk_schema(property, false));
+                }
+            }
+            "enum" | "const" | "default" | "examples" | "required" => {}
+            _ => walk_schema(value, false),
+        }
+    }
 }
 
 /// Rewrites each `oneOf` whose branches are all single constants (what schemars
