@@ -39,6 +39,9 @@ pub const FOOTER_KIND: &str = "question";
 pub const MAX_QUESTIONS: usize = 4;
 /// Open Asks a Session holds at once.
 pub const MAX_OPEN_ASKS: usize = 4;
+/// Closed Asks a Session remembers, most recent first: an answer to one of them is
+/// `conflict` (it lost the race), to an older one `not_found`.
+pub const MAX_CLOSED_REMEMBERED: usize = 64;
 /// Longest question header, in characters.
 pub const MAX_HEADER_CHARS: usize = 12;
 /// Longest question text, in characters.
@@ -208,7 +211,13 @@ pub struct WithdrawInput {
 #[serde(rename_all = "camelCase")]
 pub struct QuestionAnswer {
     /// Labels of the picked options (at most one unless the question is multi-select).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Written as a list; read from a list or from one label on its own (`"selected":
+    /// "SQLite"`), the natural shape for a single-select question.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::labels::one_or_more"
+    )]
     pub selected: Vec<String>,
     /// Free text, instead of or besides the labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -449,6 +458,55 @@ mod tests {
         );
         let three = ask_footer_row(&ask(&["DB", "Cache", "Queue"], None), &id());
         assert_eq!(three.text, "? [DB] Which DB? (+2 more)");
+    }
+
+    #[test]
+    fn selected_reads_one_label_or_a_list_and_writes_a_list() {
+        let read = |value: serde_json::Value| serde_json::from_value::<QuestionAnswer>(value);
+        let one = QuestionAnswer {
+            selected: vec!["SQLite".into()],
+            text: None,
+        };
+        assert_eq!(read(json!({"selected": "SQLite"})).unwrap(), one);
+        assert_eq!(read(json!({"selected": ["SQLite"]})).unwrap(), one);
+        assert_eq!(
+            read(json!({"selected": ["Auth", "Export"]}))
+                .unwrap()
+                .selected,
+            ["Auth", "Export"]
+        );
+        assert_eq!(
+            read(json!({"text": "neither"})).unwrap().selected,
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            serde_json::to_value(&one).unwrap(),
+            json!({"selected": ["SQLite"]})
+        );
+        for wrong in [
+            json!({"selected": 3}),
+            json!({"selected": [3]}),
+            json!({"selected": null}),
+        ] {
+            let error = read(wrong.clone()).unwrap_err().to_string();
+            assert!(
+                error.contains("a label (a string) or a list of labels")
+                    || error.contains("expected a string"),
+                "{wrong}: {error}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn an_answer_decodes_to_what_was_encoded(
+            selected in proptest::collection::vec("\\PC{0,12}", 0..4),
+            text in proptest::option::of("\\PC{0,20}"),
+        ) {
+            let answer = QuestionAnswer { selected, text };
+            let encoded = serde_json::to_value(&answer).unwrap();
+            proptest::prop_assert_eq!(serde_json::from_value::<QuestionAnswer>(encoded).unwrap(), answer);
+        }
     }
 
     #[test]

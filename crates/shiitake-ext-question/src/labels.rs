@@ -80,6 +80,41 @@ pub fn parse_labels(text: &str) -> Result<Vec<String>, LabelsError> {
     }
 }
 
+/// Reads an answer's `selected`: a list of labels, or one label on its own (the natural
+/// shape for a single-select question). Lists stay the canonical form; a lone string is
+/// read as a list of one, so clients that send lists keep working.
+pub(crate) fn one_or_more<'de, D>(deserializer: D) -> Result<Vec<String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Labels;
+
+    impl<'de> serde::de::Visitor<'de> for Labels {
+        type Value = Vec<String>;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a label (a string) or a list of labels")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, label: &str) -> Result<Self::Value, E> {
+            Ok(vec![label.to_owned()])
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut labels = Vec::new();
+            while let Some(label) = seq.next_element::<String>()? {
+                labels.push(label);
+            }
+            Ok(labels)
+        }
+    }
+
+    deserializer.deserialize_any(Labels)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,8 @@ pub mod validate;
 #[cfg(feature = "runtime")]
 mod catalog;
 #[cfg(feature = "runtime")]
+mod closed;
+#[cfg(feature = "runtime")]
 mod extension;
 #[cfg(feature = "runtime")]
 pub mod flow;

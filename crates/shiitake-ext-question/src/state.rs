@@ -14,12 +14,18 @@
 //! - an Ask resolved while parked is delivered at once by one follow-up and leaves
 //!   the book;
 //! - the waiter's park, a person's answer and the expiry timer all go through
-//!   `Book::close` or [`Book::park`] on the same row, so exactly one of them wins.
+//!   `Book::close` or [`Book::park`] on the same row, so exactly one of them wins;
+//! - a closed Ask leaves a small [`ClosedAsk`] record (the most recent
+//!   [`MAX_CLOSED_REMEMBERED`](crate::contract::MAX_CLOSED_REMEMBERED)), so an answer that lost the race is told `conflict`
+//!   with how the Ask closed, while an id the Session never held is `not_found`
+//!   ([`AskError`]).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::closed;
+pub use crate::closed::{AskError, ClosedAsk, Closure};
 use crate::contract::{
     AskId, AskInput, AskView, Delivery, ExpireAction, MAX_OPEN_ASKS, OnExpire, Question,
     QuestionAnswer, SENDER_FALLBACK_MINUTES, WaitingOn,
@@ -59,6 +65,17 @@ pub enum Resolution {
         /// What expiry does.
         action: ExpireAction,
     },
+}
+
+impl Resolution {
+    /// How an Ask closed with this resolution.
+    fn closure(&self) -> Closure {
+        match self {
+            Resolution::Answered { .. } => Closure::Answered,
+            Resolution::Declined { .. } => Closure::Declined,
+            Resolution::Expired { .. } => Closure::Expired,
+        }
+    }
 }
 
 /// Where an Ask is.
@@ -231,6 +248,8 @@ pub enum Check {
 pub struct Book {
     /// By id (ULIDs sort by time).
     pub asks: BTreeMap<AskId, AskRow>,
+    /// The most recently closed Asks, at most [`MAX_CLOSED_REMEMBERED`](crate::contract::MAX_CLOSED_REMEMBERED).
+    pub closed: BTreeMap<AskId, ClosedAsk>,
 }
 
 impl Book {
@@ -352,12 +371,15 @@ impl Book {
         if !row.timers.is_empty() {
             effects.push(Effect::ClearTimers(std::mem::take(&mut row.timers)));
         }
+        let how = resolution.closure();
         if live {
             row.state = AskState::Resolved { resolution };
+            self.remember(ask_id, how);
             return Some((Delivery::InTurn, effects));
         }
         let text = text::follow_up(row, &resolution);
         self.asks.remove(ask_id);
+        self.remember(ask_id, how);
         effects.push(Effect::Admit {
             ask_id: ask_id.clone(),
             text,
@@ -365,11 +387,26 @@ impl Book {
         Some((Delivery::FollowUp, effects))
     }
 
-    fn open_row(&self, ask_id: &AskId) -> Result<&AskRow, Refused> {
+    /// Records that `ask_id` closed.
+    fn remember(&mut self, ask_id: &AskId, how: Closure) {
+        closed::remember(&mut self.closed, ask_id, how);
+    }
+
+    /// The open Ask `ask_id`, or why a request for it cannot go on.
+    fn open_row(&self, ask_id: &AskId) -> Result<&AskRow, AskError> {
+        let closed = |how| AskError::Closed {
+            ask_id: ask_id.clone(),
+            how,
+        };
         match self.asks.get(ask_id) {
-            Some(row) if row.is_open() => Ok(row),
-            Some(_) => Err(Refused(format!("question {ask_id} is already answered"))),
-            None => Err(Refused(format!("no open question {ask_id}"))),
+            Some(row) => match &row.state {
+                AskState::Open { .. } => Ok(row),
+                AskState::Resolved { resolution } => Err(closed(resolution.closure())),
+            },
+            None => match self.closed.get(ask_id) {
+                Some(record) => Err(closed(record.how)),
+                None => Err(AskError::Unknown(ask_id.clone())),
+            },
         }
     }
 
@@ -380,14 +417,14 @@ impl Book {
         answers: Vec<QuestionAnswer>,
         by: Responder,
         from: Option<&str>,
-    ) -> Result<(Delivery, Vec<Effect>), Refused> {
+    ) -> Result<(Delivery, Vec<Effect>), AskError> {
         let row = self.open_row(ask_id)?;
         if by == Responder::Sender {
             check_sender(row, from)?;
         }
         validate::answers(&row.questions, &answers)?;
         self.close(ask_id, Resolution::Answered { answers, by })
-            .ok_or_else(|| Refused(format!("no open question {ask_id}")))
+            .ok_or_else(|| AskError::Unknown(ask_id.clone()))
     }
 
     /// A person declines to answer.
@@ -395,15 +432,15 @@ impl Book {
         &mut self,
         ask_id: &AskId,
         reason: Option<String>,
-    ) -> Result<(Delivery, Vec<Effect>), Refused> {
+    ) -> Result<(Delivery, Vec<Effect>), AskError> {
         self.open_row(ask_id)?;
         validate::reason(reason.as_deref())?;
         self.close(ask_id, Resolution::Declined { reason })
-            .ok_or_else(|| Refused(format!("no open question {ask_id}")))
+            .ok_or_else(|| AskError::Unknown(ask_id.clone()))
     }
 
     /// The model withdraws its own open Ask: nothing is delivered.
-    pub fn withdraw(&mut self, ask_id: &AskId) -> Result<Vec<Effect>, Refused> {
+    pub fn withdraw(&mut self, ask_id: &AskId) -> Result<Vec<Effect>, AskError> {
         self.open_row(ask_id)?;
         let mut effects = vec![Effect::Clear {
             ask_id: ask_id.clone(),
@@ -413,6 +450,7 @@ impl Book {
         {
             effects.push(Effect::ClearTimers(row.timers));
         }
+        self.remember(ask_id, Closure::Withdrawn);
         Ok(effects)
     }
 
@@ -450,7 +488,7 @@ impl Book {
     }
 
     /// The sending Agent passes its Ask to a person.
-    pub fn escalate(&mut self, ask_id: &AskId, from: &str) -> Result<Vec<Effect>, Refused> {
+    pub fn escalate(&mut self, ask_id: &AskId, from: &str) -> Result<Vec<Effect>, AskError> {
         check_sender(self.open_row(ask_id)?, Some(from))?;
         Ok(self.escalate_row(ask_id))
     }

@@ -95,7 +95,7 @@ async fn ask(call: AsyncToolCall<AskRun>, input: AskInput) -> Result<Value, Tool
                 now: tx.now(),
                 ..request
             };
-            let opened = store::transact(tx, |book| book.ask(request))?;
+            let opened = store::transact(tx, |book| Ok(book.ask(request)?))?;
             let (Opened::New { ask_id, live } | Opened::Again { ask_id, live }) = opened;
             Ok(json!({"askId": ask_id, "live": live}))
         })

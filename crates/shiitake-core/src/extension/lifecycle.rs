@@ -11,7 +11,7 @@ use shiitake_protocol::{ExtensionId, ExtensionRunState, ExtensionStatusV0, Shiit
 use super::agent_scope::{AgentScope, AgentScopeDeps};
 use super::definition::MigrationTx;
 use super::host::{Failure, Host, Registered};
-use super::{CommandScope, Grant, HookError};
+use super::{CommandScope, Grant};
 use crate::store::{ExtensionRow, ExtensionStatusRow, Op, RowScope};
 
 /// Brings every extension's stored state to its schema version, records revisions,
@@ -250,16 +250,7 @@ pub(crate) async fn call_agent_command(
             }
             Ok(scope.commit(ops, finished).await?)
         }
-        Err(Failure::Caller(error)) => Err(match error {
-            HookError::Invalid(message) => ShiitakeError::invalid(message),
-            HookError::UnknownCommand(command) => {
-                ShiitakeError::not_found(format!("no command `{command}`"))
-            }
-            HookError::NotGranted(grant) => {
-                ShiitakeError::not_granted(format!("the extension was not granted {grant}"))
-            }
-            HookError::Failed(reason) => ShiitakeError::stopped(reason),
-        }),
+        Err(Failure::Caller(error)) => Err(error.into()),
         Err(Failure::Stop(reason)) => {
             scope.stop(Vec::new(), reason.clone()).await?;
             Err(ShiitakeError::stopped(format!(

@@ -34,7 +34,7 @@ use shiitake_capabilities::Module;
 pub use shiitake_protocol::CommandScope;
 use shiitake_protocol::catalog::Catalog;
 use shiitake_protocol::footer::FooterRowV0;
-use shiitake_protocol::{CommandId, SessionId, TerminalOutcome};
+use shiitake_protocol::{CommandId, SessionId, ShiitakeError, TerminalOutcome};
 
 pub use crate::store::StateScope;
 pub(crate) use admission::Delivery;
@@ -46,11 +46,24 @@ pub(crate) use tx::Provenance;
 pub use tx::{Due, Origin, Sender, StateView, TimerId, Tx};
 
 /// Why a hook did not do what it was asked.
+///
+/// Every variant but [`Failed`](Self::Failed) answers the caller and keeps the
+/// extension running; over the wire each is a [`ShiitakeError`] with its own code
+/// (the `From` impl below), so a client can tell a malformed request (`invalid`)
+/// from one that names nothing (`not_found`) or lost a race (`conflict`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HookError {
     /// The caller's input is wrong; the caller is told, the extension keeps running.
     #[error("invalid: {0}")]
     Invalid(String),
+    /// The input names something the extension does not hold (an unknown id):
+    /// `not_found` (HTTP 404).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The input is well formed but contradicts the extension's state, such as an
+    /// answer to a question that was already answered: `conflict` (HTTP 409).
+    #[error("conflict: {0}")]
+    Conflict(String),
     /// The extension has no such command.
     #[error("unknown command `{0}`")]
     UnknownCommand(String),
@@ -60,6 +73,24 @@ pub enum HookError {
     /// The extension failed; it is stopped with this reason.
     #[error("{0}")]
     Failed(String),
+}
+
+impl From<HookError> for ShiitakeError {
+    /// How a hook's refusal answers its caller; a failed extension answers `stopped`.
+    fn from(error: HookError) -> Self {
+        match error {
+            HookError::Invalid(message) => ShiitakeError::invalid(message),
+            HookError::NotFound(message) => ShiitakeError::not_found(message),
+            HookError::Conflict(message) => ShiitakeError::conflict(message),
+            HookError::UnknownCommand(command) => {
+                ShiitakeError::not_found(format!("no command `{command}`"))
+            }
+            HookError::NotGranted(grant) => {
+                ShiitakeError::not_granted(format!("the extension was not granted {grant}"))
+            }
+            HookError::Failed(reason) => ShiitakeError::stopped(reason),
+        }
+    }
 }
 
 /// An accepted prompt of the Session settled; what settled hooks see.

@@ -14,20 +14,6 @@ use crate::extension::lifecycle::check_scope;
 use crate::extension::{CommandScope, FiredTimer, Grant, HookError, Settled, ToolOutcome};
 use crate::store::{Op, RowScope, SessionHeader, TimerRow};
 
-/// How a failed hook answers its caller.
-fn caller_error(error: HookError) -> ShiitakeError {
-    match error {
-        HookError::Invalid(message) => ShiitakeError::invalid(message),
-        HookError::UnknownCommand(command) => {
-            ShiitakeError::not_found(format!("no command `{command}`"))
-        }
-        HookError::NotGranted(grant) => {
-            ShiitakeError::not_granted(format!("the extension was not granted {grant}"))
-        }
-        HookError::Failed(reason) => ShiitakeError::stopped(reason),
-    }
-}
-
 impl Owner {
     /// Adopts what a committed transaction staged.
     /// The caller holds `agent_transactions` since before the transaction ran.
@@ -89,7 +75,7 @@ impl Owner {
         let mut header = self.next_header();
         let finished = match run_hook(registered, &place, hook) {
             Ok(finished) => finished,
-            Err(Failure::Caller(error)) => return Err(caller_error(error)),
+            Err(Failure::Caller(error)) => return Err(error.into()),
             Err(Failure::Stop(reason)) => {
                 let ops = vec![Host::status_op(registered, Some(reason.clone()))];
                 self.commit(ops, header).await?;

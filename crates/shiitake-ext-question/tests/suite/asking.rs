@@ -275,7 +275,10 @@ async fn the_model_withdraws_its_own_open_ask_and_nothing_is_delivered() {
             answers: pick("SQLite"),
         })
         .await;
-    assert_eq!(late.unwrap_err().code, ErrorCode::Invalid);
+    // The Ask was withdrawn: the late answer lost, which is a conflict, not bad input.
+    let late = late.unwrap_err();
+    assert_eq!(late.code, ErrorCode::Conflict, "{late}");
+    assert!(late.message.contains("withdrawn"), "{late}");
 }
 
 #[tokio::test]
