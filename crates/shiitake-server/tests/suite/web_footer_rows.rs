@@ -10,37 +10,20 @@
 
 use std::sync::Arc;
 
-use crate::support::page::{run, shown};
-use crate::support::{Server, TOKEN};
+use crate::support::page::{agent_with, run, served_page, shown};
 use serde_json::json;
 use shiitake_chromium::{Chromium, eval};
-use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_ext_testkit::sample::weather;
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::{AgentApi, ExtensionId, RequestId, SessionApi};
-use shiitake_server::{ServerConfig, Token, WebLogin, router};
-use shiitake_store_sqlite::{Durability, SqliteStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_extensions_row_shows_and_its_action_runs_with_no_page_change() {
     let Some(chromium) = Chromium::launch_or_skip("web footer rows").await.unwrap() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
-        .await
-        .unwrap();
     let model = Arc::new(ScriptedModel::new(Script::new(Vec::new())));
-    let agent = Agent::builder(
-        Arc::new(store),
-        Arc::new(shiitake_capabilities::Catalog::new()),
-        AgentConfig::new(Arc::new(FixedModel(model))),
-    )
-    .kit_extension(weather().unwrap())
-    .open()
-    .await
-    .unwrap();
-    let agent = Arc::new(agent);
+    let (agent, _dir) = agent_with(model, |agent| agent.kit_extension(weather().unwrap())).await;
     let session = agent
         .create_session(RequestId::new("web-weather").unwrap())
         .await
@@ -54,13 +37,7 @@ async fn a_new_extensions_row_shows_and_its_action_runs_with_no_page_change() {
         )
         .await
         .unwrap();
-    let login = WebLogin::default();
-    let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
-    let server = Server::start(
-        router(agent.clone(), config),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await;
+    let (server, login) = served_page(agent.clone()).await;
 
     let page = chromium
         .open(&login.login_url(&server.url()).unwrap(), &[])

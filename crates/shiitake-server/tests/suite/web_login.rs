@@ -11,11 +11,10 @@ use crate::support::{Server, TOKEN};
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::{Value, json};
-use shiitake_core::{Agent, AgentConfig};
+use shiitake_core::Agent;
 use shiitake_model::{Script, ScriptedModel};
 use shiitake_protocol::AgentApi;
 use shiitake_server::{CSRF_HEADER, ServerConfig, Token, WebLogin, router};
-use shiitake_store_sqlite::{Durability, SqliteStore};
 
 struct Web {
     server: Server,
@@ -26,20 +25,8 @@ struct Web {
 }
 
 async fn agent() -> (Arc<Agent>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
-        .await
-        .unwrap();
     let model = Arc::new(ScriptedModel::new(Script::new(Vec::new())));
-    let agent = Agent::builder(
-        Arc::new(store),
-        Arc::new(shiitake_capabilities::Catalog::new()),
-        AgentConfig::new(Arc::new(shiitake_core::FixedModel(model))),
-    )
-    .open()
-    .await
-    .unwrap();
-    (Arc::new(agent), dir)
+    crate::support::page::agent_with(model, |agent| agent).await
 }
 
 async fn web() -> Web {

@@ -16,13 +16,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::support::page::{agent, run, session_with_prompt, shown, type_and_click, user_texts};
-use crate::support::{Server, TOKEN};
+use crate::support::page::{
+    agent, run, served_page, session_with_prompt, shown, type_and_click, user_texts,
+};
 use serde_json::json;
 use shiitake_chromium::{Chromium, eval, screenshot};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::{AgentApi, SessionApi};
-use shiitake_server::{ServerConfig, Token, WebLogin, router};
 
 const ANSWER: &str = "Hello! This answer streams in small pieces, so the page shows it growing.";
 const STEER: &str = "Use SQLite, please.";
@@ -81,13 +81,7 @@ async fn the_page_logs_in_streams_steers_answers_and_aborts() {
     let model = Arc::new(ScriptedModel::new(script));
     let (agent, _dir) = agent(model.clone()).await;
     // Mounted the way `shiitake serve` mounts it.
-    let login = WebLogin::default();
-    let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
-    let server = Server::start(
-        router(agent.clone(), config),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await;
+    let (server, login) = served_page(agent.clone()).await;
 
     session_with_prompt(&agent, "web-earlier", "Earlier work").await;
 
@@ -367,8 +361,7 @@ async fn the_page_modules_agree_with_the_rust_side() {
     };
     let model = Arc::new(ScriptedModel::new(Script::new(Vec::new())));
     let (agent, _dir) = agent(model).await;
-    let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(WebLogin::default());
-    let server = Server::start(router(agent, config), "127.0.0.1:0".parse().unwrap()).await;
+    let (server, _login) = served_page(agent).await;
     // The page itself is public: its modules load without logging in.
     let page = chromium.open(&server.url(), &[]).await.unwrap();
 

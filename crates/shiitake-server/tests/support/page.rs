@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shiitake_chromium::{Page, eval, wait_for};
-use shiitake_core::{Agent, AgentConfig, FixedModel};
+use shiitake_core::{Agent, AgentBuilder, AgentConfig, FixedModel};
 use shiitake_ext_question::QuestionConfig;
 use shiitake_model::ScriptedModel;
 use shiitake_protocol::message::{Message, UserContent};
 use shiitake_protocol::{AgentApi, PromptText, RequestId, SendOptions, SessionApi};
+use shiitake_server::{ServerConfig, Token, WebLogin, router};
 use shiitake_store_sqlite::{Durability, SqliteStore};
+
+use super::{Server, TOKEN};
 
 /// How long the page may take to show something.
 pub const SHOWN: Duration = Duration::from_secs(20);
@@ -35,22 +38,41 @@ pub async fn session_with_prompt(
     id
 }
 
+/// An Agent on a temporary SQLite file with the question and plan extensions.
 pub async fn agent(model: Arc<ScriptedModel>) -> (Arc<Agent>, tempfile::TempDir) {
+    agent_with(model, |agent| {
+        agent
+            .kit_extension(shiitake_ext_question::extension(QuestionConfig::default()).unwrap())
+            .kit_extension(shiitake_ext_plan::extension().unwrap())
+    })
+    .await
+}
+
+/// An Agent on a temporary SQLite file with what `extensions` registers.
+pub async fn agent_with(
+    model: Arc<ScriptedModel>,
+    extensions: impl FnOnce(AgentBuilder) -> AgentBuilder,
+) -> (Arc<Agent>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
         .await
         .unwrap();
-    let agent = Agent::builder(
+    let builder = Agent::builder(
         Arc::new(store),
         Arc::new(shiitake_capabilities::Catalog::new()),
         AgentConfig::new(Arc::new(FixedModel(model))),
-    )
-    .kit_extension(shiitake_ext_question::extension(QuestionConfig::default()).unwrap())
-    .kit_extension(shiitake_ext_plan::extension().unwrap())
-    .open()
-    .await
-    .unwrap();
+    );
+    let agent = extensions(builder).open().await.unwrap();
     (Arc::new(agent), dir)
+}
+
+/// `agent` served with the web page mounted as `shiitake serve` mounts it, and the
+/// login that mints its links.
+pub async fn served_page(agent: Arc<Agent>) -> (Server, WebLogin) {
+    let login = WebLogin::default();
+    let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
+    let server = Server::start(router(agent, config), "127.0.0.1:0".parse().unwrap()).await;
+    (server, login)
 }
 
 /// Runs `script` in the page (a statement or an expression; its value is dropped).
