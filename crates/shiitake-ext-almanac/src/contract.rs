@@ -20,6 +20,9 @@ pub const MAX_ATTEMPTS: u32 = 5;
 pub const RETRY_BASE_MS: u64 = 30_000;
 /// The longest wait between retries (ms).
 pub const RETRY_CAP_MS: u64 = 60 * 60 * 1000;
+/// How far in the past (ms) a one-shot `at` may be and still be taken, as "now": a
+/// client's clock and the request's trip may lag. An earlier `at` is refused.
+pub const AT_GRACE_MS: u64 = 60_000;
 
 /// A schedule's id (a ULID).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -131,7 +134,8 @@ extension_contract! {
     pub AlmanacContract = EXTENSION_ID, projection AlmanacProjection
 }
 
-/// `create`: a one-shot (`at`) or recurring (`cadence`) schedule admitting `prompt` into a Session.
+/// `create`: a one-shot (`at`) or recurring (`cadence`) schedule admitting `prompt` into
+/// a Session, which must exist (else `not_found`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateSchedule {
@@ -139,7 +143,8 @@ pub struct CreateSchedule {
     pub session_id: String,
     /// The prompt.
     pub prompt: String,
-    /// One-shot due time, Unix milliseconds (exactly one of `at` and `cadence`).
+    /// One-shot due time, Unix milliseconds (exactly one of `at` and `cadence`); at most
+    /// [`AT_GRACE_MS`] in the past, when it fires at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<u64>,
     /// Unix cron cadence in UTC.

@@ -117,10 +117,12 @@ fn disarm(tx: &mut Tx<'_>, key: &str) -> Result<(), HookError> {
     Ok(())
 }
 
-/// `create`: checks the target and the due time, then arms the first occurrence.
+/// `create`: checks the target and the due time, then arms the first occurrence. The
+/// target Session must exist: the host answers `not_found` and commits nothing otherwise.
 fn create(tx: &mut Tx<'_>, input: CreateSchedule) -> Result<Schedule, HookError> {
-    SessionId::new(input.session_id.as_str())
+    let session = SessionId::new(input.session_id.as_str())
         .map_err(|error| HookError::Invalid(format!("sessionId: {error}")))?;
+    tx.require_session(&session)?;
     let now = tx.now();
     let (when, first_due) = match (input.at, input.cadence) {
         (Some(at), None) => (ScheduleWhen::Once { at }, at),

@@ -7,7 +7,7 @@
 //! of the same occurrence with backoff. A refusal touches only its own schedule.
 
 use crate::contract::{
-    LastAdmission, MAX_ATTEMPTS, MAX_CADENCE_BYTES, MAX_PROMPT_BYTES, MAX_SCHEDULES,
+    AT_GRACE_MS, LastAdmission, MAX_ATTEMPTS, MAX_CADENCE_BYTES, MAX_PROMPT_BYTES, MAX_SCHEDULES,
     PendingOccurrence, RETRY_BASE_MS, RETRY_CAP_MS, RecordedError, Schedule, ScheduleId,
     ScheduleStatus, ScheduleWhen,
 };
@@ -32,6 +32,19 @@ pub enum AlmanacError {
     /// A cadence longer than [`MAX_CADENCE_BYTES`].
     #[error("the cadence is longer than {MAX_CADENCE_BYTES} bytes")]
     CadenceTooLong,
+    /// A one-shot `at` more than [`AT_GRACE_MS`] before now.
+    #[error(
+        "`at` {at} is {} s in the past (`at` is Unix milliseconds, and a one-shot schedule \
+         takes a time at most {} s ago); to run the prompt now, send it",
+        .now.saturating_sub(*.at) / 1000,
+        AT_GRACE_MS / 1000
+    )]
+    InThePast {
+        /// The `at` given.
+        at: u64,
+        /// Now, Unix milliseconds.
+        now: u64,
+    },
     /// No schedule with that id.
     #[error("no schedule {0}")]
     NotFound(String),
@@ -80,7 +93,8 @@ pub fn backoff(attempts: u32) -> u64 {
 }
 
 /// Creates a schedule. `first_due` is `at`, or the cadence's first time after now
-/// (computed by the caller with core's cadence grammar).
+/// (computed by the caller with core's cadence grammar). A one-shot `at` up to
+/// [`AT_GRACE_MS`] in the past fires at once; an earlier one is refused.
 pub fn create(
     existing: usize,
     id: ScheduleId,
@@ -96,10 +110,14 @@ pub fn create(
     if prompt.trim().is_empty() || prompt.len() > MAX_PROMPT_BYTES {
         return Err(AlmanacError::BadPrompt);
     }
-    if let ScheduleWhen::Cron { cadence } = &when
-        && cadence.len() > MAX_CADENCE_BYTES
-    {
-        return Err(AlmanacError::CadenceTooLong);
+    match &when {
+        ScheduleWhen::Cron { cadence } if cadence.len() > MAX_CADENCE_BYTES => {
+            return Err(AlmanacError::CadenceTooLong);
+        }
+        ScheduleWhen::Once { at } if at.saturating_add(AT_GRACE_MS) < now => {
+            return Err(AlmanacError::InThePast { at: *at, now });
+        }
+        _ => {}
     }
     let schedule = Schedule {
         id,
@@ -329,6 +347,47 @@ mod tests {
         };
         assert!(make(MAX_SCHEDULES - 1).is_ok());
         assert_eq!(make(MAX_SCHEDULES), Err(AlmanacError::TooMany));
+    }
+
+    #[test]
+    fn a_one_shot_at_may_lag_now_by_the_grace_and_no_more() {
+        let make = |at| {
+            create(
+                0,
+                ScheduleId("S".into()),
+                "s".into(),
+                "p".into(),
+                ScheduleWhen::Once { at },
+                at,
+                T0,
+            )
+        };
+        let (late, effects) = make(T0 - AT_GRACE_MS).unwrap();
+        assert_eq!(late.next_due, Some(T0 - AT_GRACE_MS), "fires at once");
+        assert_eq!(
+            effects,
+            vec![Effect::Arm {
+                occurrence: T0 - AT_GRACE_MS,
+                at: T0 - AT_GRACE_MS
+            }]
+        );
+        let refused = make(T0 - AT_GRACE_MS - 1).unwrap_err();
+        assert_eq!(
+            refused,
+            AlmanacError::InThePast {
+                at: T0 - AT_GRACE_MS - 1,
+                now: T0
+            }
+        );
+        assert!(
+            refused.to_string().contains("60 s in the past"),
+            "{refused}"
+        );
+        // Seconds given for milliseconds read as 1970: refused, not fired.
+        assert!(matches!(
+            make(T0 / 1000),
+            Err(AlmanacError::InThePast { .. })
+        ));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use super::{Extension, HookError, Tx};
 use crate::clock::Clock;
 use crate::extension::host::Host;
 use crate::store::{Op, Store, StoreError};
+use shiitake_protocol::SessionId;
 
 /// What Agent-scope routines use of their Agent: the store they commit to, the
 /// extension host, and the clock their hooks read.
@@ -44,9 +45,27 @@ impl<'a> AgentScope<'a> {
         }
     }
 
-    /// Runs the hook over the rows read at [`lock`](Self::lock); nothing is committed yet.
+    /// Runs a timer or admission hook over the rows read at [`lock`](Self::lock);
+    /// nothing is committed yet.
     pub(crate) fn run<T>(
         &self,
+        hook: impl FnOnce(&dyn Extension, &mut Tx<'_>) -> Result<T, HookError>,
+    ) -> Result<Finished<T>, Failure> {
+        self.run_at(false, hook)
+    }
+
+    /// Runs a command's hook like [`run`](Self::run); it may require Sessions
+    /// ([`Tx::require_session`]), which the caller checks before committing.
+    pub(crate) fn run_command<T>(
+        &self,
+        hook: impl FnOnce(&dyn Extension, &mut Tx<'_>) -> Result<T, HookError>,
+    ) -> Result<Finished<T>, Failure> {
+        self.run_at(true, hook)
+    }
+
+    fn run_at<T>(
+        &self,
+        agent_command: bool,
         hook: impl FnOnce(&dyn Extension, &mut Tx<'_>) -> Result<T, HookError>,
     ) -> Result<Finished<T>, Failure> {
         let empty = Rows::default();
@@ -55,6 +74,7 @@ impl<'a> AgentScope<'a> {
             session_rows: &empty,
             agent_rows: &self.rows,
             now: self.deps.clock.now_ms(),
+            agent_command,
         };
         run_hook(self.registered, &place, hook)
     }
@@ -85,4 +105,18 @@ impl<'a> AgentScope<'a> {
             .mark_stopped(&self.registered.definition.id, Some(reason));
         Ok(())
     }
+}
+
+/// The first of the Sessions a command's hook required ([`Tx::require_session`]) that
+/// does not exist in `store`.
+pub(crate) async fn missing_session<T>(
+    store: &dyn Store,
+    finished: &Finished<T>,
+) -> Result<Option<SessionId>, StoreError> {
+    for session_id in &finished.required_sessions {
+        if store.load_session(session_id).await?.is_none() {
+            return Ok(Some(session_id.clone()));
+        }
+    }
+    Ok(None)
 }

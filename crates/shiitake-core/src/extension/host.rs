@@ -76,6 +76,8 @@ pub(crate) struct Finished<T> {
     pub(crate) session_writes: Writes,
     pub(crate) agent_writes: Writes,
     pub(crate) timers_changed: bool,
+    /// Sessions that must exist for the commit to stand ([`Tx::require_session`]).
+    pub(crate) required_sessions: Vec<SessionId>,
 }
 
 impl<T> Finished<T> {
@@ -299,6 +301,9 @@ pub(crate) struct Place<'a> {
     pub(crate) session_rows: &'a Rows,
     pub(crate) agent_rows: &'a Rows,
     pub(crate) now: u64,
+    /// An Agent-scope command: only its hook may require Sessions
+    /// ([`Tx::require_session`]), which its caller checks before committing.
+    pub(crate) agent_command: bool,
 }
 
 /// Runs one hook of `registered` over a transaction and collects what it changed.
@@ -318,6 +323,7 @@ pub(crate) fn run_hook<T>(
         writes: BTreeMap::new(),
         effects: Vec::new(),
         now: place.now,
+        required_sessions: place.agent_command.then(Vec::new),
     };
     let extension = registered.extension.clone();
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| hook(&*extension, &mut tx)));
@@ -346,7 +352,9 @@ fn finish<T>(
         session_writes: Vec::new(),
         agent_writes: Vec::new(),
         timers_changed: false,
+        required_sessions: Vec::new(),
     };
+    finished.required_sessions = tx.required_sessions.unwrap_or_default();
     for ((scope, collection, key), value) in tx.writes {
         let row_scope = match (scope, session_id) {
             (StateScope::Session, Some(session_id)) => RowScope::Session(session_id.clone()),

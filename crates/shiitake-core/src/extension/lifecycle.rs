@@ -8,7 +8,7 @@ use serde_json::Value;
 use shiitake_protocol::catalog::{CatalogEntry, SessionCatalogs};
 use shiitake_protocol::{ExtensionId, ExtensionRunState, ExtensionStatusV0, ShiitakeError};
 
-use super::agent_scope::{AgentScope, AgentScopeDeps};
+use super::agent_scope::{AgentScope, AgentScopeDeps, missing_session};
 use super::definition::MigrationTx;
 use super::host::{Failure, Host, Registered};
 use super::{CommandScope, Grant};
@@ -236,8 +236,13 @@ pub(crate) async fn call_agent_command(
     }
     let command = command.to_owned();
     let scope = AgentScope::lock(core, registered).await;
-    match scope.run(|extension, tx| extension.command(tx, &command, input)) {
+    match scope.run_command(|extension, tx| extension.command(tx, &command, input)) {
         Ok(finished) => {
+            if let Some(missing) = missing_session(core.store, &finished).await? {
+                return Err(ShiitakeError::not_found(format!(
+                    "no Session {missing} in this Agent"
+                )));
+            }
             let mut ops = Vec::new();
             if let Some(request_id) = request_id {
                 ops.push(Op::PutExtensionRequest {

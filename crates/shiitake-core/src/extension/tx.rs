@@ -203,6 +203,8 @@ pub struct Tx<'a> {
     pub(crate) writes: BTreeMap<(StateScope, String, String), Option<Value>>,
     pub(crate) effects: Vec<Effect>,
     pub(crate) now: u64,
+    /// `Some` in an Agent-scope command: the Sessions its commit needs.
+    pub(crate) required_sessions: Option<Vec<SessionId>>,
 }
 
 impl<'a> Tx<'a> {
@@ -240,6 +242,28 @@ impl<'a> Tx<'a> {
     /// Unix milliseconds when the transaction began.
     pub fn now(&self) -> u64 {
         self.now
+    }
+
+    /// Makes this command stand only if the Session `session_id` exists: an Agent-scope
+    /// command that targets a Session (a schedule, a subscription) refuses a typo or a
+    /// deleted Session at once, instead of failing later when it acts.
+    ///
+    /// A hook does no I/O, so the host checks after the hook returns and before it
+    /// commits: a missing Session answers the caller `not_found` and commits nothing.
+    /// Only an Agent-scope command may ask; any other hook gets `Invalid`. A Session
+    /// deleted after the commit is the extension's to handle, as before.
+    pub fn require_session(&mut self, session_id: &SessionId) -> Result<(), HookError> {
+        match &mut self.required_sessions {
+            Some(required) => {
+                if !required.contains(session_id) {
+                    required.push(session_id.clone());
+                }
+                Ok(())
+            }
+            None => Err(HookError::Invalid(
+                "only an Agent-scope command can require a Session".into(),
+            )),
+        }
     }
 
     /// Reads one value (this transaction's own writes first).

@@ -71,6 +71,7 @@ impl Owner {
             session_rows: self.extensions.rows_of(id),
             agent_rows: &agent,
             now: self.deps.config.clock.now_ms(),
+            agent_command: false,
         };
         let mut header = self.next_header();
         let finished = match run_hook(registered, &place, hook) {
@@ -190,6 +191,7 @@ impl Owner {
             session_rows: self.extensions.rows_of(id),
             agent_rows,
             now: self.deps.config.clock.now_ms(),
+            agent_command: false,
         };
         match run_hook(registered, &place, hook) {
             Ok(finished) => into.stage(registered, finished, self.work.running()),

@@ -10,6 +10,7 @@ mod extension_host;
 mod extension_kit;
 mod extension_migrations;
 mod extension_observed;
+mod extension_refusals;
 mod extension_timers;
 mod extension_turns;
 mod extension_waits;
