@@ -22,6 +22,16 @@ pub const PATH_LIMIT_BYTES: usize = 4096;
 /// A grep match line is cut to this many bytes (on a character boundary) in results.
 pub const GREP_LINE_LIMIT_BYTES: usize = 1024;
 
+/// The most a grep searcher holds of a file at once (1 MiB): a line, with its ending,
+/// must fit, so a file with a longer line (a minified bundle, a one-line JSON dump) is
+/// searched up to that line and reported in `skipped`, and memory does not grow with
+/// the longest line in the workspace.
+pub const GREP_BUFFER_LIMIT_BYTES: usize = 1024 * 1024;
+
+/// At most this many grep searchers run at once (one per core up to it), so a grep's
+/// buffers stay within `GREP_SEARCHERS_MAX × GREP_BUFFER_LIMIT_BYTES` on any machine.
+pub const GREP_SEARCHERS_MAX: usize = 8;
+
 /// An MCP server advertises at most this many tools; more makes its list unusable.
 pub const MCP_TOOL_LIMIT: usize = 256;
 

@@ -136,6 +136,27 @@ pub struct GrepOutput {
     pub matches: Vec<GrepMatch>,
     /// True when more lines matched than were returned.
     pub truncated: bool,
+    /// Files not searched to their end (at most 256, in path order); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedFile>,
+}
+
+/// A file `grep` stopped searching, so the caller knows its matches may be incomplete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedFile {
+    /// The root-relative file path.
+    pub path: String,
+    /// Why it was not searched to its end.
+    pub reason: SkipReason,
+}
+
+/// Why `grep` stopped searching a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// A line is longer than grep's 1 MiB buffer; matches before it are returned.
+    LineTooLong,
 }
 
 /// `edit`: replace `oldText` with `newText` in one file.

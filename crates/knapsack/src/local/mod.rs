@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use crate::error::{FilesEditError, FilesError};
 use crate::limits::TEXT_LIMIT_BYTES;
 use crate::port::{Files, PatchEngine};
-use crate::search::walk::{WalkRoot, collect_entries, compile_glob, grep};
+use crate::search::grep::{GrepRequest, grep};
+use crate::search::walk::{WalkRoot, collect_entries, compile_glob};
 use crate::types::{
     EntriesOutput, GlobInput, GrepInput, GrepOutput, ListInput, PatchOutput, ReadInput, ReadOutput,
     ReplaceRequest,
@@ -146,14 +147,14 @@ impl Files for LocalFiles {
             let resolved = inner.root.resolve(&input.path)?;
             let metadata =
                 std::fs::metadata(&resolved.real).map_err(|e| FilesError::io(&input.path, &e))?;
-            grep(
-                inner.walk_root(),
-                &resolved.relative,
-                metadata.is_file(),
-                &input.pattern,
-                input.case_insensitive,
-                filter.as_ref(),
-            )
+            grep(GrepRequest {
+                root: inner.walk_root(),
+                start_rel: &resolved.relative,
+                start_is_file: metadata.is_file(),
+                pattern: &input.pattern,
+                case_insensitive: input.case_insensitive,
+                filter: filter.as_ref(),
+            })
         })
         .await
     }

@@ -1,5 +1,6 @@
-//! Search visibility and the local walk behind list, glob and grep.
+//! Search visibility, the local walk behind list and glob, and grep over it.
 
+pub(crate) mod grep;
 mod visibility;
 pub(crate) mod walk;
 

@@ -102,7 +102,8 @@ async fn grep_and_glob_use_the_same_policy() {
         got,
         GrepOutput {
             matches: vec![hit("src/keep.log"), hit("src/main.rs")],
-            truncated: false
+            truncated: false,
+            skipped: vec![],
         }
     );
     let globbed = files
@@ -236,7 +237,8 @@ async fn results_stop_at_256_with_a_flag() {
         over,
         GrepOutput {
             matches: expected,
-            truncated: true
+            truncated: true,
+            skipped: vec![],
         }
     );
 }
