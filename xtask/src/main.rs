@@ -13,6 +13,7 @@ mod soak;
 mod stranger;
 mod test;
 mod util;
+mod web_vendor;
 
 use std::process::ExitCode;
 
@@ -27,7 +28,8 @@ commands:
   stranger     build a consumer outside the workspace against the packaged crates only
   local-model  build (or reuse) and start the local OpenAI-compatible model server; eval measures it
   postgres     start or stop a throwaway PostgreSQL on a loopback port (for the tests)
-  test         start what the tests need, then run every test of the workspace";
+  test         start what the tests need, then run every test of the workspace
+  web-vendor   rebuild the web page's vendored Markdown parser with npm (--check compares)";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Some("test") => test::run(&rest),
         Some("soak") => soak::run(&rest),
         Some("fuzz") => fuzz::run(&rest),
+        Some("web-vendor") => web_vendor::run(&rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -4,7 +4,8 @@
 //! in a container (as root, without a GPU, without network of its own), and a few
 //! helpers to drive pages from Rust over the DevTools protocol (`chromiumoxide`): open
 //! a page (optionally with extra request headers, such as a bearer token), evaluate
-//! JavaScript, wait for a condition in the page, save a screenshot.
+//! JavaScript, wait for a condition in the page, save a screenshot (of the window or
+//! the whole page).
 //!
 //! **Finding the browser.** [`find`] reads [`ENV_VAR`] (`SHIITAKE_CHROMIUM`) first:
 //! when it is set, it must name a runnable file. Otherwise it looks for Debian's
@@ -326,12 +327,23 @@ pub async fn wait_for(
     }
 }
 
-/// Saves a PNG screenshot of `page` to `path`, creating its directory.
+/// Saves a PNG screenshot of `page` (what the window shows) to `path`, creating its directory.
 pub async fn screenshot(page: &Page, path: &Path) -> Result<(), ChromiumError> {
+    save_screenshot(page, path, false).await
+}
+
+/// Saves a PNG screenshot of the whole of `page`, past the window's height, to `path`
+/// (a conversation longer than one screen, for the docs).
+pub async fn screenshot_full_page(page: &Page, path: &Path) -> Result<(), ChromiumError> {
+    save_screenshot(page, path, true).await
+}
+
+async fn save_screenshot(page: &Page, path: &Path, full_page: bool) -> Result<(), ChromiumError> {
     let bytes = page
         .screenshot(
             ScreenshotParams::builder()
                 .format(CaptureScreenshotFormat::Png)
+                .full_page(full_page)
                 .build(),
         )
         .await

@@ -30,6 +30,13 @@ const FILES: &[(&str, &str, &str)] = &[
     ("footer.js", JS, include_str!("web/footer.js")),
     ("flow.js", JS, include_str!("web/flow.js")),
     ("dom.js", JS, include_str!("web/dom.js")),
+    ("markdown.js", JS, include_str!("web/markdown.js")),
+    // markdown-it's parser, bundled by `cargo xtask web-vendor` (licences beside it).
+    (
+        "markdown-it.js",
+        JS,
+        include_str!("web/vendor/markdown-it.js"),
+    ),
     (
         "style.css",
         "text/css; charset=utf-8",

@@ -1,10 +1,13 @@
-// The Session view: a transcript built from the watch stream (a snapshot, then
-// update, progress and reset frames as they arrive), tool calls folded, run
-// terminals and retry notices in line, the footer, and the prompt box.
+// The Session view: a header with the Session's title (its id a click away), a
+// transcript built from the watch stream (a snapshot, then update, progress and
+// reset frames as they arrive), assistant text rendered as Markdown (markdown.js),
+// tool calls folded, run terminals and retry notices in line, the footer, and the
+// prompt box.
 
 import { routesOf } from "./api.js";
 import { h, replace } from "./dom.js";
 import { renderFooter } from "./footer.js";
+import { MarkdownView, copyText, renderMarkdown } from "./markdown.js";
 
 /** What the page knows of one Session, folded from its frames. */
 export class SessionState {
@@ -141,7 +144,7 @@ function fillResult(element, value) {
 function assistantElement(value) {
   const blocks = [];
   for (const block of value.content || []) {
-    if (block.type === "text") blocks.push(h("div", { class: "text" }, block.text));
+    if (block.type === "text") blocks.push(h("div", { class: "text" }, renderMarkdown(block.text)));
     else if (block.type === "thinking" && block.thinking)
       blocks.push(
         h("details", { class: "thinking" }, h("summary", {}, "thinking"), h("div", {}, block.thinking)),
@@ -177,6 +180,49 @@ function retryElement(retry) {
   );
 }
 
+/** Pages of the Session list read to find one Session's title (100 rows each). */
+const TITLE_PAGES = 10;
+
+/**
+ * The inbox title of Session `id` ("" before its first prompt), or null when it is not
+ * among the first TITLE_PAGES pages of the list.
+ */
+export async function findTitle(routes, id) {
+  let after = null;
+  for (let page = 0; page < TITLE_PAGES; page += 1) {
+    const answer = await routes.sessions.list(after);
+    const row = answer.sessions.find((entry) => entry.sessionId === id);
+    if (row) return row.title || "";
+    if (!answer.next) break;
+    after = answer.next;
+  }
+  return null;
+}
+
+/**
+ * The header: `title` (the inbox's) and the id on a button that copies it.
+ * Returns the element and a function that sets the title.
+ */
+function sessionHeader(id, agentName) {
+  const title = h("span", { id: "session-title", class: "muted" }, "New session");
+  const idCode = h("code", {}, id);
+  const copy = h(
+    "button",
+    { id: "session-id", class: "link session-id", type: "button", title: "Copy the Session id" },
+    idCode,
+    " ",
+    h("span", { class: "copy-label" }, "copy id"),
+  );
+  copy.addEventListener("click", () => copyText(id, copy.querySelector(".copy-label"), idCode));
+  const heading = h("h2", {}, agentName ? `${agentName}: ` : "", title, " ", copy);
+  const setTitle = (text) => {
+    replace(title, text || "New session");
+    title.classList.toggle("muted", !text);
+    document.title = `Shiitake — ${agentName ? `${agentName}: ` : ""}${text || "Session"}`;
+  };
+  return { heading, setTitle };
+}
+
 /**
  * Shows Session `id` of Agent `agentName` (null: the page's own Agent) in `root`;
  * returns a function that stops watching it.
@@ -186,7 +232,26 @@ export function showSession(root, id, { back, agentName = null }) {
   const state = new SessionState();
   const elements = new Map();
   const transcript = h("div", { class: "transcript", id: "transcript" });
-  const streaming = h("div", { class: "msg assistant streaming", id: "streaming", hidden: true });
+  // The bubble of the message being streamed: kept across frames, so only the Markdown
+  // block that grew is rebuilt and an opened "thinking" stays open.
+  const streamingThinkingText = h("div");
+  const streamingThinking = h(
+    "details",
+    { class: "thinking", hidden: true },
+    h("summary", {}, "thinking…"),
+    streamingThinkingText,
+  );
+  const streamingView = new MarkdownView();
+  // "…" when the preview was cut (empty otherwise: textContent counts hidden nodes too).
+  const streamingCut = h("span", { class: "muted" });
+  const streaming = h(
+    "div",
+    { class: "msg assistant streaming", id: "streaming", hidden: true },
+    h("div", { class: "who" }, "assistant"),
+    streamingThinking,
+    h("div", { class: "text" }, streamingView.element, streamingCut),
+  );
+  const header = sessionHeader(id, agentName);
   const retryBanner = h("div", { class: "notice retry live", id: "retry", hidden: true });
   const activity = h("span", { class: "activity", id: "activity" });
   const connection = h("span", { class: "muted", id: "connection" });
@@ -239,7 +304,7 @@ export function showSession(root, id, { back, agentName = null }) {
       "div",
       { class: "bar" },
       h("button", { class: "link", id: "back", onclick: back }, "← Inbox"),
-      h("h2", {}, agentName ? `${agentName}: Session ` : "Session ", h("code", {}, id)),
+      header.heading,
       connection,
     ),
     transcript,
@@ -299,15 +364,12 @@ export function showSession(root, id, { back, agentName = null }) {
       }
     }
     if (state.progress) {
-      const text = state.progress.text + (state.progress.textTruncated ? "…" : "");
-      replace(
-        streaming,
-        h("div", { class: "who" }, "assistant"),
-        state.progress.thinking
-          ? h("details", { class: "thinking" }, h("summary", {}, "thinking…"), h("div", {}, state.progress.thinking))
-          : null,
-        h("div", { class: "text" }, text),
-      );
+      streamingView.update(state.progress.text);
+      replace(streamingCut, state.progress.textTruncated ? "…" : "");
+      streamingThinking.hidden = !state.progress.thinking;
+      if (streamingThinkingText.textContent !== state.progress.thinking) {
+        replace(streamingThinkingText, state.progress.thinking);
+      }
       streaming.hidden = false;
       order.push(streaming);
     } else {
@@ -343,8 +405,29 @@ export function showSession(root, id, { back, agentName = null }) {
     if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
   };
 
+  // The title is the inbox's: read once the Session is shown, and again after updates
+  // until its first prompt has given it one.
+  let titled = false;
+  let reading = false;
+  const readTitle = async () => {
+    if (titled || reading) return;
+    reading = true;
+    try {
+      const title = await findTitle(routes, id);
+      if (title) {
+        titled = true;
+        header.setTitle(title);
+      }
+    } catch {
+      // The header keeps "New session"; the next update asks again.
+    } finally {
+      reading = false;
+    }
+  };
+
   const stop = routes.watch(id, {
     snapshot: (snapshot) => {
+      readTitle();
       state.applySnapshot(snapshot);
       // A new baseline may drop entries the page showed: start the transcript over.
       elements.clear();
@@ -357,6 +440,7 @@ export function showSession(root, id, { back, agentName = null }) {
         transcript.replaceChildren();
       }
       state.applyFrame(frame);
+      if (frame.kind === "update") readTitle();
       render();
     },
     connected: (up) => replace(connection, up ? "" : "reconnecting…"),

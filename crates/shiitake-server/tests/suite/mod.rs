@@ -9,5 +9,6 @@ mod sse_resume;
 mod transport_seam;
 mod web_footer_rows;
 mod web_login;
+mod web_markdown;
 mod web_page;
 mod web_subagents;

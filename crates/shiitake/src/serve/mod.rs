@@ -283,7 +283,10 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     };
     let env = shiitake_model::ModelEnv::from_env();
     let allowed = AllowedModels::new(default_spec.iter().chain(&args.allow_model), &env);
-    let models = Arc::new(ServeModels::new(default_spec.clone(), allowed));
+    let models = Arc::new(
+        ServeModels::new(default_spec.clone(), allowed)
+            .keeping_script_places_in(data_dir.join("scripted")),
+    );
     // The browser App bridge: the Local default Agent's runs borrow `ui`; the server
     // mounts its `/browser/` routes.
     let parts = HostParts {
