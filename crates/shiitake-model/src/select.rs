@@ -7,6 +7,7 @@ use crate::anthropic::{Anthropic, AnthropicConfig};
 use crate::error::ModelError;
 use crate::model::Model;
 use crate::openai::{OpenAiCompatible, OpenAiConfig};
+use crate::scripted::place::place_file;
 use crate::scripted::{Script, ScriptError, ScriptedModel};
 
 /// The environment a spec is resolved against: keys and base URLs.
@@ -25,6 +26,11 @@ pub struct ModelEnv {
     pub anthropic_base_url: Option<String>,
     /// `OPENAI_COMPATIBLE_API_KEY`, sent by `openai-compatible:` when set.
     pub openai_compatible_api_key: Option<String>,
+    /// Where `scripted:<path>` models keep their place in their scripts, one file per
+    /// script (serve: `<data-dir>/scripted`): every model built from a script plays on
+    /// where the last left off, across runs and restarts. `None` keeps each model's
+    /// place in memory, so a model built per run starts at the first turn.
+    pub scripted_places: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for ModelEnv {
@@ -39,6 +45,7 @@ impl std::fmt::Debug for ModelEnv {
                 "openai_compatible_api_key",
                 &set(&self.openai_compatible_api_key),
             )
+            .field("scripted_places", &self.scripted_places)
             .finish()
     }
 }
@@ -57,6 +64,7 @@ impl ModelEnv {
             anthropic_api_key: var("ANTHROPIC_API_KEY"),
             anthropic_base_url: var("ANTHROPIC_BASE_URL"),
             openai_compatible_api_key: var("OPENAI_COMPATIBLE_API_KEY"),
+            scripted_places: None,
         }
     }
 }
@@ -195,9 +203,15 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
                 ));
             }
             let path = PathBuf::from(rest);
-            let script =
-                Script::load(&path).map_err(|source| SelectError::Script { path, source })?;
-            Ok(Arc::new(ScriptedModel::new(script)))
+            let script = Script::load(&path).map_err(|source| SelectError::Script {
+                path: path.clone(),
+                source,
+            })?;
+            let model = ScriptedModel::new(script);
+            Ok(Arc::new(match &env.scripted_places {
+                Some(places) => model.keeping_place_in(place_file(places, &path)),
+                None => model,
+            }))
         }
         _ => Err(SelectError::Unknown(spec.to_owned())),
     }

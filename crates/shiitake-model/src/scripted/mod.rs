@@ -4,11 +4,15 @@
 //! the same events in the same order, fails before the first byte with the
 //! same classified errors, and ends on cancellation with the same `aborted`
 //! event. The contexts it receives are recorded for assertions, up to a bound
-//! ([`Recording`]): a long benchmark's model must not keep every context.
+//! ([`Recording`]): a long benchmark's model must not keep every context. It keeps its
+//! place in the script in memory, or in a place file ([`ScriptedModel::keeping_place_in`],
+//! `scripted/place.rs`) shared by every model built from the same script.
 
+pub(crate) mod place;
 mod script;
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -60,6 +64,8 @@ pub struct ScriptedModel {
     script: Script,
     info: ModelInfo,
     recording: Recording,
+    /// The place file, when the place is kept outside this value.
+    place: Option<PathBuf>,
     state: Mutex<State>,
 }
 
@@ -82,8 +88,21 @@ impl ScriptedModel {
             script,
             info,
             recording: Recording::default(),
+            place: None,
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// Keeps its place in the script in `file` instead of in memory: every model built
+    /// with the same file plays on where the last left off, so a host that builds one
+    /// per run (or a restarted process) plays the script across runs, not from its first
+    /// turn each time. A fresh file starts at the first turn. `select` uses it for
+    /// `scripted:<path>` when [`ModelEnv::scripted_places`](crate::ModelEnv::scripted_places)
+    /// names a directory.
+    #[must_use]
+    pub fn keeping_place_in(mut self, file: impl Into<PathBuf>) -> Self {
+        self.place = Some(file.into());
+        self
     }
 
     /// Keeps received contexts as `recording` says (by default the last
@@ -106,7 +125,8 @@ impl ScriptedModel {
             .collect()
     }
 
-    /// How many calls were made.
+    /// How many calls were made to this value (with a place file, other models built
+    /// from the same file count their own).
     pub fn calls(&self) -> usize {
         self.state
             .lock()
@@ -321,6 +341,20 @@ impl Model for ScriptedModel {
         _options: ModelOptions,
         cancel: CancellationToken,
     ) -> Result<AssistantStream, ModelError> {
+        // With a place file, the call's number comes from the file (blocking only for
+        // the lock held by a concurrent call's read and rename).
+        let shared = match &self.place {
+            Some(file) => Some(place::take_call(file).map_err(|error| {
+                ModelError::new(
+                    ModelErrorKind::Config,
+                    format!(
+                        "the scripted model cannot keep its place in {}: {error}",
+                        file.display()
+                    ),
+                )
+            })?),
+            None => None,
+        };
         let (call, turn) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.calls += 1;
@@ -332,7 +366,9 @@ impl Model for ScriptedModel {
                 }
                 state.requests.push_back(context.clone());
             }
-            let index = state.calls - 1;
+            let index = shared.map_or(state.calls - 1, |made| {
+                usize::try_from(made).unwrap_or(usize::MAX)
+            });
             let count = self.script.turns.len();
             let turn = if index < count {
                 self.script.turns.get(index)
@@ -341,7 +377,7 @@ impl Model for ScriptedModel {
             } else {
                 None
             };
-            (state.calls, turn.cloned())
+            (index.saturating_add(1), turn.cloned())
         };
         let Some(turn) = turn else {
             return Err(ModelError::new(

@@ -186,3 +186,69 @@ async fn a_bad_script_file_names_the_problem() {
         .to_string();
     assert!(error.contains("turn 1, step 2"), "{error}");
 }
+
+#[tokio::test]
+async fn models_built_from_one_script_with_a_place_directory_play_on_where_the_last_left_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [{"steps": [{"text": "one"}]}, {"steps": [{"text": "two"}]},
+                      {"steps": [{"tool_call": {"name": "t", "arguments": {}}}]}]}"#,
+    )
+    .unwrap();
+    let spec = format!("scripted:{}", script.display());
+    let places = ModelEnv {
+        scripted_places: Some(dir.path().join("places")),
+        ..ModelEnv::default()
+    };
+    // A host resolves the spec per run: each model plays the next turn of the script.
+    let mut texts = Vec::new();
+    for _ in 0..2 {
+        let run = select(&spec, &places).unwrap();
+        let (_, message) = call(&*run, ask("x"), ModelOptions::default())
+            .await
+            .unwrap();
+        texts.push(message.text());
+    }
+    assert_eq!(texts, ["one", "two"]);
+    let third = select(&spec, &places).unwrap();
+    let (_, message) = call(&*third, ask("x"), ModelOptions::default())
+        .await
+        .unwrap();
+    let ids: Vec<_> = message.tool_calls().map(|c| c.id.clone()).collect();
+    assert_eq!(ids, ["call_3_1"], "call numbers go on with the place");
+    let error = select(&spec, &places)
+        .unwrap()
+        .stream(ask("x"), ModelOptions::default(), CancellationToken::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(error.kind(), ModelErrorKind::ScriptExhausted);
+    assert!(error.message().contains("call 4"), "{error}");
+
+    // Without a place directory each model starts at the first turn.
+    for _ in 0..2 {
+        let fresh = select(&spec, &ModelEnv::default()).unwrap();
+        let (_, message) = call(&*fresh, ask("x"), ModelOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(message.text(), "one");
+    }
+}
+
+#[tokio::test]
+async fn a_place_that_cannot_be_kept_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-directory");
+    std::fs::write(&blocker, "").unwrap();
+    let model = ScriptedModel::new(Script::new(vec![Turn::text("one")]))
+        .keeping_place_in(blocker.join("script.place"));
+    let error = model
+        .stream(ask("x"), ModelOptions::default(), CancellationToken::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(error.kind(), ModelErrorKind::Config);
+    assert!(error.message().contains("cannot keep its place"), "{error}");
+}

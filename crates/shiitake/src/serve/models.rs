@@ -176,6 +176,15 @@ impl ServeModels {
             allowed,
         }
     }
+
+    /// `scripted:` models keep their place in their scripts under `dir`, so a script
+    /// plays on across a Session's runs and across restarts (`docs/models.md`), instead
+    /// of from its first turn on every run.
+    #[must_use]
+    pub fn keeping_script_places_in(mut self, dir: std::path::PathBuf) -> Self {
+        self.specs.env.scripted_places = Some(dir);
+        self
+    }
 }
 
 /// What a run without a model says.

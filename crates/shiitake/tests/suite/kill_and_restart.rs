@@ -14,13 +14,16 @@ fn watch_resumes_across_a_killed_and_restarted_server() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     // The first model call stalls long enough to kill the server under it; the
-    // call after recovery answers. A non-cycling script restarts with the process.
+    // call after recovery answers. The script keeps its place in the data directory
+    // across the restart, so the killed call used the first turn and the resumed run
+    // plays the second.
     let model = script(
         dir.path(),
         &json!({
             "model": "scripted",
             "turns": [
-                {"steps": [{"delay_ms": 1500}, {"text": "Recovered and finished."}]}
+                {"steps": [{"delay_ms": 1500}, {"text": "Killed before this was sent."}]},
+                {"steps": [{"text": "Recovered and finished."}]}
             ]
         }),
     );

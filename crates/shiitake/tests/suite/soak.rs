@@ -71,10 +71,11 @@ fn start_marks(file: PathBuf) -> (String, tokio::sync::oneshot::Sender<()>) {
 
 /// The script of Session `k`: each run calls `mark {tag: "s<k>"}` once, then answers;
 /// even Sessions think for 150 ms first (slow turns), odd ones answer at once.
-/// `serve` builds a fresh scripted model per run, so every run starts at turn 1.
+/// `serve` keeps the script's place across runs and restarts, so the two turns cycle;
+/// a run resumed after a kill goes on with the turn after the one the kill cut.
 fn write_script(path: &Path, k: usize) {
     let delay = if k.is_multiple_of(2) { 150 } else { 0 };
-    let script = json!({"model": "scripted", "turns": [
+    let script = json!({"model": "scripted", "cycle": true, "turns": [
         {"steps": [{"delay_ms": delay}, {"tool_call": {
             "name": "env__mcp__marks__mark",
             "arguments": {"tag": format!("s{k}")}
