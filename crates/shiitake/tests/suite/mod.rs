@@ -6,6 +6,7 @@ mod chat_shows_what_happened;
 mod footer_rows;
 mod kill_and_restart;
 mod real_local_model;
+mod scripted_place;
 mod serve_database;
 mod serve_hardening;
 mod serve_mcp;
