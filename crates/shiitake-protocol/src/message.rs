@@ -271,6 +271,11 @@ pub struct ToolResultMessage {
 }
 
 /// Token counts and cost of one assistant message.
+///
+/// `source` says where the counts come from; it is omitted when the provider reported
+/// them (so a Pi message from another implementation, which has no such field, reads
+/// as reported), and `unknown` when the provider reported nothing: then every count is
+/// zero and means nothing, rather than a false zero a budget would trust.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
@@ -286,9 +291,47 @@ pub struct Usage {
     pub total_tokens: u64,
     /// Cost in dollars.
     pub cost: Cost,
+    /// Where the counts come from; absent on the wire when the provider reported them.
+    #[serde(default, skip_serializing_if = "UsageSource::is_reported")]
+    pub source: UsageSource,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl Usage {
+    /// The usage of a message whose provider reported none: all zeros, marked `unknown`.
+    pub fn unknown() -> Self {
+        Self {
+            source: UsageSource::Unknown,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the counts mean something (reported by the provider, or estimated).
+    pub fn is_known(&self) -> bool {
+        self.source != UsageSource::Unknown
+    }
+}
+
+/// Where the token counts of a [`Usage`] come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum UsageSource {
+    /// The provider counted them (the default, and what an absent field means).
+    #[default]
+    Reported,
+    /// Shiitake estimated them (the scripted model: four characters a token).
+    Estimated,
+    /// The provider reported nothing; the counts are zero and mean nothing.
+    Unknown,
+}
+
+impl UsageSource {
+    /// True for [`UsageSource::Reported`], which the wire leaves out.
+    pub fn is_reported(&self) -> bool {
+        *self == UsageSource::Reported
+    }
 }
 
 /// Cost in dollars, split like the token counts.

@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use shiitake_protocol::catalog::{Catalog, FlowStep};
+use shiitake_protocol::message::{AssistantMessage, Usage, UsageSource};
 use shiitake_protocol::*;
 
 fn fixture_root() -> PathBuf {
@@ -114,6 +115,27 @@ fn unknown_message_fields_survive_a_round_trip() {
         message.usage.extra.get("futureUsage"),
         Some(&Value::from(3))
     );
+}
+
+#[test]
+fn usage_without_a_source_is_reported_and_unknown_usage_says_so() {
+    let read = |file: &str| -> AssistantMessage {
+        let text = fs::read_to_string(fixture_root().join("message").join(file)).unwrap();
+        match serde_json::from_str(&text).unwrap() {
+            Message::Assistant(message) => message,
+            other => panic!("{file} is not an assistant message: {other:?}"),
+        }
+    };
+    // A Pi message of another implementation has no `source`: its counts are reported.
+    let reported = read("assistant_error.json");
+    assert_eq!(reported.usage.source, UsageSource::Reported);
+    assert!(reported.usage.is_known());
+    let unknown = read("assistant_usage_unknown.json");
+    assert_eq!(unknown.usage, Usage::unknown());
+    assert!(!unknown.usage.is_known());
+    // Reported usage writes no `source` field.
+    let written = serde_json::to_value(&reported.usage).unwrap();
+    assert!(written.get("source").is_none(), "{written}");
 }
 
 #[test]

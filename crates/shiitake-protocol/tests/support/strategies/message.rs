@@ -23,9 +23,16 @@ pub fn usage() -> impl Strategy<Value = Usage> {
             js_number(),
             js_number(),
         ),
-        extra(),
+        (
+            prop_oneof![
+                Just(UsageSource::Reported),
+                Just(UsageSource::Estimated),
+                Just(UsageSource::Unknown),
+            ],
+            extra(),
+        ),
     )
-        .prop_map(|((i, o, cr, cw, t), (ci, co, ccr, ccw, ct), extra)| Usage {
+        .prop_map(|((i, o, cr, cw, t), (ci, co, ccr, ccw, ct), (source, extra))| Usage {
             input: i.into(),
             output: o.into(),
             cache_read: cr.into(),
@@ -39,6 +46,7 @@ pub fn usage() -> impl Strategy<Value = Usage> {
                 total: ct,
                 extra: Extra::new(),
             },
+            source,
             extra,
         })
 }
