@@ -111,6 +111,10 @@ pub struct Settled {
     /// included, so an extension can tell a turn that did work from one that only
     /// talked. Work settled without running again (interrupted on open) counts 0.
     pub tool_calls: u32,
+    /// The tokens the run's model answers reported (`usage.totalTokens`, summed over
+    /// its calls, those committed before a restart included), so an extension can
+    /// bound what its own turns cost; 0 where the provider reports no usage.
+    pub tokens: u64,
 }
 
 /// A call of one of this extension's tools got its committed result; what

@@ -225,6 +225,7 @@ impl Owner {
                 origin: provenance.origin,
                 sender: provenance.sender,
                 tool_calls: 0,
+                tokens: 0,
             };
             let staged = self.settled_hooks(&settled, &mut change.header, &mut change.ops);
             change.header.inbox_state = self.inbox_state_with(&staged);

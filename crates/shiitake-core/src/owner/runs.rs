@@ -16,7 +16,7 @@ use super::work::ActiveRun;
 use super::{Owner, Published, RunEvent};
 use crate::clock::now_ms;
 use crate::extension::Settled;
-use crate::runner::{self, RunStart};
+use crate::runner::{self, RunStart, RunTally};
 use crate::store::{CommandState, Op, StoredCompaction, StoredSandboxFailure};
 
 impl Owner {
@@ -95,7 +95,7 @@ impl Owner {
                     &command.id,
                     &joined,
                     (TerminalOutcome::Interrupted, Some(diagnostic)),
-                    0,
+                    RunTally::default(),
                 )
                 .await;
                 continue;
@@ -171,20 +171,15 @@ impl Owner {
             RunEvent::Finished {
                 outcome,
                 diagnostic,
-                tool_calls,
+                tally,
                 transcript,
             } => {
                 let Some(run) = self.work.finish() else {
                     return;
                 };
                 self.work.keep_transcript(transcript);
-                self.settle(
-                    &run.command_id,
-                    &run.absorbed,
-                    (outcome, diagnostic),
-                    tool_calls,
-                )
-                .await;
+                self.settle(&run.command_id, &run.absorbed, (outcome, diagnostic), tally)
+                    .await;
                 self.append_waiting_lines().await;
                 self.start_next_run().await;
             }
@@ -270,14 +265,14 @@ impl Owner {
     }
 
     /// Commits the terminals of a run and of the steers it absorbed, with every
-    /// extension's settled hook in the same transaction. `tool_calls` is what the
-    /// run's model asked for (0 for work settled without a runner).
+    /// extension's settled hook in the same transaction. `tally` is what the run's
+    /// model did (nothing for work settled without a runner).
     async fn settle(
         &mut self,
         command_id: &CommandId,
         absorbed: &[CommandId],
         (outcome, diagnostic): (TerminalOutcome, Option<String>),
-        tool_calls: u32,
+        tally: RunTally,
     ) {
         let host = self.deps.host.clone();
         // Settles of different Sessions queue on the Agent lock only when some
@@ -293,7 +288,8 @@ impl Owner {
             outcome,
             origin: provenance.origin,
             sender: provenance.sender,
-            tool_calls,
+            tool_calls: tally.tool_calls,
+            tokens: tally.tokens,
         };
         let staged = self.settled_hooks(&settled, &mut change.header, &mut change.ops);
         let previous = self.work.set_last_outcome(Some(outcome));

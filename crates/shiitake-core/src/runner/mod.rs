@@ -67,6 +67,24 @@ pub(crate) struct RunStart {
     pub(crate) transcript: Option<Transcript>,
 }
 
+/// What a run's model did, for settled hooks: the tool calls it asked for and the
+/// tokens its provider reported, those committed before a restart included.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RunTally {
+    pub(crate) tool_calls: u32,
+    /// The sum of each answer's `usage.totalTokens` (0 where the provider reports none).
+    pub(crate) tokens: u64,
+}
+
+impl RunTally {
+    /// Counts one committed answer of the model.
+    fn add(&mut self, message: &shiitake_protocol::message::AssistantMessage) {
+        let calls = u32::try_from(message.tool_calls().count()).unwrap_or(u32::MAX);
+        self.tool_calls = self.tool_calls.saturating_add(calls);
+        self.tokens = self.tokens.saturating_add(message.usage.total_tokens);
+    }
+}
+
 /// How a run ended.
 pub(crate) struct Settled {
     pub(crate) outcome: TerminalOutcome,
@@ -124,12 +142,12 @@ pub(crate) enum RunEvent {
     },
     /// A sandbox refused a tool call.
     SandboxFailure { capability: String, message: String },
-    /// The run settled; `tool_calls` counts the tool calls its model asked for.
+    /// The run settled; `tally` counts what its model did (tool calls, tokens).
     /// `transcript` is what it ended with, for the next run (none after an error).
     Finished {
         outcome: TerminalOutcome,
         diagnostic: Option<String>,
-        tool_calls: u32,
+        tally: RunTally,
         transcript: Option<Transcript>,
     },
 }
@@ -215,11 +233,11 @@ pub(crate) async fn run(mut start: RunStart) {
         owner: start.owner.clone(),
     };
     let kept = start.transcript.take();
-    let mut tool_calls = 0;
+    let mut tally = RunTally::default();
     let (settled, transcript) = match load_transcript(&start, kept).await {
-        Ok((mut transcript, earlier_calls)) => {
-            tool_calls = earlier_calls;
-            match drive(&start, &link, &mut transcript, &mut tool_calls).await {
+        Ok((mut transcript, earlier)) => {
+            tally = earlier;
+            match drive(&start, &link, &mut transcript, &mut tally).await {
                 Ok(settled) => (settled, Some(transcript)),
                 Err(error) => (Settled::failed(error.message), None),
             }
@@ -234,20 +252,20 @@ pub(crate) async fn run(mut start: RunStart) {
     link.tell(RunEvent::Finished {
         outcome: settled.outcome,
         diagnostic: settled.diagnostic,
-        tool_calls,
+        tally,
         transcript,
     })
     .await;
 }
 
 /// Drives the run to its terminal on `transcript`, which holds every message it
-/// commits; `called` counts the tool calls the model asked for in this run (those
-/// committed before a restart included), for settled hooks.
+/// commits; `tally` counts what the model did in this run (those answers committed
+/// before a restart included), for settled hooks.
 async fn drive(
     start: &RunStart,
     link: &OwnerLink,
     transcript: &mut Transcript,
-    called: &mut u32,
+    tally: &mut RunTally,
 ) -> Result<Settled, ShiitakeError> {
     let core = &start.agent;
     let model = match core.config.models.resolve(start.preference.as_ref()) {
@@ -317,8 +335,10 @@ async fn drive(
         let tool_calls: Vec<_> = message.tool_calls().cloned().collect();
         let entry = Message::Assistant(message);
         let entry_id = link.commit_as(entry_id, entry.clone()).await?;
+        if let Message::Assistant(answer) = &entry {
+            tally.add(answer);
+        }
         transcript.push(entry_id, entry);
-        *called = called.saturating_add(u32::try_from(tool_calls.len()).unwrap_or(u32::MAX));
         match stop_reason {
             StopReason::Aborted => return Ok(Settled::cancelled()),
             StopReason::Error => {
@@ -355,20 +375,20 @@ async fn drive(
 async fn load_transcript(
     start: &RunStart,
     kept: Option<Transcript>,
-) -> Result<(Transcript, u32), ShiitakeError> {
+) -> Result<(Transcript, RunTally), ShiitakeError> {
     let Some(leaf) = &start.leaf else {
-        return Ok((Transcript::default(), 0));
+        return Ok((Transcript::default(), RunTally::default()));
     };
     let store = &start.agent.store;
     if let Some(transcript) = kept
         && transcript.last_id() == Some(leaf)
     {
         // A kept transcript serves a new run, never a resumed one: no earlier calls.
-        return Ok((transcript, 0));
+        return Ok((transcript, RunTally::default()));
     }
     let mut path = store.lineage(&start.session_id, leaf, usize::MAX).await?;
     path.reverse();
-    let earlier_calls = calls_of(&path, &start.command_id);
+    let earlier = tally_of(&path, &start.command_id);
     let mut transcript = Transcript::new(
         path.into_iter()
             .map(|entry| (entry.id, entry.message))
@@ -384,21 +404,21 @@ async fn load_transcript(
             break;
         }
     }
-    Ok((transcript, earlier_calls))
+    Ok((transcript, earlier))
 }
 
-/// The tool calls the model asked for in these entries of `command_id`'s run.
-fn calls_of(entries: &[crate::store::StoredEntry], command_id: &CommandId) -> u32 {
-    entries
+/// What the model did in these entries of `command_id`'s run.
+fn tally_of(entries: &[crate::store::StoredEntry], command_id: &CommandId) -> RunTally {
+    let mut tally = RunTally::default();
+    for entry in entries
         .iter()
         .filter(|entry| entry.command_id.as_ref() == Some(command_id))
-        .map(|entry| match &entry.message {
-            Message::Assistant(message) => message.tool_calls().count(),
-            _ => 0,
-        })
-        .fold(0u32, |total, calls| {
-            total.saturating_add(u32::try_from(calls).unwrap_or(u32::MAX))
-        })
+    {
+        if let Message::Assistant(answer) = &entry.message {
+            tally.add(answer);
+        }
+    }
+    tally
 }
 
 /// The system prompt followed by the extensions' sections, each as its own paragraph.

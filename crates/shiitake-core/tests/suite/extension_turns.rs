@@ -1,5 +1,6 @@
 //! What an extension learns about its own work and how it leaves a note in the
-//! transcript: settled hooks count the run's tool calls (also across a restart),
+//! transcript: settled hooks count the run's tool calls and the tokens its model
+//! reported (also across a restart),
 //! `Tx::admit` answers the command id of the admitted prompt, and `Tx::append_line`
 //! adds a chat line marked with the extension, now or after the running work.
 
@@ -87,6 +88,11 @@ impl Extension for Recorder {
     fn on_settled(&self, tx: &mut Tx<'_>, settled: &Settled) -> Result<(), HookError> {
         push(
             tx,
+            "tokens",
+            json!({"commandId": settled.command_id, "tokens": settled.tokens}),
+        )?;
+        push(
+            tx,
             "settled",
             json!({
                 "commandId": settled.command_id,
@@ -100,6 +106,7 @@ impl Extension for Recorder {
         Some(json!({
             "settled": state.get::<Value>(StateScope::Session, "settled", "all"),
             "admitted": state.get::<Value>(StateScope::Session, "admitted", "all"),
+            "tokens": state.get::<Value>(StateScope::Session, "tokens", "all"),
             "waiting": state.get::<bool>(StateScope::Session, "gate", "waiting"),
         }))
     }
@@ -276,6 +283,73 @@ async fn tool_calls_made_before_a_restart_still_count() {
         projection(&read(&session).await)["settled"],
         json!([{"commandId": work, "outcome": "completed", "toolCalls": 1}]),
         "the call made before the restart counts once"
+    );
+    agent.close().await.unwrap();
+}
+
+/// The tokens the committed answers of `command_id` report, as the transcript shows them.
+fn reported_tokens(snapshot: &SessionSnapshot, command_id: &CommandId) -> u64 {
+    snapshot
+        .messages
+        .iter()
+        .filter(|entry| entry.command_id.as_ref() == Some(command_id))
+        .filter_map(|entry| match &entry.value {
+            Message::Assistant(answer) => Some(answer.usage.total_tokens),
+            _ => None,
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn settled_hooks_sum_the_tokens_the_model_reported_also_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.db");
+    let agent = open(
+        &path,
+        vec![
+            Turn::tool_call("recorder__note", json!({})),
+            Turn::text("noted and done"),
+            Turn::tool_call("recorder__gate", json!({})),
+        ],
+        Grants::all(),
+    )
+    .await;
+    let session = new_session(&agent).await;
+    let session_id = session.session_id().clone();
+    let first = send(&session, "note something").await;
+    terminal_of(&session, &first).await;
+    let gated = send(&session, "wait at the gate").await;
+    until_gated(&session).await;
+    agent.close().await.unwrap();
+
+    // The resumed run's tally starts from the answer committed before the restart.
+    let agent = open(&path, vec![Turn::text("through")], Grants::all()).await;
+    let session = agent.session(session_id);
+    session
+        .call_extension(&id(), "open", json!({}))
+        .await
+        .unwrap();
+    terminal_of(&session, &gated).await;
+    let snapshot = read(&session).await;
+    let expected: Vec<Value> = [&first, &gated]
+        .into_iter()
+        .map(|run| json!({"commandId": run, "tokens": reported_tokens(&snapshot, run)}))
+        .collect();
+    assert_eq!(projection(&snapshot)["tokens"], json!(expected));
+    let answers = |run: &CommandId| {
+        snapshot
+            .messages
+            .iter()
+            .filter(|entry| {
+                entry.command_id.as_ref() == Some(run)
+                    && matches!(entry.value, Message::Assistant(_))
+            })
+            .count()
+    };
+    assert_eq!((answers(&first), answers(&gated)), (2, 2));
+    assert!(
+        expected.iter().all(|e| e["tokens"].as_u64() > Some(0)),
+        "the scripted model reports usage: {expected:?}"
     );
     agent.close().await.unwrap();
 }
