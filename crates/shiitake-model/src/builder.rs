@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 use shiitake_protocol::message::{
     AssistantContent, AssistantMessage, Extra, StopReason, TextContent, ThinkingContent, ToolCall,
-    Usage,
+    Usage, UsageSource,
 };
 
 use crate::event::AssistantEvent;
@@ -48,7 +48,8 @@ impl MessageBuilder {
             api: info.api.clone(),
             provider: info.provider.clone(),
             model: info.model.clone(),
-            usage: Usage::default(),
+            // Unknown until the provider reports it: never a false zero.
+            usage: Usage::unknown(),
             stop_reason: StopReason::Stop,
             error_message: None,
             timestamp: now_millis(),
@@ -256,14 +257,17 @@ impl MessageBuilder {
         }
     }
 
-    /// Replaces the usage.
+    /// Replaces the usage with what the provider reported.
     pub(crate) fn set_usage(&mut self, usage: Usage) {
         self.message.usage = usage;
     }
 
-    /// Mutable usage, for providers that report it in parts.
+    /// Mutable usage, for providers that report it in parts: from now on it is reported
+    /// (a caller that estimates it says so in `source`).
     pub(crate) fn usage_mut(&mut self) -> &mut Usage {
-        &mut self.message.usage
+        let usage = &mut self.message.usage;
+        usage.source = UsageSource::Reported;
+        usage
     }
 
     /// Sets why the message ended (a `stop` with tool calls becomes `toolUse` at finish).
@@ -383,6 +387,22 @@ mod tests {
         );
         assert_eq!(b.message.stop_reason, StopReason::ToolUse);
         assert_eq!(b.message.text(), "Hello");
+    }
+
+    #[test]
+    fn usage_is_unknown_until_the_provider_reports_it() {
+        let mut silent = MessageBuilder::new(&info());
+        silent.text("hi");
+        silent.finish();
+        let Some(AssistantEvent::Done { message, .. }) = drain(&mut silent).pop() else {
+            panic!("no done event")
+        };
+        assert_eq!(message.usage, Usage::unknown());
+        let mut counted = MessageBuilder::new(&info());
+        counted.usage_mut().output = 3;
+        counted.recompute_total();
+        assert_eq!(counted.message.usage.source, UsageSource::Reported);
+        assert_eq!(counted.message.usage.total_tokens, 3);
     }
 
     #[test]

@@ -70,6 +70,7 @@ pub mod event;
 mod http;
 pub mod model;
 pub mod openai;
+mod profile;
 pub mod replay;
 pub mod scripted;
 mod select;
@@ -84,5 +85,6 @@ pub use model::{
     ToolSpec,
 };
 pub use openai::{OpenAiCompatible, OpenAiConfig, ToolStreaming};
+pub use profile::ModelProfile;
 pub use scripted::{Recording, Script, ScriptError, ScriptedModel, Step, Turn};
 pub use select::{ModelEnv, SelectError, select};

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ModelError;
 use crate::event::AssistantEvent;
+use crate::profile::ModelProfile;
 
 /// The events of one assistant message; it always ends with exactly one `done` or `error`.
 pub type AssistantStream = BoxStream<'static, AssistantEvent>;
@@ -22,6 +23,11 @@ pub type AssistantStream = BoxStream<'static, AssistantEvent>;
 pub trait Model: Send + Sync {
     /// Which wire API, provider and model id answer, stamped on every message.
     fn describe(&self) -> ModelInfo;
+
+    /// What the model can handle, as its spec says; [`ModelProfile::Full`] unless told.
+    fn profile(&self) -> ModelProfile {
+        ModelProfile::Full
+    }
 
     /// Sends `context` to the model and streams its answer.
     ///
@@ -41,6 +47,10 @@ pub trait Model: Send + Sync {
 impl<M: Model + ?Sized> Model for Arc<M> {
     fn describe(&self) -> ModelInfo {
         (**self).describe()
+    }
+
+    fn profile(&self) -> ModelProfile {
+        (**self).profile()
     }
 
     async fn stream(

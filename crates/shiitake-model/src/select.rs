@@ -6,7 +6,8 @@ use std::sync::Arc;
 use crate::anthropic::{Anthropic, AnthropicConfig};
 use crate::error::ModelError;
 use crate::model::Model;
-use crate::openai::{OpenAiCompatible, OpenAiConfig};
+use crate::openai::{OpenAiCompatible, OpenAiConfig, ToolStreaming};
+use crate::profile::ModelProfile;
 use crate::scripted::place::place_file;
 use crate::scripted::{Script, ScriptError, ScriptedModel};
 
@@ -120,10 +121,12 @@ pub enum SelectError {
 /// | `anthropic:<model>` | Anthropic (needs `ANTHROPIC_API_KEY`; `ANTHROPIC_BASE_URL` optional) |
 /// | `openai-compatible:<base-url>#<model>[?option=value&…]` | any OpenAI-compatible server (Ollama, llama.cpp, vLLM) |
 /// | `scripted:<path>` | the scripted model playing a JSON script file |
+/// | any of them + `?profile=small` | the same model, offered what a small model gets |
 ///
-/// The one option of `openai-compatible:` is `tool_streaming=streaming|replay`
-/// ([`ToolStreaming`](crate::ToolStreaming)): `replay` for servers that cannot
-/// stream tool calls, such as the bundled local model.
+/// Any spec may end with `?profile=full|small` ([`ModelProfile`]): `small` gives the
+/// model the compact tool set and short prompt of small models. `openai-compatible:`
+/// also takes `tool_streaming=streaming|replay` ([`ToolStreaming`](crate::ToolStreaming)):
+/// `replay` for servers that cannot stream tool calls. Options are joined with `&`.
 pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError> {
     let spec = spec.trim();
     let Some((provider, rest)) = spec.split_once(':') else {
@@ -139,6 +142,9 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
     };
     match provider {
         "openai" => {
+            let (rest, options) = split_options(rest);
+            let options =
+                SpecOptions::parse(options, false).map_err(|reason| malformed(&reason))?;
             if rest.is_empty() {
                 return Err(malformed("name the model, as in openai:gpt-4o"));
             }
@@ -149,7 +155,7 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
                     spec: spec.to_owned(),
                     variable: "OPENAI_API_KEY",
                 })?;
-            let mut config = OpenAiConfig::openai(rest, key);
+            let mut config = OpenAiConfig::openai(rest, key).profile(options.profile);
             if let Some(base) = &env.openai_base_url {
                 config.base_url.clone_from(base);
             }
@@ -158,6 +164,9 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
             ))
         }
         "anthropic" => {
+            let (rest, options) = split_options(rest);
+            let options =
+                SpecOptions::parse(options, false).map_err(|reason| malformed(&reason))?;
             if rest.is_empty() {
                 return Err(malformed(
                     "name the model, as in anthropic:claude-sonnet-4-5",
@@ -170,7 +179,7 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
                     spec: spec.to_owned(),
                     variable: "ANTHROPIC_API_KEY",
                 })?;
-            let mut config = AnthropicConfig::new(rest, key);
+            let mut config = AnthropicConfig::new(rest, key).profile(options.profile);
             if let Some(base) = &env.anthropic_base_url {
                 config.base_url.clone_from(base);
             }
@@ -189,14 +198,19 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
                     "both the base URL and the model after `#` are needed",
                 ));
             }
-            let mut config = OpenAiConfig::new(base, model);
-            apply_options(&mut config, options).map_err(|reason| malformed(&reason))?;
+            let options = SpecOptions::parse(options, true).map_err(|reason| malformed(&reason))?;
+            let mut config = OpenAiConfig::new(base, model)
+                .profile(options.profile)
+                .tool_streaming(options.tool_streaming);
             config.api_key.clone_from(&env.openai_compatible_api_key);
             Ok(Arc::new(
                 OpenAiCompatible::new(config).map_err(config_error)?,
             ))
         }
         "scripted" => {
+            let (rest, options) = split_options(rest);
+            let options =
+                SpecOptions::parse(options, false).map_err(|reason| malformed(&reason))?;
             if rest.is_empty() {
                 return Err(malformed(
                     "name the script file, as in scripted:tests/script.json",
@@ -207,7 +221,7 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
                 path: path.clone(),
                 source,
             })?;
-            let model = ScriptedModel::new(script);
+            let model = ScriptedModel::new(script).with_profile(options.profile);
             Ok(Arc::new(match &env.scripted_places {
                 Some(places) => model.keeping_place_in(place_file(places, &path)),
                 None => model,
@@ -217,20 +231,45 @@ pub fn select(spec: &str, env: &ModelEnv) -> Result<Arc<dyn Model>, SelectError>
     }
 }
 
-/// Applies `key=value&…` options of an `openai-compatible:` spec.
-fn apply_options(config: &mut OpenAiConfig, options: &str) -> Result<(), String> {
-    for option in options.split('&').filter(|option| !option.is_empty()) {
-        let (key, value) = option.split_once('=').ok_or_else(|| {
-            format!("option `{option}` needs a value, as in tool_streaming=replay")
-        })?;
-        match key {
-            "tool_streaming" => config.tool_streaming = value.parse()?,
-            other => {
-                return Err(format!(
-                    "unknown option `{other}` (the one option is tool_streaming=streaming|replay)"
-                ));
+/// The rest of a spec before its `?options`, and the options: the text after the last
+/// `?` when it holds a `key=value` (so a `?` elsewhere in a path or model stays).
+fn split_options(rest: &str) -> (&str, &str) {
+    match rest.rsplit_once('?') {
+        Some((before, options)) if options.contains('=') => (before, options),
+        _ => (rest, ""),
+    }
+}
+
+/// The `key=value&…` options a spec ends with.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct SpecOptions {
+    profile: ModelProfile,
+    tool_streaming: ToolStreaming,
+}
+
+impl SpecOptions {
+    /// Reads `options`; `tool_streaming` is an option of `openai-compatible:` only.
+    fn parse(options: &str, openai_compatible: bool) -> Result<Self, String> {
+        let known = if openai_compatible {
+            "profile=full|small and tool_streaming=streaming|replay"
+        } else {
+            "profile=full|small"
+        };
+        let mut parsed = Self::default();
+        for option in options.split('&').filter(|option| !option.is_empty()) {
+            let (key, value) = option
+                .split_once('=')
+                .ok_or_else(|| format!("option `{option}` needs a value, as in profile=small"))?;
+            match key {
+                "profile" => parsed.profile = value.parse()?,
+                "tool_streaming" if openai_compatible => parsed.tool_streaming = value.parse()?,
+                other => {
+                    return Err(format!(
+                        "unknown option `{other}` (the options are {known})"
+                    ));
+                }
             }
         }
+        Ok(parsed)
     }
-    Ok(())
 }

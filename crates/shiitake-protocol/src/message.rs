@@ -15,6 +15,9 @@ use crate::number::JsNumber;
 pub type Extra = Map<String, Value>;
 
 /// One completed transcript message.
+// The assistant message is the largest and the most common; boxing it would add an
+// allocation to every message of every transcript.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role")]
 pub enum Message {

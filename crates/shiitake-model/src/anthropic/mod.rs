@@ -17,6 +17,7 @@ use crate::builder::MessageBuilder;
 use crate::error::{ModelError, ModelErrorKind};
 use crate::http::{self, HttpLimits};
 use crate::model::{AssistantStream, Model, ModelContext, ModelInfo, ModelOptions};
+use crate::profile::ModelProfile;
 use crate::sse;
 
 /// The `api` name this provider stamps on messages.
@@ -40,6 +41,8 @@ pub struct AnthropicConfig {
     pub headers: Vec<(String, String)>,
     /// Timeouts and size bounds.
     pub limits: HttpLimits,
+    /// What the model can handle (`?profile=small` in a spec).
+    pub profile: ModelProfile,
 }
 
 impl AnthropicConfig {
@@ -52,6 +55,7 @@ impl AnthropicConfig {
             version: ANTHROPIC_VERSION.to_owned(),
             headers: Vec::new(),
             limits: HttpLimits::default(),
+            profile: ModelProfile::Full,
         }
     }
 
@@ -75,6 +79,13 @@ impl AnthropicConfig {
         self.limits = limits;
         self
     }
+
+    /// Says what the model can handle.
+    #[must_use]
+    pub fn profile(mut self, profile: ModelProfile) -> Self {
+        self.profile = profile;
+        self
+    }
 }
 
 impl std::fmt::Debug for AnthropicConfig {
@@ -93,6 +104,7 @@ impl std::fmt::Debug for AnthropicConfig {
                     .collect::<Vec<_>>(),
             )
             .field("limits", &self.limits)
+            .field("profile", &self.profile)
             .finish()
     }
 }
@@ -149,6 +161,10 @@ impl Anthropic {
 impl Model for Anthropic {
     fn describe(&self) -> ModelInfo {
         self.info.clone()
+    }
+
+    fn profile(&self) -> ModelProfile {
+        self.config.profile
     }
 
     async fn stream(

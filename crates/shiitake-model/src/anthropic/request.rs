@@ -9,6 +9,11 @@ use crate::replay;
 /// Output limit when the caller sets none (the API requires one).
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
+/// The `cache_control` that ends the stable prefix (the default five-minute cache).
+fn cache_breakpoint() -> Value {
+    json!({"type": "ephemeral"})
+}
+
 /// The thinking budget for a reasoning level, as pi-ai chooses it.
 fn thinking_budget(level: ReasoningLevel) -> u32 {
     match level {
@@ -65,8 +70,19 @@ pub(crate) fn body(info: &ModelInfo, context: &ModelContext, options: &ModelOpti
     body.insert("model".into(), json!(info.model));
     body.insert("messages".into(), Value::Array(messages));
     body.insert("stream".into(), json!(true));
-    if !context.system_prompt.is_empty() {
-        body.insert("system".into(), json!(context.system_prompt));
+    // The tools and the system prompt are the same on every call of a run and across
+    // runs: one cache breakpoint at their end lets later calls read them from the
+    // prompt cache (Anthropic caches tools, then system, then messages, in that order).
+    let cached_system = !context.system_prompt.is_empty();
+    if cached_system {
+        body.insert(
+            "system".into(),
+            json!([{
+                "type": "text",
+                "text": context.system_prompt,
+                "cache_control": cache_breakpoint(),
+            }]),
+        );
     }
     match options.reasoning {
         Some(level) => {
@@ -86,7 +102,7 @@ pub(crate) fn body(info: &ModelInfo, context: &ModelContext, options: &ModelOpti
     }
     body.insert("max_tokens".into(), json!(max_tokens));
     if !context.tools.is_empty() {
-        let tools: Vec<Value> = context
+        let mut tools: Vec<Value> = context
             .tools
             .iter()
             .map(|tool| {
@@ -97,6 +113,10 @@ pub(crate) fn body(info: &ModelInfo, context: &ModelContext, options: &ModelOpti
                 })
             })
             .collect();
+        // Without a system prompt the stable prefix ends with the last tool.
+        if !cached_system && let Some(last) = tools.last_mut() {
+            last["cache_control"] = cache_breakpoint();
+        }
         body.insert("tools".into(), Value::Array(tools));
         let choice = match &options.tool_choice {
             ToolChoice::Auto => json!({"type": "auto"}),

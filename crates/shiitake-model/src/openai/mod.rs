@@ -26,6 +26,7 @@ use crate::builder::MessageBuilder;
 use crate::error::{ModelError, ModelErrorKind};
 use crate::http::{self, HttpLimits};
 use crate::model::{AssistantStream, Model, ModelContext, ModelInfo, ModelOptions, ToolChoice};
+use crate::profile::ModelProfile;
 use crate::sse;
 
 /// The `api` name this provider stamps on messages.
@@ -89,6 +90,8 @@ pub struct OpenAiConfig {
     pub limits: HttpLimits,
     /// Whether answers that may call tools are streamed or asked whole and replayed.
     pub tool_streaming: ToolStreaming,
+    /// What the model can handle (`?profile=small` in a spec).
+    pub profile: ModelProfile,
 }
 
 impl OpenAiConfig {
@@ -103,6 +106,7 @@ impl OpenAiConfig {
             max_tokens_field: "max_tokens".to_owned(),
             limits: HttpLimits::default(),
             tool_streaming: ToolStreaming::Streaming,
+            profile: ModelProfile::Full,
         }
     }
 
@@ -149,6 +153,13 @@ impl OpenAiConfig {
         self.tool_streaming = tool_streaming;
         self
     }
+
+    /// Says what the model can handle.
+    #[must_use]
+    pub fn profile(mut self, profile: ModelProfile) -> Self {
+        self.profile = profile;
+        self
+    }
 }
 
 impl std::fmt::Debug for OpenAiConfig {
@@ -169,6 +180,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("max_tokens_field", &self.max_tokens_field)
             .field("limits", &self.limits)
             .field("tool_streaming", &self.tool_streaming)
+            .field("profile", &self.profile)
             .finish()
     }
 }
@@ -219,6 +231,10 @@ impl OpenAiCompatible {
 impl Model for OpenAiCompatible {
     fn describe(&self) -> ModelInfo {
         self.info.clone()
+    }
+
+    fn profile(&self) -> ModelProfile {
+        self.config.profile
     }
 
     async fn stream(

@@ -198,6 +198,17 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_without_usage_records_it_as_unknown() {
+        let body = r#"{"choices":[{"index":0,"finish_reason":"stop",
+            "message":{"role":"assistant","content":"hi"}}]}"#;
+        let events = events(body).unwrap();
+        let Some(AssistantEvent::Done { message, .. }) = events.last() else {
+            panic!("{events:?}")
+        };
+        assert_eq!(message.usage, shiitake_protocol::message::Usage::unknown());
+    }
+
+    #[test]
     fn missing_pieces_are_invalid_responses() {
         for body in [
             "",

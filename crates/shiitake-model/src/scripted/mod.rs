@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream;
 use shiitake_protocol::message::{
-    AssistantContent, InputContent, Message, StopReason, UserContent,
+    AssistantContent, InputContent, Message, StopReason, UsageSource, UserContent,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +29,7 @@ use crate::error::{ModelError, ModelErrorKind};
 use crate::event::AssistantEvent;
 use crate::http::aborted;
 use crate::model::{AssistantStream, Model, ModelContext, ModelInfo, ModelOptions};
+use crate::profile::ModelProfile;
 
 pub use script::{Script, ScriptError, ScriptFailure, ScriptToolCall, Step, Turn};
 
@@ -66,6 +67,8 @@ pub struct ScriptedModel {
     recording: Recording,
     /// The place file, when the place is kept outside this value.
     place: Option<PathBuf>,
+    /// What it says it can handle, so tests see the tools and prompt a profile gets.
+    profile: ModelProfile,
     state: Mutex<State>,
 }
 
@@ -89,6 +92,7 @@ impl ScriptedModel {
             info,
             recording: Recording::default(),
             place: None,
+            profile: ModelProfile::Full,
             state: Mutex::new(State::default()),
         }
     }
@@ -102,6 +106,14 @@ impl ScriptedModel {
     #[must_use]
     pub fn keeping_place_in(mut self, file: impl Into<PathBuf>) -> Self {
         self.place = Some(file.into());
+        self
+    }
+
+    /// Says it is a model of `profile` (`scripted:<path>?profile=small`), so a run
+    /// offers it what a model of that profile gets.
+    #[must_use]
+    pub fn with_profile(mut self, profile: ModelProfile) -> Self {
+        self.profile = profile;
         self
     }
 
@@ -276,6 +288,7 @@ impl Player {
             }
             let Some(action) = self.actions.pop_front() else {
                 let usage = self.builder.usage_mut();
+                usage.source = UsageSource::Estimated;
                 usage.input = self.input_tokens;
                 usage.output = estimate_tokens(self.output_chars);
                 self.builder.recompute_total();
@@ -333,6 +346,10 @@ fn failure_error(failure: &ScriptFailure) -> ModelError {
 impl Model for ScriptedModel {
     fn describe(&self) -> ModelInfo {
         self.info.clone()
+    }
+
+    fn profile(&self) -> ModelProfile {
+        self.profile
     }
 
     async fn stream(

@@ -147,7 +147,7 @@ async fn the_request_carries_headers_tools_thinking_and_merged_tool_results() {
             ]}
         ],
         "stream": true,
-        "system": "Be terse.",
+        "system": [{"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral"}}],
         "thinking": {"type": "enabled", "budget_tokens": 2048},
         "max_tokens": 3048,
         "tools": [{"name": "read", "description": "Read a file.",
@@ -155,6 +155,31 @@ async fn the_request_carries_headers_tools_thinking_and_merged_tool_results() {
         "tool_choice": {"type": "auto"}
     });
     assert_eq!(request.body, expected);
+}
+
+#[tokio::test]
+async fn without_a_system_prompt_the_cache_breakpoint_ends_the_tools() {
+    let mut parts = vec![start(json!({"input_tokens": 3}))];
+    parts.extend(end("end_turn"));
+    let server = TestServer::start(vec![Reply::sse(parts)]).await;
+    let tool = |name: &str| ToolSpec {
+        name: name.into(),
+        description: "A tool.".into(),
+        parameters: json!({"type": "object"}),
+    };
+    let mut context = ask("hi");
+    context.system_prompt.clear();
+    context.tools = vec![tool("first"), tool("last")];
+    call(&provider(&server), context, ModelOptions::default())
+        .await
+        .unwrap();
+    let body = &server.requests()[0].body;
+    assert!(body.get("system").is_none(), "{body}");
+    assert_eq!(body["tools"][0].get("cache_control"), None);
+    assert_eq!(
+        body["tools"][1]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@ mod anthropic_stream;
 mod behaviour;
 mod openai_stream;
 mod real_local_model;
+mod recorded_usage;
 mod retry_classification;
 mod scripted;
 mod select_spec;

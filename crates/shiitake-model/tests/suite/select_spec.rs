@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use shiitake_model::{ModelEnv, ModelInfo, SelectError, select};
+use shiitake_model::{ModelEnv, ModelInfo, ModelProfile, SelectError, select};
 
 fn env() -> ModelEnv {
     ModelEnv {
@@ -102,4 +102,56 @@ fn the_debug_form_hides_keys() {
     let text = format!("{:?}", env());
     assert!(!text.contains("\"sk\"") && text.contains("<set>"));
     assert!(!text.contains("\"ak\""));
+}
+
+#[test]
+fn a_spec_marks_its_model_small_and_a_bad_option_is_refused() {
+    let script = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(script.path(), r#"{"turns": [{"steps": [{"text": "hi"}]}]}"#).unwrap();
+    let scripted = format!("scripted:{}", script.path().display());
+    let small = [
+        "openai:gpt-4o-mini?profile=small".to_owned(),
+        "anthropic:claude-haiku-4-5?profile=small".to_owned(),
+        "openai-compatible:http://127.0.0.1:8090/v1#smollm2?profile=small".to_owned(),
+        "openai-compatible:http://127.0.0.1:8090/v1#smollm2?tool_streaming=replay&profile=small"
+            .to_owned(),
+        format!("{scripted}?profile=small"),
+    ];
+    for spec in &small {
+        let model = select(spec, &env()).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        assert_eq!(model.profile(), ModelProfile::Small, "{spec}");
+    }
+    // The model id is what precedes the options.
+    let model = select("openai:gpt-4o-mini?profile=small", &env()).unwrap();
+    assert_eq!(model.describe().model, "gpt-4o-mini");
+    for spec in [
+        "openai:gpt-4o".to_owned(),
+        "openai-compatible:http://127.0.0.1:8090/v1#smollm2?profile=full".to_owned(),
+        scripted.clone(),
+    ] {
+        assert_eq!(
+            select(&spec, &env()).unwrap().profile(),
+            ModelProfile::Full,
+            "{spec}"
+        );
+    }
+    for (spec, complaint) in [
+        ("openai:gpt-4o?profile=tiny", "`full` or `small`"),
+        (
+            "openai:gpt-4o?tool_streaming=replay",
+            "unknown option `tool_streaming`",
+        ),
+        (
+            "openai-compatible:http://x/v1#m?colour=red",
+            "unknown option `colour`",
+        ),
+        ("openai-compatible:http://x/v1#m?profile", "needs a value"),
+    ] {
+        let error = select(spec, &env()).err().unwrap();
+        assert!(
+            matches!(error, SelectError::Malformed { .. }),
+            "{spec}: {error}"
+        );
+        assert!(error.to_string().contains(complaint), "{spec}: {error}");
+    }
 }

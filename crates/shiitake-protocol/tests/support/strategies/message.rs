@@ -32,23 +32,25 @@ pub fn usage() -> impl Strategy<Value = Usage> {
             extra(),
         ),
     )
-        .prop_map(|((i, o, cr, cw, t), (ci, co, ccr, ccw, ct), (source, extra))| Usage {
-            input: i.into(),
-            output: o.into(),
-            cache_read: cr.into(),
-            cache_write: cw.into(),
-            total_tokens: t.into(),
-            cost: Cost {
-                input: ci,
-                output: co,
-                cache_read: ccr,
-                cache_write: ccw,
-                total: ct,
-                extra: Extra::new(),
+        .prop_map(
+            |((i, o, cr, cw, t), (ci, co, ccr, ccw, ct), (source, extra))| Usage {
+                input: i.into(),
+                output: o.into(),
+                cache_read: cr.into(),
+                cache_write: cw.into(),
+                total_tokens: t.into(),
+                cost: Cost {
+                    input: ci,
+                    output: co,
+                    cache_read: ccr,
+                    cache_write: ccw,
+                    total: ct,
+                    extra: Extra::new(),
+                },
+                source,
+                extra,
             },
-            source,
-            extra,
-        })
+        )
 }
 
 pub fn text_content() -> impl Strategy<Value = TextContent> {
