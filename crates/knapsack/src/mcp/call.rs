@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde_json::{Value, json};
 use shiitake_capabilities::{
@@ -39,6 +39,7 @@ impl OperationHandler for McpTool {
             result = self.peer.call_tool(params) => result,
         };
         match result {
+            Ok(result) if result.is_error == Some(true) => Err(self.tool_failed(result)),
             Ok(result) => Ok(tool_output(result)),
             Err(error) => Err(self.call_error(&error, ctx)),
         }
@@ -46,6 +47,23 @@ impl OperationHandler for McpTool {
 }
 
 impl McpTool {
+    /// A tool that ran and reported failure (`isError: true`) is a `failed` tool error,
+    /// so the result message says so; `details` holds `{ isError, content }`.
+    fn tool_failed(&self, result: CallToolResult) -> ToolError {
+        let text = self.headers.scrub(&failure_text(&result.content));
+        let output = tool_output(result);
+        ToolError::ForModel(
+            ForModelError::new(
+                ForModelKind::Failed,
+                format!(
+                    "MCP tool `{}` of server `{}` failed: {text}",
+                    self.tool, self.server
+                ),
+            )
+            .with_details(output),
+        )
+    }
+
     fn call_error(&self, error: &ServiceError, ctx: &InvocationContext) -> ToolError {
         let server = &self.server;
         let tool = &self.tool;
@@ -83,6 +101,29 @@ impl McpTool {
     }
 }
 
+/// The text blocks of a failed tool's content, one per line; other blocks are named
+/// by their type.
+fn failure_text(content: &[ContentBlock]) -> String {
+    let lines: Vec<String> = content
+        .iter()
+        .map(|block| match block.as_text() {
+            Some(text) => text.text.clone(),
+            None => format!(
+                "[{} content]",
+                serde_json::to_value(block)
+                    .ok()
+                    .and_then(|value| value["type"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "other".to_owned())
+            ),
+        })
+        .collect();
+    if lines.is_empty() {
+        "(no content)".to_owned()
+    } else {
+        lines.join("\n")
+    }
+}
+
 /// A result is the tool's `structuredContent`; when there is none, or the tool
 /// failed, it is `{ isError, content }`.
 pub(crate) fn tool_output(result: CallToolResult) -> Value {
@@ -98,8 +139,6 @@ pub(crate) fn tool_output(result: CallToolResult) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::ContentBlock;
-
     use super::*;
 
     #[test]
@@ -115,6 +154,18 @@ mod tests {
             tool_output(result),
             json!({ "isError": false, "content": [ { "type": "text", "text": "done" } ] })
         );
+    }
+
+    #[test]
+    fn a_failure_reads_as_its_text_blocks_and_names_the_others() {
+        let image = ContentBlock::image("aGk=", "image/png");
+        let content = vec![
+            ContentBlock::text("disk full"),
+            image,
+            ContentBlock::text("retry"),
+        ];
+        assert_eq!(failure_text(&content), "disk full\n[image content]\nretry");
+        assert_eq!(failure_text(&[]), "(no content)");
     }
 
     #[test]

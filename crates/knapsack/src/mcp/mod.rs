@@ -14,7 +14,9 @@
 //! - a call returns `structuredContent`, or `{ isError, content }` when there is none
 //!   or the tool failed;
 //! - header values never reach a module, a descriptor, a result, an error message or
-//!   a log line written by Knapsack, and rmcp only sees them marked sensitive.
+//!   a log line written by Knapsack, and rmcp only sees them marked sensitive; rmcp's
+//!   own log lines can repeat a server's reply (a 401 body that echoes the token), so a
+//!   host puts its log writer behind [`Redactions`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -37,6 +39,7 @@ mod call;
 mod connection;
 mod error;
 mod http;
+mod redact;
 mod server;
 mod source;
 mod spec;
@@ -44,5 +47,6 @@ mod tools;
 
 pub use error::{McpConfigError, McpError};
 pub use http::{McpHttp, RedirectRefused};
+pub use redact::{RedactingWriter, Redactions};
 pub use server::{McpServer, SecretHeaders};
-pub use source::{McpServersOptions, McpServersSource, McpUnavailable};
+pub use source::{McpConnected, McpServersOptions, McpServersSource, McpUnavailable};

@@ -8,6 +8,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use shiitake_capabilities::ModulePath;
 
 use super::error::McpConfigError;
+use super::redact::{scrub_forms, secret_forms};
 
 /// Header names the MCP transport sets itself; a host header may not replace them.
 const RESERVED_HEADERS: &[&str] = &[
@@ -25,12 +26,13 @@ const RESERVED_HEADERS: &[&str] = &[
 ///
 /// Values are marked sensitive (`http` prints them as `Sensitive`), `Debug` lists only
 /// the names, and [`SecretHeaders::scrub`] removes the values from any text before
-/// Knapsack puts it into an error or a log line.
+/// Knapsack puts it into an error or a log line; [`Redactions`](super::Redactions)
+/// does the same for a host's whole log.
 #[derive(Clone, Default)]
 pub struct SecretHeaders {
     entries: Vec<(HeaderName, HeaderValue)>,
-    /// The values as text, for [`SecretHeaders::scrub`].
-    texts: Vec<String>,
+    /// Every form of every value, longest first, for [`SecretHeaders::scrub`].
+    forms: Vec<String>,
 }
 
 impl SecretHeaders {
@@ -62,11 +64,15 @@ impl SecretHeaders {
         value_header.set_sensitive(true);
         self.entries.retain(|(existing, _)| existing != header);
         self.entries.push((header, value_header));
-        self.texts = self
+        let mut forms: Vec<String> = self
             .entries
             .iter()
-            .filter_map(|(_, v)| v.to_str().ok().map(str::to_owned))
+            .filter_map(|(_, v)| v.to_str().ok())
+            .flat_map(secret_forms)
             .collect();
+        forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        forms.dedup();
+        self.forms = forms;
         Ok(())
     }
 
@@ -80,15 +86,15 @@ impl SecretHeaders {
         self.entries.is_empty()
     }
 
-    /// `text` with every header value replaced by `<redacted>`.
+    /// `text` with every header value replaced by `<redacted>`: as sent, escaped in a
+    /// quoted string, percent-encoded, and the credential after its scheme on its own.
     pub fn scrub(&self, text: &str) -> String {
-        let mut text = text.to_owned();
-        for secret in &self.texts {
-            if !secret.is_empty() && text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), "<redacted>");
-            }
-        }
-        text
+        scrub_forms(&self.forms, text).into_owned()
+    }
+
+    /// Every form [`SecretHeaders::scrub`] removes, longest first.
+    pub(crate) fn forms(&self) -> &[String] {
+        &self.forms
     }
 
     /// The headers in the form the rmcp transport takes.

@@ -10,7 +10,7 @@ use futures::future::join_all;
 use shiitake_capabilities::{
     CapabilitySource, Invalidations, Invalidator, Module, SourceError, SourceId,
 };
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Connection;
@@ -28,6 +28,15 @@ pub struct McpUnavailable {
     pub error: McpError,
 }
 
+/// An MCP server that connected, and how many tools its module holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpConnected {
+    /// The server's name.
+    pub name: String,
+    /// How many tools it advertised (each an operation of `env.mcp.<name>`).
+    pub tools: usize,
+}
+
 /// How an [`McpServersSource`] connects.
 #[derive(Clone)]
 pub struct McpServersOptions {
@@ -40,10 +49,13 @@ pub struct McpServersOptions {
     pub concurrency: usize,
     /// Told about each server that is left out or drops out; the others stay.
     pub on_unavailable: Arc<dyn Fn(McpUnavailable) + Send + Sync>,
+    /// Told about each server once it has connected and listed its tools.
+    pub on_connected: Arc<dyn Fn(McpConnected) + Send + Sync>,
 }
 
 impl McpServersOptions {
-    /// The defaults around the host's client; unavailable servers are logged as warnings.
+    /// The defaults around the host's client; unavailable servers are logged as
+    /// warnings, connected ones at info level.
     pub fn new(http: McpHttp) -> Self {
         Self {
             http,
@@ -51,6 +63,9 @@ impl McpServersOptions {
             concurrency: MCP_CONNECT_CONCURRENCY,
             on_unavailable: Arc::new(|unavailable: McpUnavailable| {
                 tracing::warn!(server = %unavailable.name, error = %unavailable.error, "MCP server unavailable");
+            }),
+            on_connected: Arc::new(|connected: McpConnected| {
+                tracing::info!(server = %connected.name, tools = connected.tools, "MCP server connected");
             }),
         }
     }
@@ -68,7 +83,9 @@ impl std::fmt::Debug for McpServersOptions {
 /// A source holding one module, `env.mcp.<name>`, per connected MCP server.
 ///
 /// The first read of its modules connects every server, at most `concurrency` at a
-/// time, each under `timeout` (handshake and `tools/list`). A server that rejects,
+/// time, each under `timeout` (handshake and `tools/list`); or, after
+/// [`McpServersSource::connect_in_background`], reads never wait and each server's
+/// module appears once it has connected. A server that rejects,
 /// refuses its credential, redirects, times out or advertises an unusable tool list
 /// is reported through `on_unavailable` and left out; the rest stay. A server's
 /// `tools/list_changed` invalidates the source, and the next read lists that
@@ -81,8 +98,9 @@ pub struct McpServersSource {
     options: McpServersOptions,
     invalidator: Arc<Invalidator>,
     closed: CancellationToken,
-    /// `None` until the first acquisition.
-    connections: Mutex<Option<Vec<Connection>>>,
+    /// `None` until the first acquisition (or the background connecting) starts;
+    /// shared with the background connections, which add themselves.
+    connections: Arc<Mutex<Option<Vec<Connection>>>>,
 }
 
 impl std::fmt::Debug for McpServersSource {
@@ -103,7 +121,39 @@ impl McpServersSource {
             options,
             invalidator: Arc::new(Invalidator::new()),
             closed: CancellationToken::new(),
-            connections: Mutex::new(None),
+            connections: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Starts connecting every server now, each on its own task (at most `concurrency`
+    /// at a time, each under `timeout`), so a host need not wait for the slowest.
+    ///
+    /// From then on reads of the modules do not wait: each server's module appears
+    /// once it has connected, and the source is invalidated then, so a catalog that
+    /// follows it (`changed`, then `refresh`) gains the server; failures go to
+    /// `on_unavailable` as usual. Does nothing once the servers are connecting or
+    /// connected. Closing (or dropping) the source cancels what has not connected.
+    pub async fn connect_in_background(&self) {
+        let mut guard = self.connections.lock().await;
+        if guard.is_some() {
+            return;
+        }
+        *guard = Some(Vec::new());
+        drop(guard);
+        let unique = self.unique_servers();
+        let order: Arc<Vec<String>> =
+            Arc::new(unique.iter().map(|s| s.name().to_owned()).collect());
+        let slots = Arc::new(Semaphore::new(self.options.concurrency.max(1)));
+        for server in unique {
+            let background = Background {
+                connections: self.connections.clone(),
+                invalidator: self.invalidator.clone(),
+                options: self.options.clone(),
+                closed: self.closed.clone(),
+                slots: slots.clone(),
+                order: order.clone(),
+            };
+            tokio::spawn(background.connect(server));
         }
     }
 
@@ -133,7 +183,8 @@ impl McpServersSource {
             .collect()
     }
 
-    async fn connect_all(&self, cancel: &CancellationToken) -> Result<Vec<Connection>, McpError> {
+    /// The servers with a name not used before in the list; each repeat is reported.
+    fn unique_servers(&self) -> Vec<McpServer> {
         let mut names = BTreeSet::new();
         let mut unique = Vec::new();
         for server in &self.servers {
@@ -148,6 +199,11 @@ impl McpServersSource {
                 );
             }
         }
+        unique
+    }
+
+    async fn connect_all(&self, cancel: &CancellationToken) -> Result<Vec<Connection>, McpError> {
+        let unique = self.unique_servers();
         let token = cancel.child_token();
         let _stop = token.clone().drop_guard();
         let timeout = self.options.timeout;
@@ -176,7 +232,10 @@ impl McpServersSource {
         let mut cancelled = false;
         for (_, server, opened) in results {
             match opened {
-                Ok(connection) => connections.push(connection),
+                Ok(connection) => {
+                    (self.options.on_connected)(connected(&connection));
+                    connections.push(connection);
+                }
                 Err(McpError::Cancelled) => cancelled = true,
                 Err(error) => self.report(server.name(), error),
             }
@@ -243,6 +302,72 @@ impl McpServersSource {
             name: name.to_owned(),
             error,
         });
+    }
+}
+
+/// What one server's background connection needs of its source.
+struct Background {
+    connections: Arc<Mutex<Option<Vec<Connection>>>>,
+    invalidator: Arc<Invalidator>,
+    options: McpServersOptions,
+    closed: CancellationToken,
+    slots: Arc<Semaphore>,
+    /// The servers' names in list order, which the connections keep.
+    order: Arc<Vec<String>>,
+}
+
+impl Background {
+    /// Connects `server` when a slot is free, and adds it in list order (or closes it
+    /// when the source closed meanwhile).
+    async fn connect(self, server: McpServer) {
+        let slot = tokio::select! {
+            biased;
+            () = self.closed.cancelled() => return,
+            slot = self.slots.clone().acquire_owned() => slot,
+        };
+        let Ok(_slot) = slot else { return };
+        let opened = Connection::open(
+            &server,
+            &self.options.http,
+            self.invalidator.clone(),
+            self.options.timeout,
+            &self.closed,
+        )
+        .await;
+        let connection = match opened {
+            Ok(connection) => connection,
+            Err(McpError::Cancelled) => return,
+            Err(error) => {
+                (self.options.on_unavailable)(McpUnavailable {
+                    name: server.name().to_owned(),
+                    error,
+                });
+                return;
+            }
+        };
+        let mut guard = self.connections.lock().await;
+        let Some(connections) = guard.as_mut().filter(|_| !self.closed.is_cancelled()) else {
+            drop(guard);
+            connection.close().await;
+            return;
+        };
+        let rank = |name: &str| self.order.iter().position(|n| n == name);
+        let at = connections
+            .iter()
+            .position(|c| rank(c.name()) > rank(connection.name()))
+            .unwrap_or(connections.len());
+        (self.options.on_connected)(connected(&connection));
+        connections.insert(at, connection);
+        drop(guard);
+        self.invalidator.invalidate();
+    }
+}
+
+/// The report of a connection just made.
+fn connected(connection: &Connection) -> McpConnected {
+    McpConnected {
+        name: connection.name().to_owned(),
+        tools: connection.module().operations().len(),
     }
 }
 

@@ -1,7 +1,9 @@
-//! A scripted run calls an MCP server's tools end to end through the core Agent, and
-//! the secret header value shows up nowhere the host can observe: snapshots, frames,
-//! the catalog, tool results, unavailability reports, model requests, and every log
-//! line at trace level.
+//! A scripted run calls an MCP server's tools end to end through the core Agent (a
+//! tool that fails gives a tool result marked `isError`), and the secret header value
+//! shows up nowhere the host can observe: snapshots, frames, the catalog, tool results,
+//! unavailability reports, model requests, and every log line at trace level, written
+//! through `Redactions` as a host's log is, although one server repeats the credential
+//! in its 401 body and another redirects to a URL that holds it.
 //!
 //! The MCP servers run on their own thread and runtime with logging switched off
 //! there: they are the remote party, which legitimately holds the credential. Every
@@ -21,7 +23,7 @@ use std::time::Duration;
 use crate::support::mcp::*;
 use futures::StreamExt;
 use knapsack::Knapsack;
-use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
+use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable, Redactions};
 use serde_json::json;
 use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_conformance::support::*;
@@ -74,10 +76,13 @@ impl Servers {
                 .build()
                 .unwrap();
             runtime.block_on(async move {
-                let notes = Notes::new(vec![create_note(), list_notes(), tag_note()]);
+                let notes = Notes::new(vec![create_note(), list_notes(), tag_note(), fail_note()]);
                 let good = serve(notes.clone(), Some(SECRET)).await;
-                let wrong = serve(Notes::new(vec![create_note()]), Some("a-different-one")).await;
-                let redirect = redirecting(&good.url).await;
+                let wrong =
+                    serve_echoing_refusals(Notes::new(vec![create_note()]), "a-different-one")
+                        .await;
+                let redirect =
+                    redirecting(&format!("{}?credential=Bearer%20{SECRET}", good.url)).await;
                 ready_tx
                     .send((
                         notes,
@@ -134,10 +139,12 @@ fn config(model: Arc<ScriptedModel>) -> AgentConfig {
 async fn a_scripted_run_calls_mcp_tools_and_the_secret_is_never_observed() {
     let logs = Captured::default();
     let writer = logs.clone();
+    let redactions = Redactions::new();
+    let scrubbing = redactions.clone();
     tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_ansi(false)
-        .with_writer(move || writer.clone())
+        .with_writer(move || scrubbing.writer(writer.clone()))
         .try_init()
         .unwrap();
 
@@ -150,15 +157,15 @@ async fn a_scripted_run_calls_mcp_tools_and_the_secret_is_never_observed() {
         tracing::error!(?report, %report.error, "MCP server unavailable");
         sink.lock().unwrap().push(report);
     });
-    let source = Knapsack::mcp_servers(
-        SourceId::new("mcp"),
-        vec![
-            server("notes", &servers.good),
-            server("locked", &servers.wrong_credential),
-            server("moved", &servers.redirect),
-        ],
-        options,
-    );
+    let configured = vec![
+        server("notes", &servers.good),
+        server("locked", &servers.wrong_credential),
+        server("moved", &servers.redirect),
+    ];
+    for server in &configured {
+        redactions.add(server.headers());
+    }
+    let source = Knapsack::mcp_servers(SourceId::new("mcp"), configured, options);
     let catalog = Arc::new(Catalog::new());
     let diff = catalog.add_source(Arc::new(source)).await.unwrap();
     assert_eq!(
@@ -176,6 +183,7 @@ async fn a_scripted_run_calls_mcp_tools_and_the_secret_is_never_observed() {
         ),
         Turn::tool_call("env__mcp__notes__list_notes", json!({})),
         Turn::tool_call("env__mcp__notes__tag_note", json!({ "id": true })),
+        Turn::tool_call("env__mcp__notes__fail_note", json!({})),
         Turn::text("noted"),
     ])));
     let dir = tempfile::tempdir().unwrap();
@@ -224,8 +232,30 @@ async fn a_scripted_run_calls_mcp_tools_and_the_secret_is_never_observed() {
             r#"tool env__mcp__notes__list_notes: {"isError":false,"content":[{"type":"text","text":"one note"}]}"#.to_owned(),
             "assistant: -> env__mcp__notes__tag_note".to_owned(),
             "tool env__mcp__notes__tag_note (error): MCP server `notes` refused `tag-note`: id must be a string or an integer".to_owned(),
+            "assistant: -> env__mcp__notes__fail_note".to_owned(),
+            "tool env__mcp__notes__fail_note (error): MCP tool `fail-note` of server `notes` failed: the shelf is full".to_owned(),
             "assistant: noted".to_owned(),
         ]
+    );
+    // The failed tool's message carries the flag and, in its details, the MCP result.
+    let failed = messages
+        .iter()
+        .find_map(|message| match message {
+            Message::ToolResult(result) if result.tool_name == "env__mcp__notes__fail_note" => {
+                Some(result)
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(failed.is_error);
+    assert_eq!(
+        failed
+            .details
+            .as_ref()
+            .map(|details| details["details"].clone()),
+        Some(
+            json!({ "isError": true, "content": [ { "type": "text", "text": "the shelf is full" } ] })
+        )
     );
     assert_eq!(
         servers.notes.calls(),
@@ -233,6 +263,7 @@ async fn a_scripted_run_calls_mcp_tools_and_the_secret_is_never_observed() {
             ("create-note".to_owned(), json!({ "title": "groceries" })),
             ("listNotes".to_owned(), json!({})),
             ("tag-note".to_owned(), json!({ "id": true })),
+            ("fail-note".to_owned(), json!({})),
         ]
     );
     let mut names: Vec<String> = reports

@@ -22,11 +22,11 @@ use shiitake_capabilities::{
 };
 use tokio_util::sync::CancellationToken;
 
-const SECRET: &str = "s3cret-token-7f1c";
+pub(crate) const SECRET: &str = "s3cret-token-7f1c";
 
-type Reports = Arc<Mutex<Vec<McpUnavailable>>>;
+pub(crate) type Reports = Arc<Mutex<Vec<McpUnavailable>>>;
 
-fn options(timeout: Duration) -> (McpServersOptions, Reports) {
+pub(crate) fn options(timeout: Duration) -> (McpServersOptions, Reports) {
     let reports: Reports = Arc::default();
     let sink = reports.clone();
     let mut options = McpServersOptions::new(McpHttp::new().unwrap());
@@ -35,18 +35,18 @@ fn options(timeout: Duration) -> (McpServersOptions, Reports) {
     (options, reports)
 }
 
-fn server(name: &str, url: &str) -> McpServer {
+pub(crate) fn server(name: &str, url: &str) -> McpServer {
     McpServer::new(name, url)
         .unwrap()
         .with_header("Authorization", &format!("Bearer {SECRET}"))
         .unwrap()
 }
 
-fn ctx() -> InvocationContext {
+pub(crate) fn ctx() -> InvocationContext {
     InvocationContext::new(ExecutionId::generate(), CancellationToken::new())
 }
 
-fn path(text: &str) -> OperationPath {
+pub(crate) fn path(text: &str) -> OperationPath {
     OperationPath::parse(text).unwrap()
 }
 
@@ -66,7 +66,7 @@ async fn notes_catalog(notes: Notes) -> (Catalog, mcp::Running, Reports) {
     (catalog, running, reports)
 }
 
-fn good_tools() -> Vec<rmcp::model::Tool> {
+pub(crate) fn good_tools() -> Vec<rmcp::model::Tool> {
     vec![create_note(), list_notes(), fail_note(), wait()]
 }
 
@@ -308,13 +308,24 @@ async fn a_call_returns_structured_content_or_is_error_and_content() {
         json!({ "isError": false, "content": [ { "type": "text", "text": "one note" } ] })
     );
 
+    // A tool that reports failure is a `failed` tool error carrying `{ isError, content }`.
     let failed = catalog
         .execute(&path("env.mcp.notes.fail_note"), json!({}), &ctx())
         .await
-        .unwrap();
+        .unwrap_err();
+    let ToolError::ForModel(failed) = failed else {
+        panic!("expected a model error, got {failed:?}")
+    };
+    assert_eq!(failed.kind, ForModelKind::Failed);
     assert_eq!(
-        failed,
-        json!({ "isError": true, "content": [ { "type": "text", "text": "the shelf is full" } ] })
+        failed.message,
+        "MCP tool `fail-note` of server `notes` failed: the shelf is full"
+    );
+    assert_eq!(
+        failed.details,
+        Some(
+            json!({ "isError": true, "content": [ { "type": "text", "text": "the shelf is full" } ] })
+        )
     );
 
     // The subset schema is enforced before anything is sent.
@@ -562,7 +573,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-async fn wait_until(mut condition: impl FnMut() -> bool) {
+pub(crate) async fn wait_until(mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !condition() {
         assert!(Instant::now() < deadline, "the condition never held");

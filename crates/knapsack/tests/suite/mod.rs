@@ -4,6 +4,7 @@ mod computers;
 mod edit_errors;
 mod files_module;
 mod grep_memory;
+mod mcp_background;
 mod mcp_run;
 mod mcp_servers;
 mod patch_atomic;

@@ -307,6 +307,31 @@ pub async fn serve_with(notes: Notes, bearer: Option<&str>, challenge: bool) -> 
     listen(router, "/mcp").await
 }
 
+/// Serves `notes` at `/mcp` behind `Bearer <bearer>`; a request without it gets a 401
+/// whose body repeats the `Authorization` it came with, as some real servers do.
+pub async fn serve_echoing_refusals(notes: Notes, bearer: &str) -> Running {
+    let expected = HeaderValue::from_str(&format!("Bearer {bearer}")).unwrap();
+    let router = mcp_router(notes).layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let expected = expected.clone();
+            async move {
+                let given = request.headers().get(header::AUTHORIZATION).cloned();
+                if given.as_ref() == Some(&expected) {
+                    return next.run(request).await;
+                }
+                let given = given
+                    .as_ref()
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                let body = json!({ "error": format!("credential refused: {given}") });
+                (StatusCode::UNAUTHORIZED, body.to_string()).into_response()
+            }
+        },
+    ));
+    listen(router, "/mcp").await
+}
+
 /// Answers every request at `/mcp` with `307 Temporary Redirect` to `target`.
 pub async fn redirecting(target: &str) -> Running {
     let target = target.to_owned();
