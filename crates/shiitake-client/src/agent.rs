@@ -8,8 +8,8 @@ use reqwest::{Method, Url};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shiitake_protocol::{
-    AgentApi, AgentList, AgentName, Cursor, ExtensionId, ExtensionStatusV0, RequestId, SessionId,
-    SessionSummaryPage, ShiitakeError,
+    AgentApi, AgentList, AgentName, Cursor, ExtensionId, ExtensionStatusV0, HubNodeList, RequestId,
+    SessionId, SessionSummaryPage, ShiitakeError,
 };
 
 use crate::http::{Inner, NO_BODY};
@@ -108,6 +108,19 @@ impl RemoteAgent {
     /// `not_found`.
     pub async fn agents(&self) -> Result<AgentList, ShiitakeError> {
         let url = self.inner.url_in(&["v1", "agents"], &Vec::new(), false)?;
+        let response = self
+            .inner
+            .send(Method::GET, url, None, "application/json")
+            .await?;
+        crate::http::decode(response).await
+    }
+
+    /// The processes of the Hub serving this Agent (`GET /v1/hub/nodes`, the bearer
+    /// token only); a server that is not a Hub answers `not_found`.
+    pub async fn hub_nodes(&self) -> Result<HubNodeList, ShiitakeError> {
+        let url = self
+            .inner
+            .url_in(&["v1", "hub", "nodes"], &Vec::new(), false)?;
         let response = self
             .inner
             .send(Method::GET, url, None, "application/json")

@@ -348,11 +348,19 @@ impl AgentApi for Agent {
             .await
     }
 
+    /// Stops every run without settling it and closes the store. On a store other
+    /// processes share, this is a drain: the process first stops taking Sessions, then
+    /// each owner hands its lease over as it stops, so the processes that stay resume
+    /// the work at once (and do not count it as a recovery from a crash).
     async fn close(&self) -> Result<(), ShiitakeError> {
-        self.core.closing.cancel();
-        for mailbox in self.core.owners.all() {
-            registry::stop(&mailbox).await;
+        if let Some(ownership) = &self.core.ownership
+            && let Err(error) = ownership.drain().await
+        {
+            tracing::warn!(%error, "could not mark this process as draining; it takes no more Sessions all the same");
         }
+        self.core.closing.cancel();
+        let mailboxes = self.core.owners.all();
+        futures::future::join_all(mailboxes.iter().map(registry::stop)).await;
         self.core.store.close().await;
         Ok(())
     }

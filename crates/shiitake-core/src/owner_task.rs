@@ -15,8 +15,7 @@ use crate::agent_core::AgentCore;
 use crate::owner::registry::OwnerSlot;
 use crate::owner::{Flow, Owner, Request, Tenure};
 use crate::shared::{ForwardedRequests, StandIn, stand_in};
-use crate::store::FencingToken;
-use crate::store::ownership::Claim;
+use crate::store::ownership::{Claim, Lease};
 
 /// Runs one owner until it is stopped, its Session disappears, or it idles out.
 pub(crate) async fn run(core: Arc<AgentCore>, slot: OwnerSlot) {
@@ -116,7 +115,7 @@ enum Claimed {
     /// This process owns the Session (under `lease` on a shared store); `pending` is
     /// a request the stand-in took before it became the owner.
     Owner {
-        lease: Option<FencingToken>,
+        lease: Option<Lease>,
         /// Boxed, as the stand-in hands it over: a request is large.
         pending: Option<Box<Request>>,
     },
@@ -141,17 +140,17 @@ async fn claim(
         };
     };
     match ownership.claim(session_id).await {
-        Ok(Claim::Held(token)) => Claimed::Owner {
-            lease: Some(token),
+        Ok(Claim::Held(lease)) => Claimed::Owner {
+            lease: Some(lease),
             pending: None,
         },
         Ok(Claim::Missing) => {
             Claimed::Refused(ShiitakeError::not_found(format!("no Session {session_id}")))
         }
-        Ok(Claim::Elsewhere) => {
+        Ok(Claim::Elsewhere { .. }) => {
             match stand_in(core, &ownership, session_id, generation, requests).await {
-                StandIn::Owner { token, pending } => Claimed::Owner {
-                    lease: Some(token),
+                StandIn::Owner { lease, pending } => Claimed::Owner {
+                    lease: Some(lease),
                     pending,
                 },
                 StandIn::Gone => {

@@ -34,6 +34,7 @@ pub mod error;
 pub mod extension;
 pub mod footer;
 pub mod frame;
+pub mod hub;
 pub mod message;
 mod nullable;
 pub mod number;
@@ -64,6 +65,7 @@ pub use extension::{
     bind_session_extension,
 };
 pub use frame::{FrameDelivery, ProgressFrame, ResetFrame, ResetReason, SessionFrame, UpdateFrame};
+pub use hub::{HubNode, HubNodeList};
 /// Applies a `macro_rules!` macro as an attribute (`#[apply(tool_input!)]`): how an
 /// extension's contract puts [`tool_input!`]'s attributes on a type in one line.
 pub use macro_rules_attribute::apply;

@@ -34,6 +34,7 @@ mod limits;
 mod routes;
 mod sse;
 mod web;
+mod hub;
 mod web_auth;
 mod web_login;
 
@@ -58,6 +59,7 @@ pub use web_login::{
 };
 
 /// How a server behaves besides the Agent it serves.
+pub use hub::HubNodes;
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     /// The bearer token every request must present.
@@ -82,6 +84,9 @@ impl ServerConfig {
     /// 256 open event streams.
     pub fn new(token: Token) -> Self {
         Self {
+    /// The processes of the Hub this Agent is served by, for `GET /v1/hub/nodes`
+    /// (the bearer token only); `None` mounts no such route.
+    pub hub_nodes: Option<Arc<dyn HubNodes>>,
             token,
             keep_alive: Duration::from_secs(15),
             browser: None,
@@ -95,6 +100,14 @@ impl ServerConfig {
     #[must_use]
     pub fn with_browser(mut self, bridge: UiBridge) -> Self {
         self.browser = Some(bridge);
+            hub_nodes: None,
+        self
+    }
+
+    /// Serves `GET /v1/hub/nodes` from `nodes` (`docs/hub.md`, "The operator's view").
+    #[must_use]
+    pub fn with_hub_nodes(mut self, nodes: Arc<dyn HubNodes>) -> Self {
+        self.hub_nodes = Some(nodes);
         self
     }
 
@@ -122,6 +135,13 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
 /// [`directory_router`]; `subscribers` bounds the event streams of every Agent served.
 pub(crate) fn agent_routes<A: AgentApi + 'static>(
     agent: Arc<A>,
+    if let Some(nodes) = config.hub_nodes.clone() {
+        app = app.merge(
+            Router::new()
+                .route("/v1/hub/nodes", get(hub::nodes))
+                .with_state(nodes),
+        );
+    }
     keep_alive: Duration,
     subscribers: limits::Subscribers,
 ) -> Router {

@@ -1,10 +1,11 @@
 //! One Hub process for the multi-process tests and benchmark: an Agent on
 //! PostgreSQL served over HTTP on a free loopback port.
 //!
-//! Usage: `hub_node <database url> <agent key> <lease ms> <effects dir> <steps>`.
-//! Prints `READY <base url> <lease holder>` on stdout once it serves, then runs
-//! until killed. Its parts, chosen so a test can see what happened across
-//! crashes:
+//! Usage: `hub_node <database url> <agent key> <lease ms> <effects dir> <steps>
+//! [heartbeat ms]`. Prints `READY <base url> <lease holder>` on stdout once it
+//! serves, then runs until killed; on SIGTERM it drains (`Agent::close`: it takes no
+//! more Sessions and hands its own over), prints `DRAINED` and exits. Its parts,
+//! chosen so a test can see what happened across crashes:
 //!
 //! - The model (`StepModel`) answers each run with `<steps>` calls of the tool
 //!   `hub.mark` then the text `done`, deciding from the run's own context, so any
@@ -19,6 +20,11 @@
 //!   command sets `count` timers on a cron cadence; each firing records a row
 //!   `<timer>@<due_at>@<process>` in the transaction that claims the occurrence, so a
 //!   firing claimed by two processes would show as two rows.
+//! - The real Loop (`shiitake-ext-loop`) and Almanac (`shiitake-ext-almanac`)
+//!   extensions, each wrapped (`Recorded`) so every timer firing writes a row
+//!   `<due_at>@<timer>@<process>` (its value: when it fired) in the collection `fired`
+//!   of the extension's own state, in the transaction that claims it; Almanac's
+//!   admissions likewise write `<request id>@<when>@<process>` in `admitted`.
 //!
 //! Logs go to stderr (`RUST_LOG`, default `warn`), including the line a fenced
 //! owner writes when another process took its Session over.
@@ -34,8 +40,10 @@ use serde_json::{Value, json};
 use shiitake_capabilities::{
     Catalog, Module, ModulePath, Operation, OperationName, SourceId, StaticSource, ToolError,
 };
+use shiitake_core::extension::host::ToolTx;
 use shiitake_core::extension::{
-    Due, Extension, ExtensionDefinition, FiredTimer, Grant, Grants, HookError, StateScope, Tx,
+    Admitted, CommandScope, Contribution, Due, Extension, ExtensionDefinition, FiredTimer, Grant,
+    Grants, HookError, RunContext, Settled, StateScope, StateView, ToolOutcome, Tx,
 };
 use shiitake_core::{Agent, AgentConfig, FixedModel};
 use shiitake_model::scripted::ScriptToolCall;
@@ -43,8 +51,10 @@ use shiitake_model::{
     AssistantStream, Model, ModelContext, ModelError, ModelInfo, ModelOptions, Script,
     ScriptedModel, Step, Turn,
 };
-use shiitake_protocol::ExtensionId;
+use shiitake_protocol::catalog::Catalog as FlowCatalog;
+use shiitake_protocol::footer::FooterRowV0;
 use shiitake_protocol::message::{Message, UserContent};
+use shiitake_protocol::{AgentApi, ExtensionId, SessionId};
 use shiitake_server::{ServerConfig, Token, router};
 use shiitake_store_postgres::{AgentKey, PostgresOptions, PostgresStore};
 use tokio_util::sync::CancellationToken;
@@ -203,10 +213,79 @@ impl Extension for Ticker {
     }
 }
 
+/// A real extension whose timer firings (and admissions) are also recorded in its own
+/// state, in the transaction that claims each: an occurrence fired twice shows as two
+/// rows. Everything else is the extension's own.
+struct Recorded<E> {
+    inner: E,
+    /// The state scope the extension keeps rows in.
+    scope: StateScope,
+    process: String,
+}
+
+impl<E: Extension> Extension for Recorded<E> {
+    fn definition(&self) -> &ExtensionDefinition {
+        self.inner.definition()
+    }
+
+    fn command_scope(&self, command: &str) -> Option<CommandScope> {
+        self.inner.command_scope(command)
+    }
+
+    fn command(&self, tx: &mut Tx<'_>, command: &str, input: Value) -> Result<Value, HookError> {
+        self.inner.command(tx, command, input)
+    }
+
+    fn on_settled(&self, tx: &mut Tx<'_>, settled: &Settled) -> Result<(), HookError> {
+        self.inner.on_settled(tx, settled)
+    }
+
+    fn on_tool_result(&self, tx: &mut Tx<'_>, outcome: &ToolOutcome) -> Result<(), HookError> {
+        self.inner.on_tool_result(tx, outcome)
+    }
+
+    fn on_timer(&self, tx: &mut Tx<'_>, timer: &FiredTimer) -> Result<(), HookError> {
+        let key = format!("{}@{}@{}", timer.due_at, timer.id.as_str(), self.process);
+        let fired_at = tx.now();
+        tx.put(self.scope, "fired", &key, &fired_at)?;
+        self.inner.on_timer(tx, timer)
+    }
+
+    fn on_admission(&self, tx: &mut Tx<'_>, admitted: &Admitted) -> Result<(), HookError> {
+        let now = tx.now();
+        let key = format!("{}@{now}@{}", admitted.request_id.as_str(), self.process);
+        tx.put(StateScope::Agent, "admitted", &key, &now)?;
+        self.inner.on_admission(tx, admitted)
+    }
+
+    fn projection(&self, state: &StateView<'_>) -> Option<Value> {
+        self.inner.projection(state)
+    }
+
+    fn footer(&self, state: &StateView<'_>) -> Vec<FooterRowV0> {
+        self.inner.footer(state)
+    }
+
+    fn on_observed(&self, session_id: &SessionId) {
+        self.inner.on_observed(session_id);
+    }
+
+    fn contribute(&self, run: &RunContext<'_>, tools: ToolTx) -> Contribution {
+        self.inner.contribute(run, tools)
+    }
+
+    fn catalog(&self) -> Option<FlowCatalog> {
+        self.inner.catalog()
+    }
+}
+
+const USAGE: &str =
+    "usage: hub_node <database url> <agent key> <lease ms> <effects dir> <steps> [heartbeat ms]";
+
 fn arg(args: &[String], index: usize, what: &str) -> Result<String, Failure> {
     args.get(index)
         .cloned()
-        .ok_or_else(|| format!("missing {what}; usage: hub_node <database url> <agent key> <lease ms> <effects dir> <steps>").into())
+        .ok_or_else(|| format!("missing {what}; {USAGE}").into())
 }
 
 #[tokio::main]
@@ -226,9 +305,15 @@ async fn main() -> Result<(), Failure> {
         .filter(|dir| dir != "-")
         .map(PathBuf::from);
     let steps: usize = arg(&args, 4, "the steps of a run")?.parse()?;
+    let lease_ttl = Duration::from_millis(lease_ms);
+    let heartbeat = match args.get(5) {
+        Some(ms) => Duration::from_millis(ms.parse()?),
+        None => shiitake_store_postgres::default_heartbeat(lease_ttl),
+    };
 
     let mut options = PostgresOptions::new(url, key);
-    options.lease_ttl = Duration::from_millis(lease_ms);
+    options.lease_ttl = lease_ttl;
+    options.heartbeat = heartbeat;
     let store = PostgresStore::open(options).await?;
     let holder = store.holder().to_owned();
     let mut config = AgentConfig::new(Arc::new(FixedModel(Arc::new(StepModel { steps }))));
@@ -244,6 +329,10 @@ async fn main() -> Result<(), Failure> {
         },
         process: holder.clone(),
     };
+    let looping = shiitake_ext_loop::extension()?;
+    let loop_grants = looping.grants();
+    let almanac = shiitake_ext_almanac::extension()?;
+    let almanac_grants = almanac.grants();
     let agent = Agent::builder(Arc::new(store), catalog(effects).await?, config)
         .extension(
             ticker,
@@ -251,16 +340,45 @@ async fn main() -> Result<(), Failure> {
                 .into_iter()
                 .collect::<Grants>(),
         )
+        .extension(
+            Recorded {
+                inner: looping,
+                scope: StateScope::Session,
+                process: holder.clone(),
+            },
+            loop_grants,
+        )
+        .extension(
+            Recorded {
+                inner: almanac,
+                scope: StateScope::Agent,
+                process: holder.clone(),
+            },
+            almanac_grants,
+        )
         .open()
         .await?;
-    let app = router(Arc::new(agent), ServerConfig::new(Token::new(TOKEN)?));
+    let app = router(
+        Arc::new(agent.clone()),
+        ServerConfig::new(Token::new(TOKEN)?),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
+    // Registered before READY, so a SIGTERM sent at once drains rather than kills.
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "READY http://{address} {holder}")?;
         out.flush()?;
     }
-    axum::serve(listener, app).await?;
+    tokio::select! {
+        served = axum::serve(listener, app) => served?,
+        _ = terminate.recv() => {}
+    }
+    agent.close().await?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "DRAINED")?;
+    out.flush()?;
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! Why the store could not open. (sqlx's errors become core's [`StoreError`] through
 //! `shiitake_store_sql::db`, as on SQLite.)
 
+use std::time::Duration;
+
 use shiitake_core::store::StoreError;
 
 /// Why the store could not open.
@@ -18,6 +20,21 @@ pub enum OpenError {
     /// The tenant key is empty, too long, or has a character outside `A-Z a-z 0-9 _ - . :`.
     #[error("not an Agent key: {0:?} (1 to 64 characters of A-Z a-z 0-9 _ - . :)")]
     AgentKey(String),
+    /// The lease period is outside its bounds.
+    #[error(
+        "a lease of {0:?} is outside 500 ms to 600 s (a shorter one lapses under load; a longer one keeps a paused process's Sessions too long)"
+    )]
+    LeaseTtl(Duration),
+    /// The heartbeat is outside its bounds.
+    #[error(
+        "a heartbeat of {heartbeat:?} is outside 50 ms to half the lease ({lease_ttl:?}): a death must be seen well before the lease would lapse"
+    )]
+    Heartbeat {
+        /// The heartbeat given.
+        heartbeat: Duration,
+        /// The lease it was checked against.
+        lease_ttl: Duration,
+    },
 }
 
 impl OpenError {

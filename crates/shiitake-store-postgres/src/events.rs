@@ -86,6 +86,7 @@ pub(crate) async fn run(mut listener: PgListener, shared: Weak<Shared>) {
             return;
         };
         let received = tokio::select! {
+            biased;
             () = closing.cancelled() => return,
             received = listener.try_recv() => received,
         };
@@ -100,9 +101,16 @@ pub(crate) async fn run(mut listener: PgListener, shared: Weak<Shared>) {
             // The connection dropped; the next receive reconnects. Whatever was
             // announced in between is lost, so waiters look again.
             Ok(None) => OwnershipEvent::Resync,
+            // The store is closing (its pool went first): nothing failed.
+            Err(_) if closing.is_cancelled() => return,
+            Err(sqlx::Error::PoolClosed) => return,
             Err(error) => {
                 tracing::warn!(%error, "the PostgreSQL listener failed; retrying");
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                tokio::select! {
+                    biased;
+                    () = closing.cancelled() => return,
+                    () = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
+                }
                 OwnershipEvent::Resync
             }
         };

@@ -4,36 +4,40 @@
 //! database's clock. Taking a lease always increments the token, also when the
 //! same process takes it again, so a token names one owner's tenure; rows are
 //! never deleted while their Session lives (a released lease keeps its token), so
-//! a token is never reused. This process renews all its leases every third of the
-//! lease period in one statement; a lease it finds gone at renewal was taken over,
-//! and its owner here is told to stop ([`OwnershipEvent::Lost`]).
+//! a token is never reused. A lease may be taken when it is free, lapsed, ours, or
+//! held by a process that died (`nodes.rs`); `upkeep.rs` renews this process's
+//! leases and tells an owner here whose lease was taken over to stop
+//! ([`OwnershipEvent::Lost`]). A lease given back by a draining process keeps the
+//! token of the tenure that handed it over, which the next claim reports as
+//! [`Lease::handed_over`].
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use serde_json::Value;
 use shiitake_core::store::ownership::{
-    AgentStateLock, Claim, ForwardId, ForwardedRequest, Orphans, OwnershipEvent,
+    AgentStateLock, Claim, ForwardId, ForwardedRequest, Lease, Orphans, OwnershipEvent, Release,
 };
 use shiitake_core::store::{FencingToken, Ownership, StoreError};
 use shiitake_protocol::SessionId;
 use shiitake_store_sql::{db, int, uint};
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::{ConnectOptions, Connection, Postgres};
+use sqlx::postgres::PgConnection;
+use sqlx::{Connection, Postgres};
 use tokio::sync::broadcast;
 
+use crate::PostgresStore;
 use crate::events::{CHANNEL, answered_payload, forwarded_payload, released_payload};
-use crate::{PostgresStore, Shared};
+use crate::nodes::holder_dead;
 
 /// The leases this process holds, as it believes: Session → (token, when taken).
 #[derive(Default)]
 pub(crate) struct Held(Mutex<HashMap<SessionId, (FencingToken, Instant)>>);
 
 impl Held {
-    fn set(&self, session_id: &SessionId, token: Option<FencingToken>) {
+    pub(crate) fn set(&self, session_id: &SessionId, token: Option<FencingToken>) {
         let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         match token {
             Some(token) => held.insert(session_id.clone(), (token, Instant::now())),
@@ -42,7 +46,7 @@ impl Held {
     }
 
     /// The tenures to renew: (Session ids, tokens).
-    fn tenures(&self) -> (Vec<String>, Vec<i64>) {
+    pub(crate) fn tenures(&self) -> (Vec<String>, Vec<i64>) {
         let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         held.iter()
             .map(|(session_id, (token, _))| (session_id.as_str().to_owned(), int(token.0)))
@@ -52,7 +56,7 @@ impl Held {
     /// Forgets every lease taken before `since` that is not in `renewed`, and
     /// returns those tenures. A lease taken after the renewal started may simply
     /// not have been there to renew.
-    fn keep_only(
+    pub(crate) fn keep_only(
         &self,
         renewed: &HashMap<SessionId, FencingToken>,
         since: Instant,
@@ -83,108 +87,75 @@ async fn notify(conn: &mut PgConnection, payload: String) -> Result<(), StoreErr
     Ok(())
 }
 
+/// A number of milliseconds from SQL as a duration; `None` for none, a negative or a
+/// non-finite value.
+fn lapse(ms: Option<f64>) -> Option<Duration> {
+    ms.filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+}
+
+/// Now in Unix milliseconds, the clock timers are due on.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
 /// Milliseconds of a duration, for SQL intervals.
-fn millis(duration: Duration) -> i64 {
+pub(crate) fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Renews this process's leases until the store closes, on a connection of its
-/// own, so a busy pool never delays a renewal past the expiry.
-pub(crate) async fn renew(shared: Weak<Shared>, connect: PgConnectOptions) {
-    let mut conn: Option<PgConnection> = None;
-    loop {
-        let Some((closing, every)) = shared
-            .upgrade()
-            .map(|shared| (shared.closing.clone(), shared.lease_ttl / 3))
-        else {
-            return;
-        };
-        tokio::select! {
-            () = closing.cancelled() => return,
-            () = tokio::time::sleep(every) => {}
-        }
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
-        if conn.is_none() {
-            match connect.connect().await {
-                Ok(fresh) => conn = Some(fresh),
-                Err(error) => {
-                    tracing::warn!(%error, "could not connect to renew this process's leases");
-                    continue;
-                }
-            }
-        }
-        let Some(connection) = conn.as_mut() else {
-            continue;
-        };
-        if let Err(error) = renew_once(&shared, connection).await {
-            tracing::warn!(%error, "could not renew this process's leases; they lapse unless the next renewal succeeds");
-            // Start the next renewal on a fresh connection, in case this one broke.
-            conn = None;
-        }
-    }
-}
-
-async fn renew_once(shared: &Shared, conn: &mut PgConnection) -> Result<(), StoreError> {
-    let started = Instant::now();
-    // Only the tenures an owner here still holds: a lease whose owner left (or died
-    // without giving it back) lapses instead of living on.
-    let (sessions, tokens) = shared.leases.tenures();
-    if sessions.is_empty() {
-        return Ok(());
-    }
-    let rows: Vec<(String, i64)> = sqlx::query_as(
-        "UPDATE session_leases SET expires_at = clock_timestamp() + $3 * interval '1 millisecond' \
-         WHERE agent_id = $1 AND holder = $2 \
-           AND (session_id, token) IN (SELECT * FROM unnest($4::text[], $5::bigint[])) \
-         RETURNING session_id, token",
-    )
-    .bind(shared.agent.as_str())
-    .bind(&shared.holder)
-    .bind(millis(shared.lease_ttl))
-    .bind(sessions)
-    .bind(tokens)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db)?;
-    let mut renewed = HashMap::with_capacity(rows.len());
-    for (session_id, token) in rows {
-        if let Ok(session_id) = SessionId::new(session_id) {
-            renewed.insert(session_id, FencingToken(uint(token, "lease token")?));
-        }
-    }
-    for (session_id, token) in shared.leases.keep_only(&renewed, started) {
-        tracing::warn!(session = %session_id, "this process lost a lease: another process took the Session over");
-        let _receivers = shared
-            .events
-            .send(OwnershipEvent::Lost { session_id, token });
-    }
-    Ok(())
-}
-
-#[async_trait]
-impl Ownership for PostgresStore {
-    fn lease_ttl(&self) -> Duration {
-        self.shared.lease_ttl
-    }
-
-    async fn claim(&self, session_id: &SessionId) -> Result<Claim, StoreError> {
+impl PostgresStore {
+    /// One claim (see [`Ownership::claim`]).
+    async fn claim_once(&self, session_id: &SessionId) -> Result<Claim, StoreError> {
         let shared = &self.shared;
-        let (present, token): (i64, Option<i64>) = sqlx::query_as(
+        if shared.draining() {
+            // Leaving: the Sessions go to the processes that stay.
+            let present: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent_id = $1 AND id = $2)",
+            )
+            .bind(shared.agent.as_str())
+            .bind(session_id.as_str())
+            .fetch_one(&shared.pool)
+            .await
+            .map_err(db)?;
+            return Ok(if present {
+                Claim::Elsewhere {
+                    lapses_in: shared.lease_ttl,
+                }
+            } else {
+                Claim::Missing
+            });
+        }
+        let (present, token, handed_over, lapses_ms): (
+            i64,
+            Option<i64>,
+            Option<bool>,
+            Option<f64>,
+        ) = sqlx::query_as(concat!(
             "WITH present AS ( \
-               SELECT 1 FROM sessions WHERE agent_id = $1 AND id = $2 \
-             ), claimed AS ( \
-               INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
-               SELECT $1, $2, $3, 1, clock_timestamp() + $4 * interval '1 millisecond' FROM present \
-               ON CONFLICT (agent_id, session_id) DO UPDATE \
-                 SET holder = excluded.holder, token = session_leases.token + 1, \
-                     expires_at = excluded.expires_at \
-                 WHERE session_leases.holder IS NULL OR session_leases.holder = excluded.holder \
-                    OR session_leases.expires_at < clock_timestamp() \
-               RETURNING token \
-             ) SELECT (SELECT count(*) FROM present), (SELECT token FROM claimed)",
-        )
+                   SELECT 1 FROM sessions WHERE agent_id = $1 AND id = $2 \
+                 ), claimed AS ( \
+                   INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
+                   SELECT $1, $2, $3, 1, clock_timestamp() + $4 * interval '1 millisecond' \
+                   FROM present \
+                   ON CONFLICT (agent_id, session_id) DO UPDATE \
+                     SET holder = excluded.holder, token = session_leases.token + 1, \
+                         expires_at = excluded.expires_at \
+                     WHERE session_leases.holder IS NULL \
+                        OR session_leases.holder = excluded.holder \
+                        OR session_leases.expires_at < clock_timestamp() OR ",
+            holder_dead!("session_leases"),
+            " RETURNING token, \
+                     handover_token IS NOT NULL AND handover_token + 1 = token AS handed_over \
+                 ) SELECT (SELECT count(*) FROM present), (SELECT token FROM claimed), \
+                     (SELECT handed_over FROM claimed), \
+                     (SELECT EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8 * 1000 \
+                      FROM session_leases WHERE agent_id = $1 AND session_id = $2)"
+        ))
         .bind(shared.agent.as_str())
         .bind(session_id.as_str())
         .bind(&shared.holder)
@@ -199,55 +170,103 @@ impl Ownership for PostgresStore {
             Some(token) => {
                 let token = FencingToken(uint(token, "lease token")?);
                 shared.leases.set(session_id, Some(token));
-                Ok(Claim::Held(token))
+                Ok(Claim::Held(Lease {
+                    token,
+                    handed_over: handed_over.unwrap_or(false),
+                }))
             }
-            None => Ok(Claim::Elsewhere),
+            None => Ok(Claim::Elsewhere {
+                lapses_in: lapse(lapses_ms).unwrap_or(Duration::ZERO),
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl Ownership for PostgresStore {
+    fn lease_ttl(&self) -> Duration {
+        self.shared.lease_ttl
+    }
+
+    async fn claim(&self, session_id: &SessionId) -> Result<Claim, StoreError> {
+        match self.claim_once(session_id).await {
+            // Two first claims of a Session raced to insert its lease row: the loser
+            // trips the token index (only the key is ON CONFLICT's arbiter). The row
+            // is there now, so the claim runs again as an update.
+            Err(error) if error.is_unique_violation() => self.claim_once(session_id).await,
+            claimed => claimed,
         }
     }
 
-    async fn release(&self, session_id: &SessionId, token: FencingToken) -> Result<(), StoreError> {
+    async fn release(
+        &self,
+        session_id: &SessionId,
+        token: FencingToken,
+        why: Release,
+    ) -> Result<(), StoreError> {
         let shared = &self.shared;
         shared.leases.set(session_id, None);
-        let mut tx = shared.pool.begin().await.map_err(db)?;
-        let released = sqlx::query(
-            "UPDATE session_leases SET holder = NULL, expires_at = clock_timestamp() \
-             WHERE agent_id = $1 AND session_id = $2 AND holder = $3 AND token = $4",
+        sqlx::query(
+            "WITH released AS ( \
+               UPDATE session_leases SET holder = NULL, expires_at = clock_timestamp(), \
+                 handover_token = CASE WHEN $5 THEN token ELSE handover_token END \
+               WHERE agent_id = $1 AND session_id = $2 AND holder = $3 AND token = $4 \
+               RETURNING session_id \
+             ) SELECT pg_notify($6, $7) FROM released",
         )
         .bind(shared.agent.as_str())
         .bind(session_id.as_str())
         .bind(&shared.holder)
         .bind(int(token.0))
-        .execute(&mut *tx)
+        .bind(why == Release::Handover)
+        .bind(CHANNEL)
+        .bind(released_payload(shared.agent.as_str(), session_id.as_str()))
+        .execute(&shared.pool)
         .await
         .map_err(db)?;
-        if released.rows_affected() == 1 {
-            let payload = released_payload(shared.agent.as_str(), session_id.as_str());
-            notify(&mut tx, payload).await?;
-        }
-        tx.commit().await.map_err(db)
+        Ok(())
+    }
+
+    async fn drain(&self) -> Result<(), StoreError> {
+        self.shared
+            .draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        crate::nodes::mark_draining(
+            &self.shared.pool,
+            self.shared.agent.as_str(),
+            &self.shared.holder,
+        )
+        .await
     }
 
     async fn orphans(&self) -> Result<Orphans, StoreError> {
         let shared = &self.shared;
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT s.id FROM sessions s LEFT JOIN session_leases l \
-               ON l.agent_id = s.agent_id AND l.session_id = s.id \
-             WHERE s.agent_id = $1 AND s.open_from IS NOT NULL \
-               AND (l.session_id IS NULL OR l.holder IS NULL OR l.expires_at < clock_timestamp()) \
-             ORDER BY s.id LIMIT 256",
-        )
-        .bind(shared.agent.as_str())
-        .fetch_all(&shared.pool)
-        .await
-        .map_err(db)?;
-        let next_lapse: Option<f64> = sqlx::query_scalar(
-            "SELECT EXTRACT(EPOCH FROM (min(l.expires_at) - clock_timestamp()))::float8 * 1000 \
-             FROM session_leases l JOIN sessions s ON s.agent_id = l.agent_id AND s.id = l.session_id \
-             WHERE l.agent_id = $1 AND l.holder IS NOT NULL AND l.holder <> $2 \
-               AND l.expires_at >= clock_timestamp() AND s.open_from IS NOT NULL",
-        )
+        // A Session has something to do when it has open work, a request forwarded to
+        // an owner that is not there, or a timer due; it is an orphan when nobody
+        // alive holds its lease.
+        let (ids, next_lapse): (Vec<String>, Option<f64>) = sqlx::query_as(concat!(
+            "WITH wanted AS ( \
+               SELECT id AS session_id FROM sessions WHERE agent_id = $1 AND open_from IS NOT NULL \
+               UNION SELECT f.session_id FROM forwarded_requests f JOIN sessions s \
+                 ON s.agent_id = f.agent_id AND s.id = f.session_id \
+                 WHERE f.agent_id = $1 AND f.answer IS NULL \
+               UNION SELECT t.session_id FROM timers t \
+                 WHERE t.agent_id = $1 AND t.session_id IS NOT NULL AND t.due_at <= $3 \
+             ), candidates AS ( \
+               SELECT w.session_id, l.holder, l.expires_at, \
+                 (l.session_id IS NULL OR l.holder IS NULL OR l.expires_at < clock_timestamp() OR ",
+            holder_dead!("l"),
+            ") AS free \
+               FROM wanted w LEFT JOIN session_leases l \
+                 ON l.agent_id = $1 AND l.session_id = w.session_id \
+             ) SELECT ARRAY(SELECT session_id FROM candidates WHERE free \
+                 ORDER BY session_id LIMIT 256), \
+               (SELECT EXTRACT(EPOCH FROM (min(expires_at) - clock_timestamp()))::float8 * 1000 \
+                FROM candidates WHERE NOT free AND holder <> $2)"
+        ))
         .bind(shared.agent.as_str())
         .bind(&shared.holder)
+        .bind(int(now_ms()))
         .fetch_one(&shared.pool)
         .await
         .map_err(db)?;
@@ -256,9 +275,7 @@ impl Ownership for PostgresStore {
                 .into_iter()
                 .filter_map(|id| SessionId::new(id).ok())
                 .collect(),
-            next_lapse: next_lapse
-                .filter(|ms| ms.is_finite() && *ms >= 0.0)
-                .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
+            next_lapse: lapse(next_lapse),
         })
     }
 
@@ -268,23 +285,33 @@ impl Ownership for PostgresStore {
         request: &Value,
     ) -> Result<ForwardId, StoreError> {
         let shared = &self.shared;
-        let mut tx = shared.pool.begin().await.map_err(db)?;
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO forwarded_requests (agent_id, session_id, request) VALUES ($1, $2, $3) \
-             RETURNING id",
-        )
-        .bind(shared.agent.as_str())
+        let agent = shared.agent.as_str();
+        // The owner is woken; and when nobody alive holds the lease (its owner left
+        // while this process could not take it: this process drains), every process is
+        // told the Session is free, so one takes it and serves the request.
+        let (id, _woken, _freed): (i64, i64, i64) = sqlx::query_as(concat!(
+            "WITH inserted AS ( \
+               INSERT INTO forwarded_requests (agent_id, session_id, request) \
+               VALUES ($1, $2, $3) RETURNING id \
+             ), woken AS ( \
+               SELECT pg_notify($4, $5) \
+             ), freed AS ( \
+               SELECT pg_notify($4, $6) WHERE NOT EXISTS ( \
+                 SELECT 1 FROM session_leases l WHERE l.agent_id = $1 AND l.session_id = $2 \
+                   AND l.holder IS NOT NULL AND l.expires_at >= clock_timestamp() AND NOT ",
+            holder_dead!("l"),
+            ")) SELECT (SELECT id FROM inserted), (SELECT count(*) FROM woken), \
+               (SELECT count(*) FROM freed)"
+        ))
+        .bind(agent)
         .bind(session_id.as_str())
         .bind(request.to_string())
-        .fetch_one(&mut *tx)
+        .bind(CHANNEL)
+        .bind(forwarded_payload(agent, session_id.as_str()))
+        .bind(released_payload(agent, session_id.as_str()))
+        .fetch_one(&shared.pool)
         .await
         .map_err(db)?;
-        notify(
-            &mut tx,
-            forwarded_payload(shared.agent.as_str(), session_id.as_str()),
-        )
-        .await?;
-        tx.commit().await.map_err(db)?;
         Ok(ForwardId(id))
     }
 

@@ -18,9 +18,15 @@
 //!   every commit under a key-share lock of the lease row, so a stale owner's
 //!   commit fails whole and a takeover waits for a commit in flight (a renewal
 //!   does not). A background task on its own connection renews the leases this
-//!   process's owners still hold; a process that stops (or is paused past the
-//!   expiry) loses them, and another process adopts its Sessions and resumes their
-//!   work under core's recovery rules.
+//!   process's owners still hold; a process that is paused past the expiry loses
+//!   them, and another process adopts its Sessions and resumes their work under
+//!   core's recovery rules.
+//! - **Liveness.** That connection is also the process's life as the others see it:
+//!   its backend is registered in `hub_nodes`, and when the process dies PostgreSQL
+//!   ends the backend. Every process looks on a short heartbeat (500 ms by default)
+//!   and frees, in one statement, the leases of every process whose backend is gone,
+//!   announcing each Session; a claim on such a lease succeeds at once. A process
+//!   that stops on purpose drains: it takes no more Sessions and hands its own over.
 //! - **Across processes.** Requests for a Session owned elsewhere are rows the
 //!   owner is woken for with `LISTEN`/`NOTIFY`; committed changes are announced the
 //!   same way, so subscribers on any process see every frame.
@@ -41,9 +47,12 @@
 mod error;
 mod events;
 mod leases;
+mod nodes;
+mod upkeep;
 mod writer;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 pub use error::OpenError;
@@ -51,6 +60,7 @@ pub use error::OpenError;
 use async_trait::async_trait;
 use shiitake_core::store::ownership::OwnershipEvent;
 use shiitake_core::store::{Op, Ownership, StoreError};
+use shiitake_protocol::HubNode;
 use shiitake_store_sql::{Dialect, Reads, SqlBackend, impl_store};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, Postgres};
@@ -96,23 +106,70 @@ pub struct PostgresOptions {
     /// The tenant.
     pub agent: AgentKey,
     /// How long a lease lasts without renewal; the store renews every third of it.
-    /// A process that stops has its Sessions taken over within this time.
+    /// A process that is alive but stopped (paused) has its Sessions taken over after
+    /// this time; one that dies, within about a heartbeat.
+    /// [`MIN_LEASE_TTL`] to [`MAX_LEASE_TTL`].
     pub lease_ttl: Duration,
-    /// Connections for reads, leases and forwarded requests (the writer and the
-    /// listener have one each besides).
+    /// How often this process beats, and looks for processes that died (their
+    /// Sessions are freed at the first beat of any process after the death).
+    /// [`MIN_HEARTBEAT`] to half the lease.
+    pub heartbeat: Duration,
+    /// Connections for reads, leases and forwarded requests (the writer, the
+    /// listener and the upkeep have one each besides).
     pub read_connections: u32,
 }
 
+/// The shortest lease: shorter would have a loaded process lose its Sessions to a
+/// slow renewal.
+pub const MIN_LEASE_TTL: Duration = Duration::from_millis(500);
+/// The longest lease: a paused process keeps its Sessions this long.
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(600);
+/// The shortest heartbeat: each beat is one statement on every process's upkeep
+/// connection.
+pub const MIN_HEARTBEAT: Duration = Duration::from_millis(50);
+
 impl PostgresOptions {
-    /// Defaults: 10 s leases, 8 read connections.
+    /// Defaults: 10 s leases, a heartbeat every 500 ms, 8 read connections.
     pub fn new(url: impl Into<String>, agent: AgentKey) -> Self {
         Self {
             url: url.into(),
             agent,
             lease_ttl: Duration::from_secs(10),
+            heartbeat: DEFAULT_HEARTBEAT,
             read_connections: 8,
         }
     }
+
+    /// Checks the lease and the heartbeat against their bounds: a lease of
+    /// [`MIN_LEASE_TTL`] to [`MAX_LEASE_TTL`], a heartbeat of [`MIN_HEARTBEAT`] to half
+    /// the lease (a beat as long as the lease could not see a death before the expiry).
+    pub fn check(&self) -> Result<(), OpenError> {
+        check_timing(self.lease_ttl, self.heartbeat)
+    }
+}
+
+/// The default heartbeat for a lease of `lease_ttl`: 500 ms, or half the lease when
+/// that is shorter.
+pub fn default_heartbeat(lease_ttl: Duration) -> Duration {
+    DEFAULT_HEARTBEAT.min(lease_ttl / 2)
+}
+
+/// The heartbeat of [`PostgresOptions::new`].
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(500);
+
+/// Checks a lease period and a heartbeat against their bounds (see
+/// [`PostgresOptions::check`]), for a host that checks its flags before it starts.
+pub fn check_timing(lease_ttl: Duration, heartbeat: Duration) -> Result<(), OpenError> {
+    if !(MIN_LEASE_TTL..=MAX_LEASE_TTL).contains(&lease_ttl) {
+        return Err(OpenError::LeaseTtl(lease_ttl));
+    }
+    if heartbeat < MIN_HEARTBEAT || heartbeat > lease_ttl / 2 {
+        return Err(OpenError::Heartbeat {
+            heartbeat,
+            lease_ttl,
+        });
+    }
+    Ok(())
 }
 
 /// The PostgreSQL store; see the crate documentation.
@@ -136,23 +193,36 @@ struct Shared {
     /// This process's name in lease rows: a fresh ULID per opened store.
     holder: String,
     lease_ttl: Duration,
+    heartbeat: Duration,
+    /// Set by [`Ownership::drain`]: this process takes no more Sessions.
+    draining: AtomicBool,
+    /// The listener and the upkeep, awaited by `close` before the pool closes.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// The pool of reads, leases and forwarded requests (`reads` runs on it too).
     pool: PgPool,
     reads: Reads<Postgres>,
     writer: writer::Writer,
     leases: leases::Held,
     events: broadcast::Sender<OwnershipEvent>,
-    /// Cancelled by `close`: the renewal and listening tasks stop.
+    /// Cancelled by `close`: the upkeep and listening tasks stop.
     closing: tokio_util::sync::CancellationToken,
+}
+
+impl Shared {
+    /// Whether this process drains (takes no more Sessions).
+    fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
 }
 
 /// Announcements buffered for slow receivers before they are told to look again.
 const EVENT_BUFFER: usize = 4096;
 
 impl PostgresStore {
-    /// Connects, applies migrations, and starts the writer, lease renewal and
-    /// listener of this process.
+    /// Connects, applies migrations, registers this process, and starts its writer,
+    /// upkeep (heartbeat and lease renewal) and listener.
     pub async fn open(options: PostgresOptions) -> Result<Self, OpenError> {
+        options.check()?;
         let connect: PgConnectOptions = options
             .url
             .parse::<PgConnectOptions>()
@@ -173,7 +243,7 @@ impl PostgresStore {
             .await
             .map_err(OpenError::connect)?;
         let writer_conn = connect.connect().await.map_err(OpenError::connect)?;
-        let connect_for_renewal = connect.clone();
+        let connect_for_upkeep = connect.clone();
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let holder = ulid::Ulid::generate().to_string();
         let closing = tokio_util::sync::CancellationToken::new();
@@ -183,6 +253,9 @@ impl PostgresStore {
             agent: options.agent.clone(),
             holder,
             lease_ttl: options.lease_ttl,
+            heartbeat: options.heartbeat,
+            draining: AtomicBool::new(false),
+            tasks: Mutex::new(Vec::new()),
             reads: Reads::new(pool.clone(), Dialect::Postgres, options.agent.as_str()),
             pool,
             writer,
@@ -190,11 +263,27 @@ impl PostgresStore {
             events,
             closing,
         });
+        // Registered before anything is claimed: from here on, the others see this
+        // process die with this connection.
+        let upkeep_conn = upkeep::connect(&connect_for_upkeep, &shared)
+            .await
+            .map_err(OpenError::connect)?;
         let listener = events::listen(&shared.pool)
             .await
             .map_err(OpenError::connect)?;
-        tokio::spawn(events::run(listener, Arc::downgrade(&shared)));
-        tokio::spawn(leases::renew(Arc::downgrade(&shared), connect_for_renewal));
+        let tasks = vec![
+            tokio::spawn(events::run(listener, Arc::downgrade(&shared))),
+            tokio::spawn(upkeep::run(
+                Arc::downgrade(&shared),
+                upkeep_conn,
+                connect_for_upkeep,
+            )),
+        ];
+        shared
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(tasks);
         Ok(Self { shared })
     }
 
@@ -206,6 +295,12 @@ impl PostgresStore {
     /// This process's name in lease rows.
     pub fn holder(&self) -> &str {
         &self.shared.holder
+    }
+
+    /// Every process of this Agent on the database, oldest first, with its heartbeat
+    /// and the Sessions and runs it holds: the operator's view (`GET /v1/hub/nodes`).
+    pub async fn nodes(&self) -> Result<Vec<HubNode>, StoreError> {
+        nodes::list(&self.shared.pool, self.shared.agent.as_str()).await
     }
 }
 
@@ -221,10 +316,31 @@ impl SqlBackend for PostgresStore {
         self.shared.writer.commit(ops).await
     }
 
+    /// Waits for the commits handed over, stops the upkeep and the listener, gives
+    /// back any lease still held (announced) and removes this process's row, then
+    /// closes the pool.
     async fn close(&self) {
-        self.shared.writer.close().await;
-        self.shared.closing.cancel();
-        self.shared.pool.close().await;
+        let shared = &self.shared;
+        shared.writer.close().await;
+        shared.closing.cancel();
+        let tasks =
+            std::mem::take(&mut *shared.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+        for task in tasks {
+            if let Err(error) = task.await {
+                tracing::warn!(%error, "a task of the PostgreSQL store ended badly");
+            }
+        }
+        match nodes::leave(&shared.pool, shared.agent.as_str(), &shared.holder).await {
+            Ok(0) => {}
+            Ok(released) => tracing::info!(
+                sessions = released,
+                "gave back the leases still held as this process left"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "could not leave the Hub cleanly; the others free this process's Sessions when its connection is gone")
+            }
+        }
+        shared.pool.close().await;
     }
 
     fn ownership(&self) -> Option<Arc<dyn Ownership>> {
@@ -233,3 +349,54 @@ impl SqlBackend for PostgresStore {
 }
 
 impl_store!(PostgresStore);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn the_lease_and_heartbeat_are_checked_at_their_edges() {
+        assert!(check_timing(ms(500), ms(250)).is_ok());
+        assert!(matches!(
+            check_timing(ms(499), ms(100)),
+            Err(OpenError::LeaseTtl(_))
+        ));
+        assert!(check_timing(ms(600_000), ms(500)).is_ok());
+        assert!(matches!(
+            check_timing(ms(600_001), ms(500)),
+            Err(OpenError::LeaseTtl(_))
+        ));
+        assert!(check_timing(ms(10_000), ms(50)).is_ok());
+        assert!(matches!(
+            check_timing(ms(10_000), ms(49)),
+            Err(OpenError::Heartbeat { .. })
+        ));
+        assert!(check_timing(ms(10_000), ms(5_000)).is_ok());
+        assert!(matches!(
+            check_timing(ms(10_000), ms(5_001)),
+            Err(OpenError::Heartbeat { .. })
+        ));
+        assert!(matches!(
+            check_timing(ms(10_000), ms(10_000)),
+            Err(OpenError::Heartbeat { .. })
+        ));
+    }
+
+    #[test]
+    fn the_default_heartbeat_fits_any_lease() {
+        assert_eq!(default_heartbeat(ms(10_000)), ms(500));
+        assert_eq!(default_heartbeat(ms(600)), ms(300));
+        for lease in [MIN_LEASE_TTL, ms(999), ms(1_000), MAX_LEASE_TTL] {
+            assert!(
+                check_timing(lease, default_heartbeat(lease)).is_ok(),
+                "{lease:?}"
+            );
+        }
+        let options = PostgresOptions::new("postgres://h/db", AgentKey::new("a").unwrap());
+        assert!(options.check().is_ok());
+    }
+}

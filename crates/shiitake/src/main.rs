@@ -10,13 +10,14 @@
 //!
 //! This file parses the command line and dispatches. The commands: [`serve`] (its
 //! folder holds everything only serving needs), [`chat`] (likewise for the
-//! conversation), [`commands`] (`send`, `watch`, `sessions`, `agents`); what they
-//! share: [`setup`] (data directory, server URL, token), [`render`] (what the
-//! terminal is shown), [`error`] and [`logging`].
+//! conversation), [`commands`] (`send`, `watch`, `sessions`, `agents`), [`hub`]
+//! (`hub nodes`); what they share: [`setup`] (data directory, server URL, token),
+//! [`render`] (what the terminal is shown), [`error`] and [`logging`].
 
 mod chat;
 mod commands;
 mod error;
+mod hub;
 mod logging;
 mod render;
 mod serve;
@@ -64,6 +65,9 @@ pub enum Command {
     Sessions(commands::SessionsArgs),
     /// List the Agents the server serves.
     Agents,
+    /// The processes of a Hub (`serve --database postgres://…`), for its operator.
+    #[command(subcommand)]
+    Hub(hub::HubCommand),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
             Command::Watch(args) => commands::watch(&context, args).await,
             Command::Sessions(args) => commands::sessions(&context, args).await,
             Command::Agents => commands::agents(&context).await,
+            Command::Hub(command) => hub::run(&context, command).await,
         }
     });
     // Open streams and stdin readers must not keep the process alive.

@@ -61,6 +61,7 @@ use self::work::Work;
 use crate::config::AgentConfig;
 use crate::extension::host::Host;
 use crate::inbox::{InboxFacts, inbox_state};
+use crate::store::ownership::Release;
 use crate::store::{
     CommandState, LoadedSession, Op, SessionHeader, Store, StoreError, StoredCommand,
 };
@@ -194,9 +195,9 @@ impl Owner {
             && !self.publication.watched()
     }
 
-    /// Gives the lease back as the owner leaves.
+    /// Gives the lease back as the owner leaves with nothing to do.
     pub(crate) async fn release(&mut self) {
-        self.tenure.release().await;
+        self.tenure.release(Release::Idle).await;
     }
 
     /// Refreshes the queue state of the activity from the run and the queue.
@@ -318,8 +319,10 @@ impl Owner {
                 self.answer(reply, result);
             }
             Request::Stop(done) => {
+                // Stopped on purpose (the Agent closes, the Session is deleted): the
+                // run is not settled, and the next owner resumes it as a handover.
                 self.work.stop_without_terminal();
-                self.tenure.release().await;
+                self.tenure.release(Release::Handover).await;
                 if done.send(()).is_err() {
                     tracing::trace!("stop requester left");
                 }

@@ -84,9 +84,13 @@ impl Owner {
     /// Resumes (or settles as interrupted) the work that was running before a restart.
     pub(crate) async fn resume(&mut self) {
         let interrupted = self.work.take_interrupted();
+        // Work the previous owner stopped on purpose (it drained) was not interrupted
+        // by a crash: it resumes without counting toward `max_recoveries`.
+        let handed_over = self.tenure.handed_over();
         for command in &interrupted.runs {
             let joined = interrupted.absorbed_by(&command.id);
-            if command.recoveries >= self.deps.config.max_recoveries || self.work.running() {
+            let exhausted = !handed_over && command.recoveries >= self.deps.config.max_recoveries;
+            if exhausted || self.work.running() {
                 let diagnostic = format!(
                     "the Agent stopped during this work {} times; it was not resumed again",
                     command.recoveries + 1
@@ -100,15 +104,19 @@ impl Owner {
                 .await;
                 continue;
             }
-            let count = Op::CountRecovery {
-                session_id: self.record.id().clone(),
-                command_id: command.id.clone(),
-            };
-            if let Err(error) = self.tenure.commit(vec![count]).await {
-                tracing::error!(%error, "could not count a recovery; the work waits for the next open");
-                return;
+            if handed_over {
+                tracing::info!(session = %self.record.id(), command = %command.id, "resuming work handed over by a draining process");
+            } else {
+                let count = Op::CountRecovery {
+                    session_id: self.record.id().clone(),
+                    command_id: command.id.clone(),
+                };
+                if let Err(error) = self.tenure.commit(vec![count]).await {
+                    tracing::error!(%error, "could not count a recovery; the work waits for the next open");
+                    return;
+                }
+                tracing::info!(session = %self.record.id(), command = %command.id, "resuming interrupted work");
             }
-            tracing::info!(session = %self.record.id(), command = %command.id, "resuming interrupted work");
             self.spawn_runner(command.id.clone(), true);
             self.work.absorb(joined);
         }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use shiitake_protocol::SessionId;
 
+use crate::store::ownership::{Lease, Release};
 use crate::store::{FencingToken, Op, Ownership, Store, StoreError};
 
 /// The one way an owner commits, and the lease it commits under.
@@ -19,6 +20,9 @@ pub(crate) struct Tenure {
     session_id: SessionId,
     /// The lease this owner holds on a shared store; every commit carries its token.
     lease: Option<FencingToken>,
+    /// The previous owner handed the Session over on purpose: resuming its work is
+    /// not a recovery from a crash.
+    handed_over: bool,
     /// A commit was refused because the lease moved on (or the loss was announced).
     fenced: bool,
 }
@@ -29,15 +33,22 @@ impl Tenure {
         store: Arc<dyn Store>,
         ownership: Option<Arc<dyn Ownership>>,
         session_id: SessionId,
-        lease: Option<FencingToken>,
+        lease: Option<Lease>,
     ) -> Self {
         Self {
             store,
             ownership,
             session_id,
-            lease,
+            lease: lease.map(|lease| lease.token),
+            handed_over: lease.is_some_and(|lease| lease.handed_over),
             fenced: false,
         }
+    }
+
+    /// Whether this tenure began with a handover (the previous owner drained), so its
+    /// interrupted work resumes without counting a recovery.
+    pub(super) fn handed_over(&self) -> bool {
+        self.handed_over
     }
 
     /// Commits `ops` as they are, under the lease when one is held. A commit the
@@ -85,11 +96,11 @@ impl Tenure {
 
     /// Gives the lease back, so another process may take the Session at once (a
     /// lease that moved on to another tenure is left alone by the store).
-    pub(super) async fn release(&mut self) {
+    pub(super) async fn release(&mut self, why: Release) {
         let (Some(token), Some(ownership)) = (self.lease.take(), self.ownership.clone()) else {
             return;
         };
-        if let Err(error) = ownership.release(&self.session_id, token).await {
+        if let Err(error) = ownership.release(&self.session_id, token, why).await {
             tracing::warn!(%error, session = %self.session_id, "could not give a lease back; it lapses");
         }
     }

@@ -3,10 +3,14 @@
 //!
 //! It forwards each request through the database ([`Ownership::forward`]) and
 //! waits for the owner's answer, and it tries to take the lease itself whenever the
-//! owner may have gone (the lease lapsed or was given back), then hands over to an
-//! owner here, which handles the request. Watches and subscriptions get a follower.
+//! owner may have gone, then hands over to an owner here, which handles the request.
+//! A lease given back, or freed because its holder died, is announced
+//! ([`OwnershipEvent::Released`]), and the stand-in claims at once; a lapse is not
+//! announced, so it also looks when the lease would lapse unrenewed (a paused holder).
+//! Watches and subscriptions get a follower.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use shiitake_protocol::{CommandOutcome, SessionId, SessionSnapshot, ShiitakeError};
@@ -17,14 +21,14 @@ use super::follower::follow;
 use super::forwarded::{Forwarded, Outcome, Replayed, decode};
 use crate::agent_core::AgentCore;
 use crate::owner::{Request, send};
-use crate::store::ownership::{Claim, OwnershipEvent};
-use crate::store::{FencingToken, Ownership};
+use crate::store::Ownership;
+use crate::store::ownership::{Claim, Lease, OwnershipEvent};
 
 /// How a stand-in ended.
 pub(crate) enum StandIn {
     /// This process took the lease: run the owner, handling `pending` first.
     Owner {
-        token: FencingToken,
+        lease: Lease,
         /// Boxed: a request is large, and a stand-in that stops carries nothing.
         pending: Option<Box<Request>>,
     },
@@ -66,13 +70,13 @@ pub(crate) async fn stand_in(
                 }
                 // Adopting an orphan: take the lease if it is free now.
                 Request::Drain => match ownership.claim(session_id).await {
-                    Ok(Claim::Held(token)) => {
+                    Ok(Claim::Held(lease)) => {
                         return StandIn::Owner {
-                            token,
+                            lease,
                             pending: None,
                         };
                     }
-                    Ok(Claim::Elsewhere | Claim::Missing) => {}
+                    Ok(Claim::Elsewhere { .. } | Claim::Missing) => {}
                     Err(error) => tracing::warn!(%error, session = %session_id, "could not claim"),
                 },
                 // The owner's process publishes to the watchers it serves; the watchers
@@ -82,13 +86,13 @@ pub(crate) async fn stand_in(
                 // else they run in the process that owns the Session.
                 request @ (Request::ExtensionTx { .. } | Request::FireTimer(..)) => {
                     match ownership.claim(session_id).await {
-                        Ok(Claim::Held(token)) => {
+                        Ok(Claim::Held(lease)) => {
                             return StandIn::Owner {
-                                token,
+                                lease,
                                 pending: Some(Box::new(request)),
                             };
                         }
-                        Ok(Claim::Elsewhere | Claim::Missing) => {
+                        Ok(Claim::Elsewhere { .. } | Claim::Missing) => {
                             request.fail(elsewhere(session_id));
                         }
                         Err(error) => request.fail(error.into()),
@@ -101,17 +105,17 @@ pub(crate) async fn stand_in(
         // Subscribe before forwarding, so no announcement after the answer is missed.
         let events = ownership.events();
         match call(ownership, session_id, &forwarded, events.resubscribe()).await {
-            Call::TookOver(token) => {
+            Call::TookOver(lease) => {
                 return StandIn::Owner {
-                    token,
+                    lease,
                     pending: Some(Box::new(request)),
                 };
             }
             Call::Answered { answer, took_over } => {
                 answer_locally(core, session_id, request, answer, events);
-                if let Some(token) = took_over {
+                if let Some(lease) = took_over {
                     return StandIn::Owner {
-                        token,
+                        lease,
                         pending: None,
                     };
                 }
@@ -192,11 +196,11 @@ enum Call {
     /// The owner answered; this process may also have taken the lease meanwhile.
     Answered {
         answer: Value,
-        took_over: Option<FencingToken>,
+        took_over: Option<Lease>,
     },
     /// The owner went away before answering and this process took the lease: the
     /// request was withdrawn and is to be handled here.
-    TookOver(FencingToken),
+    TookOver(Lease),
     /// The database failed.
     Failed(ShiitakeError),
 }
@@ -209,15 +213,15 @@ async fn call(
     request: &Forwarded,
     mut events: broadcast::Receiver<OwnershipEvent>,
 ) -> Call {
-    // The lease may be free (its owner left while idle): take it rather than wait.
-    match ownership.claim(session_id).await {
-        Ok(Claim::Held(token)) => return Call::TookOver(token),
-        Ok(Claim::Elsewhere) => {}
+    // The lease may be free (its owner left, or died): take it rather than wait.
+    let mut look_at = match ownership.claim(session_id).await {
+        Ok(Claim::Held(lease)) => return Call::TookOver(lease),
+        Ok(Claim::Elsewhere { lapses_in }) => look_after(lapses_in),
         Ok(Claim::Missing) => {
             return Call::Failed(ShiitakeError::not_found(format!("no Session {session_id}")));
         }
         Err(error) => return Call::Failed(error.into()),
-    }
+    };
     let request = match serde_json::to_value(request) {
         Ok(request) => request,
         Err(error) => return Call::Failed(ShiitakeError::internal(error.to_string())),
@@ -226,8 +230,6 @@ async fn call(
         Ok(id) => id,
         Err(error) => return Call::Failed(error.into()),
     };
-    let look_every = ownership.lease_ttl() / 2;
-    let mut deadline = Instant::now() + look_every;
     loop {
         let look = tokio::select! {
             event = events.recv() => match event {
@@ -239,10 +241,8 @@ async fn call(
                     return Call::Failed(ShiitakeError::unavailable("the store is closing"));
                 }
             },
-            () = tokio::time::sleep_until(deadline) => {
-                deadline = Instant::now() + look_every;
-                true
-            }
+            // No announcement says a lease lapsed: look when it would have.
+            () = tokio::time::sleep_until(look_at) => true,
         };
         if !look {
             continue;
@@ -258,21 +258,21 @@ async fn call(
             Err(error) => return Call::Failed(error.into()),
         }
         match ownership.claim(session_id).await {
-            Ok(Claim::Held(token)) => {
+            Ok(Claim::Held(lease)) => {
                 return match ownership.withdraw(id).await {
-                    Ok(true) => Call::TookOver(token),
+                    Ok(true) => Call::TookOver(lease),
                     Ok(false) => match ownership.take_answer(id).await {
                         Ok(Some(answer)) => Call::Answered {
                             answer,
-                            took_over: Some(token),
+                            took_over: Some(lease),
                         },
-                        Ok(None) => Call::TookOver(token),
+                        Ok(None) => Call::TookOver(lease),
                         Err(error) => Call::Failed(error.into()),
                     },
                     Err(error) => Call::Failed(error.into()),
                 };
             }
-            Ok(Claim::Elsewhere) => {}
+            Ok(Claim::Elsewhere { lapses_in }) => look_at = look_after(lapses_in),
             Ok(Claim::Missing) => {
                 return Call::Failed(ShiitakeError::not_found(format!("no Session {session_id}")));
             }
@@ -289,4 +289,17 @@ async fn call(
             Err(error) => return Call::Failed(error.into()),
         }
     }
+}
+
+/// How long after a lease would lapse unrenewed the stand-in looks: the holder's
+/// last renewal may land just before the expiry (the database's clock decides).
+const LAPSE_MARGIN: Duration = Duration::from_millis(50);
+
+/// The soonest a stand-in looks again with no announcement, so a lease that is free
+/// but not this process's to take (it drains) cannot make it spin.
+const MIN_LOOK: Duration = Duration::from_millis(250);
+
+/// When to look at a lease that lapses in `lapses_in` unless renewed.
+fn look_after(lapses_in: Duration) -> Instant {
+    Instant::now() + (lapses_in + LAPSE_MARGIN).max(MIN_LOOK)
 }

@@ -10,6 +10,16 @@
 //! and none of it lands, so an owner that lost its lease (paused past the expiry,
 //! cut off from the database) can never write over the new owner's work.
 //!
+//! A process that dies loses its leases at once: the store knows a process is alive
+//! while its database connection is (PostgreSQL drops a dead client's connection), so
+//! a claim on a Session whose holder died succeeds without waiting for the expiry,
+//! and the store announces the Sessions it freed ([`OwnershipEvent::Released`]). The
+//! expiry stays as the safety net for a process that is alive but stopped (paused,
+//! cut off): only the expiry frees its Sessions, and the fencing token refuses its
+//! commits afterwards. A process that leaves on purpose drains
+//! ([`Ownership::drain`]): it takes no more Sessions and hands its own over
+//! ([`Release::Handover`]), which the next owner does not count as a crash.
+//!
 //! Other processes reach the owner through the database, never a side channel:
 //! a request is a row ([`Ownership::forward`]) plus a notification that wakes
 //! the owner, and the answer comes back the same way. Committed changes are
@@ -32,15 +42,40 @@ use super::StoreError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FencingToken(pub u64);
 
+/// A lease this process just took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The token every commit of this tenure carries.
+    pub token: FencingToken,
+    /// The previous holder handed the Session over as it left ([`Release::Handover`]):
+    /// its work was stopped on purpose, so resuming it is not a recovery from a crash.
+    pub handed_over: bool,
+}
+
 /// What [`Ownership::claim`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Claim {
-    /// This process holds the lease now, under this token.
-    Held(FencingToken),
-    /// Another live process holds it; requests go to that owner through the database.
-    Elsewhere,
+    /// This process holds the lease now.
+    Held(Lease),
+    /// Another live process holds it (or this process is draining and takes nothing);
+    /// requests go to that owner through the database.
+    Elsewhere {
+        /// How long until the lease lapses unless its holder renews it: when to look
+        /// again at the latest, as a lapse is not announced (a release or a death is).
+        lapses_in: Duration,
+    },
     /// The store has no such Session (for this Agent).
     Missing,
+}
+
+/// Why a lease is given back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The owner left with nothing to do (idle, or the Session was deleted).
+    Idle,
+    /// The owner stopped its work on purpose (the process drains): the next owner
+    /// resumes it without counting a recovery.
+    Handover,
 }
 
 /// The id of one forwarded request row.
@@ -59,9 +94,10 @@ pub struct ForwardedRequest {
 /// Sessions whose owner went away, and when to look again.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Orphans {
-    /// Sessions with open work (or a due timer) whose lease lapsed or was given back.
+    /// Sessions with something to do (open work, an unanswered forwarded request, a
+    /// due timer) whose lease lapsed, was given back, or whose holder died.
     pub sessions: Vec<SessionId>,
-    /// How long until the next lease of a Session with open work lapses, if any is held.
+    /// How long until the next lease of such a Session lapses, if another process holds one.
     pub next_lapse: Option<Duration>,
 }
 
@@ -85,7 +121,8 @@ pub enum OwnershipEvent {
         /// The request.
         id: ForwardId,
     },
-    /// A lease was given back (its owner left): another process may take the Session now.
+    /// A lease was given back (its owner left or drained), or its holder died: another
+    /// process may take the Session now.
     Released {
         /// The Session.
         session_id: SessionId,
@@ -110,15 +147,26 @@ pub trait Ownership: Send + Sync + 'static {
     /// process well within it, for as long as the process runs.
     fn lease_ttl(&self) -> Duration;
 
-    /// Takes the lease of a Session for this process if it is free, lapsed or
-    /// already ours (a new token each time it changes hands).
+    /// Takes the lease of a Session for this process if it is free, lapsed, held by
+    /// a process that died, or already ours (a new token each time it changes hands).
+    /// A draining process takes nothing.
     async fn claim(&self, session_id: &SessionId) -> Result<Claim, StoreError>;
 
     /// Gives a lease back so another process may take the Session at once; a
     /// lease that moved on (another token) is left alone.
-    async fn release(&self, session_id: &SessionId, token: FencingToken) -> Result<(), StoreError>;
+    async fn release(
+        &self,
+        session_id: &SessionId,
+        token: FencingToken,
+        why: Release,
+    ) -> Result<(), StoreError>;
 
-    /// Sessions whose owner went away and that have work to resume.
+    /// From now on this process takes no Session (its claims answer
+    /// [`Claim::Elsewhere`]), so the Sessions it gives back as it leaves go to the
+    /// processes that stay.
+    async fn drain(&self) -> Result<(), StoreError>;
+
+    /// Sessions whose owner went away and that have something to do.
     async fn orphans(&self) -> Result<Orphans, StoreError>;
 
     /// Writes a request for the owner of `session_id` and wakes it.

@@ -51,11 +51,13 @@ pub fn fresh_key() -> AgentKey {
     .unwrap()
 }
 
-/// Opens a store of `key` on the test database with leases of `ttl`.
+/// Opens a store of `key` on the test database with leases of `ttl` (and the
+/// default heartbeat for them).
 pub async fn store(key: &AgentKey, ttl: Duration) -> PostgresStore {
     let url = url().expect("the test database");
     let mut options = PostgresOptions::new(url, key.clone());
     options.lease_ttl = ttl;
+    options.heartbeat = shiitake_store_postgres::default_heartbeat(ttl);
     options.read_connections = 4;
     PostgresStore::open(options).await.unwrap()
 }

@@ -3,12 +3,15 @@
 //! `sqlite:PATH` is the Local host's embedded store (the default is `shiitake.db`
 //! in the data directory); `postgres://…` is a database several `serve` processes
 //! share, each owning some Sessions under leases (crate `shiitake-store-postgres`,
-//! compiled in by the default cargo feature `postgres`).
+//! compiled in by the default cargo feature `postgres`), with the lease period and
+//! heartbeat of `--lease-ttl` and `--heartbeat`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use shiitake_core::store::Store;
+use shiitake_server::HubNodes;
 
 use crate::error::CliError;
 
@@ -17,8 +20,18 @@ use crate::error::CliError;
 pub enum Database {
     /// An SQLite file.
     Sqlite(PathBuf),
-    /// A PostgreSQL URL (it may carry a password, so `Debug` hides it).
-    Postgres(String),
+    /// A PostgreSQL database (its URL may carry a password, so `Debug` hides it).
+    Postgres(Postgres),
+}
+
+/// A PostgreSQL database and how this process keeps its leases there.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Postgres {
+    url: String,
+    /// `--lease-ttl`, if given.
+    lease_ttl: Option<Duration>,
+    /// `--heartbeat`, if given.
+    heartbeat: Option<Duration>,
 }
 
 impl std::fmt::Debug for Database {
@@ -30,6 +43,40 @@ impl std::fmt::Debug for Database {
     }
 }
 
+/// `serve`'s flags for a PostgreSQL database (the Hub, `docs/hub.md`).
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct HubArgs {
+    /// How long a Session's lease lasts unrenewed (PostgreSQL only; 500ms to 600s,
+    /// default 10s): a process that is paused, not dead, keeps its Sessions this long.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    lease_ttl: Option<Duration>,
+    /// How often this process beats and looks for processes that died (PostgreSQL
+    /// only; 50ms to half the lease, default 500ms or half the lease): a dead process's
+    /// Sessions are taken over within about this.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    heartbeat: Option<Duration>,
+}
+
+/// A duration as `--lease-ttl` and `--heartbeat` take it: a whole number and a unit,
+/// `ms`, `s` or `m` (`1500ms`, `10s`, `2m`).
+fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let bad = || format!("expected a whole number and ms, s or m (1500ms, 10s, 2m), not {text:?}");
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let millis = match unit {
+        "ms" => Some(number),
+        "s" => number.checked_mul(1_000),
+        "m" => number.checked_mul(60_000),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    Ok(Duration::from_millis(millis))
+}
+
 /// Why a `--database` value was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DatabaseError {
@@ -39,6 +86,14 @@ pub enum DatabaseError {
     /// `sqlite:` with nothing after it.
     #[error("--database sqlite: needs a file path after the colon")]
     EmptyPath,
+    /// `--lease-ttl` or `--heartbeat` with a database that has no leases.
+    #[error(
+        "--lease-ttl and --heartbeat apply to a PostgreSQL database (--database postgres://…) only"
+    )]
+    TimingWithoutLeases,
+    /// The lease and heartbeat are outside their bounds.
+    #[error("{0}")]
+    Timing(String),
 }
 
 impl Database {
@@ -56,7 +111,11 @@ impl Database {
             return Ok(Self::Sqlite(PathBuf::from(path)));
         }
         if value.starts_with("postgres://") || value.starts_with("postgresql://") {
-            return Ok(Self::Postgres(value.to_owned()));
+            return Ok(Self::Postgres(Postgres {
+                url: value.to_owned(),
+                lease_ttl: None,
+                heartbeat: None,
+            }));
         }
         // Only the scheme is echoed: the rest may hold a password.
         let scheme = value.split_once(':').map_or(value, |(scheme, _)| scheme);
@@ -67,31 +126,109 @@ impl Database {
     pub fn describe(&self) -> String {
         match self {
             Self::Sqlite(path) => format!("SQLite {}", path.display()),
-            Self::Postgres(url) => format!("PostgreSQL {}", without_password(url)),
+            Self::Postgres(database) => format!("PostgreSQL {}", without_password(&database.url)),
+        }
+    }
+
+    /// Takes `--lease-ttl` and `--heartbeat`, refused with SQLite (it has no leases)
+    /// or outside their bounds, before anything starts.
+    pub fn with_hub(self, hub: &HubArgs) -> Result<Self, DatabaseError> {
+        match self {
+            Self::Sqlite(_) if hub.lease_ttl.is_some() || hub.heartbeat.is_some() => {
+                Err(DatabaseError::TimingWithoutLeases)
+            }
+            Self::Sqlite(path) => Ok(Self::Sqlite(path)),
+            Self::Postgres(database) => {
+                let database = Postgres {
+                    lease_ttl: hub.lease_ttl,
+                    heartbeat: hub.heartbeat,
+                    ..database
+                };
+                database.check()?;
+                Ok(Self::Postgres(database))
+            }
         }
     }
 }
 
-/// Opens the tenant `agent` of the shared PostgreSQL database at `url`.
+impl Postgres {
+    /// Checks the lease and heartbeat this process would run with.
+    #[cfg(feature = "postgres")]
+    fn check(&self) -> Result<(), DatabaseError> {
+        let (lease_ttl, heartbeat) = self.timing();
+        shiitake_store_postgres::check_timing(lease_ttl, heartbeat)
+            .map_err(|error| DatabaseError::Timing(error.to_string()))
+    }
+
+    /// Without PostgreSQL, opening it fails later with that reason.
+    #[cfg(not(feature = "postgres"))]
+    fn check(&self) -> Result<(), DatabaseError> {
+        Ok(())
+    }
+
+    /// The lease and heartbeat: as given, else the store's defaults (the heartbeat's
+    /// shortened to half a short lease).
+    #[cfg(feature = "postgres")]
+    fn timing(&self) -> (Duration, Duration) {
+        let lease_ttl = self.lease_ttl.unwrap_or(DEFAULT_LEASE_TTL);
+        let heartbeat = self
+            .heartbeat
+            .unwrap_or_else(|| shiitake_store_postgres::default_heartbeat(lease_ttl));
+        (lease_ttl, heartbeat)
+    }
+}
+
+/// The lease period without `--lease-ttl`.
 #[cfg(feature = "postgres")]
-pub async fn open_postgres(url: &str, agent: &str) -> Result<Arc<dyn Store>, CliError> {
+const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// The store of the tenant `agent` on the shared PostgreSQL database, and the view of
+/// its processes for `GET /v1/hub/nodes`.
+#[cfg(feature = "postgres")]
+pub async fn open_postgres(
+    database: &Postgres,
+    agent: &str,
+) -> Result<(Arc<dyn Store>, Arc<dyn HubNodes>), CliError> {
     use shiitake_store_postgres::{AgentKey, PostgresOptions, PostgresStore};
     let store_error = |error: shiitake_store_postgres::OpenError| {
-        CliError::Setup(format!("store: {}: {error}", without_password(url)))
+        CliError::Setup(format!(
+            "store: {}: {error}",
+            without_password(&database.url)
+        ))
     };
     let key = AgentKey::new(agent).map_err(store_error)?;
-    let store = PostgresStore::open(PostgresOptions::new(url, key))
-        .await
-        .map_err(store_error)?;
-    Ok(Arc::new(store))
+    let mut options = PostgresOptions::new(&database.url, key);
+    (options.lease_ttl, options.heartbeat) = database.timing();
+    let store = PostgresStore::open(options).await.map_err(store_error)?;
+    Ok((Arc::new(store.clone()), Arc::new(Nodes(store))))
 }
 
 /// Without the `postgres` feature there is no PostgreSQL store to open.
 #[cfg(not(feature = "postgres"))]
-pub async fn open_postgres(_url: &str, _agent: &str) -> Result<Arc<dyn Store>, CliError> {
+pub async fn open_postgres(
+    _database: &Postgres,
+    _agent: &str,
+) -> Result<(Arc<dyn Store>, Arc<dyn HubNodes>), CliError> {
     Err(CliError::Setup(
         "this shiitake was built without PostgreSQL (cargo feature `postgres`)".to_owned(),
     ))
+}
+
+/// The processes of this Hub, as the PostgreSQL store lists them.
+#[cfg(feature = "postgres")]
+#[derive(Debug)]
+struct Nodes(shiitake_store_postgres::PostgresStore);
+
+#[cfg(feature = "postgres")]
+#[async_trait::async_trait]
+impl HubNodes for Nodes {
+    async fn nodes(
+        &self,
+    ) -> Result<shiitake_protocol::HubNodeList, shiitake_protocol::ShiitakeError> {
+        Ok(shiitake_protocol::HubNodeList {
+            nodes: self.0.nodes().await?,
+        })
+    }
 }
 
 /// The URL with any password replaced by `***`.
@@ -131,11 +268,11 @@ mod tests {
         );
         assert_eq!(
             Database::parse(Some("postgres://u@h:5432/db"), dir),
-            Ok(Database::Postgres("postgres://u@h:5432/db".to_owned()))
+            Ok(postgres("postgres://u@h:5432/db"))
         );
         assert_eq!(
             Database::parse(Some("postgresql://h/db"), dir),
-            Ok(Database::Postgres("postgresql://h/db".to_owned()))
+            Ok(postgres("postgresql://h/db"))
         );
     }
 
@@ -159,19 +296,86 @@ mod tests {
     #[test]
     fn passwords_are_hidden_when_described() {
         assert_eq!(
-            Database::Postgres("postgres://u:hunter2@h:5/db".to_owned()).describe(),
+            postgres("postgres://u:hunter2@h:5/db").describe(),
             "PostgreSQL postgres://u:***@h:5/db"
         );
         assert_eq!(
-            Database::Postgres("postgres://u@h/db".to_owned()).describe(),
+            postgres("postgres://u@h/db").describe(),
             "PostgreSQL postgres://u@h/db"
         );
         assert_eq!(
-            format!(
-                "{:?}",
-                Database::Postgres("postgres://u:hunter2@h/db".to_owned())
-            ),
+            format!("{:?}", postgres("postgres://u:hunter2@h/db")),
             "Postgres(..)"
         );
+    }
+
+    fn postgres(url: &str) -> Database {
+        Database::Postgres(Postgres {
+            url: url.to_owned(),
+            lease_ttl: None,
+            heartbeat: None,
+        })
+    }
+
+    fn hub(lease_ttl: Option<u64>, heartbeat: Option<u64>) -> HubArgs {
+        HubArgs {
+            lease_ttl: lease_ttl.map(Duration::from_millis),
+            heartbeat: heartbeat.map(Duration::from_millis),
+        }
+    }
+
+    #[test]
+    fn durations_take_a_whole_number_and_a_unit() {
+        assert_eq!(duration("1500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(duration("0ms"), Ok(Duration::ZERO));
+        for bad in [
+            "",
+            "10",
+            "s",
+            "1.5s",
+            "-1s",
+            "10 s",
+            "10h",
+            "99999999999999999999ms",
+        ] {
+            assert!(duration(bad).is_err(), "{bad:?}");
+        }
+        assert!(
+            duration(&format!("{}m", u64::MAX / 1000)).is_err(),
+            "overflow"
+        );
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn lease_and_heartbeat_are_checked_before_anything_starts() {
+        let sqlite = Database::Sqlite(PathBuf::from("/data/shiitake.db"));
+        assert_eq!(
+            sqlite.clone().with_hub(&hub(Some(10_000), None)),
+            Err(DatabaseError::TimingWithoutLeases)
+        );
+        assert_eq!(
+            sqlite.clone().with_hub(&hub(None, Some(500))),
+            Err(DatabaseError::TimingWithoutLeases)
+        );
+        assert_eq!(sqlite.clone().with_hub(&HubArgs::default()), Ok(sqlite));
+        let pg = postgres("postgres://h/db");
+        assert!(pg.clone().with_hub(&HubArgs::default()).is_ok());
+        // A short lease shortens the default heartbeat with it.
+        assert!(pg.clone().with_hub(&hub(Some(500), None)).is_ok());
+        assert!(pg.clone().with_hub(&hub(Some(499), None)).is_err());
+        assert!(pg.clone().with_hub(&hub(Some(600_000), None)).is_ok());
+        assert!(pg.clone().with_hub(&hub(Some(600_001), None)).is_err());
+        assert!(pg.clone().with_hub(&hub(None, Some(5_000))).is_ok());
+        let refused = pg.clone().with_hub(&hub(None, Some(5_001)));
+        assert!(
+            matches!(&refused, Err(DatabaseError::Timing(reason)) if reason.contains("half the lease")),
+            "{refused:?}"
+        );
+        assert!(pg.clone().with_hub(&hub(Some(2_000), Some(2_000))).is_err());
+        assert!(pg.clone().with_hub(&hub(None, Some(50))).is_ok());
+        assert!(pg.with_hub(&hub(None, Some(49))).is_err());
     }
 }

@@ -14,7 +14,7 @@ use shiitake_ext_skills::SkillLibrary;
 use shiitake_protocol::AgentName;
 use shiitake_roster_hub::{HubAgent, HubOptions, SoleAgentDirectory};
 use shiitake_roster_local::{LocalDirectory, LocalOptions};
-use shiitake_server::{ServerConfig, directory_router, router};
+use shiitake_server::{HubNodes, ServerConfig, directory_router, router};
 
 use super::database::{self, Database};
 use crate::error::CliError;
@@ -38,8 +38,8 @@ pub enum Host {
     /// The Local directory; the bridge is mounted for its default Agent.
     Local(Arc<LocalDirectory>, UiBridge),
     /// One Hub Agent (and its name), sharing its database's Sessions with other
-    /// processes.
-    Hub(HubAgent, AgentName),
+    /// processes, and the view of those processes (`GET /v1/hub/nodes`).
+    Hub(HubAgent, AgentName, Arc<dyn HubNodes>),
 }
 
 impl Host {
@@ -65,8 +65,8 @@ impl Host {
                     .map_err(|error| setup(error.to_string()))?;
                 Ok(Self::Local(Arc::new(directory), parts.bridge))
             }
-            Database::Postgres(url) => {
-                let store = database::open_postgres(url, agent).await?;
+            Database::Postgres(postgres) => {
+                let (store, nodes) = database::open_postgres(postgres, agent).await?;
                 let name = AgentName::new(agent)
                     .map_err(|error| CliError::Setup(format!("--agent {agent:?}: {error}")))?;
                 let directory = SoleAgentDirectory::new(
@@ -85,7 +85,7 @@ impl Host {
                 .await
                 .map_err(|error| setup(error.to_string()))?;
                 directory.set(hub.agent().clone());
-                Ok(Self::Hub(hub, name))
+                Ok(Self::Hub(hub, name, nodes))
             }
         }
     }
@@ -94,7 +94,7 @@ impl Host {
     pub fn names(&self) -> Vec<String> {
         match self {
             Self::Local(directory, _) => directory.names().into_iter().map(String::from).collect(),
-            Self::Hub(_, name) => vec![name.to_string()],
+            Self::Hub(_, name, _) => vec![name.to_string()],
         }
     }
 
@@ -104,7 +104,10 @@ impl Host {
             Self::Local(directory, bridge) => {
                 directory_router(directory.clone(), config.with_browser(bridge.clone()))
             }
-            Self::Hub(hub, _) => router(Arc::new(hub.agent().clone()), config),
+            Self::Hub(hub, _, nodes) => router(
+                Arc::new(hub.agent().clone()),
+                config.with_hub_nodes(nodes.clone()),
+            ),
         }
     }
 
@@ -115,7 +118,7 @@ impl Host {
                 bridge.close();
                 directory.close().await;
             }
-            Self::Hub(hub, _) => {
+            Self::Hub(hub, _, _) => {
                 if let Err(error) = hub.close().await {
                     tracing::warn!(%error, "the Hub Agent did not close cleanly");
                 }

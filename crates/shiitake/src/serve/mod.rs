@@ -80,6 +80,9 @@ pub struct ServeArgs {
     /// A file holding the bearer token clients must send (default: `--token` /
     /// `SHIITAKE_TOKEN` if given, else `<data-dir>/token`, created when absent).
     #[arg(long, value_name = "PATH")]
+    /// The lease and heartbeat on a shared PostgreSQL database.
+    #[command(flatten)]
+    hub: database::HubArgs,
     token_file: Option<PathBuf>,
 }
 
@@ -261,6 +264,7 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     // work. On PostgreSQL, leases keep the processes' Sessions apart instead.
     let _lock = match database {
         Database::Sqlite(_) => Some(datadir::lock(&data_dir)?),
+        .and_then(|database| database.with_hub(&args.hub))
         Database::Postgres(_) => None,
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))

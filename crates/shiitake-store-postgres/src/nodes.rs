@@ -1,0 +1,208 @@
+//! The processes of a Hub: each registers its upkeep connection's backend, so the
+//! others see it die at once, and the operator sees who serves what.
+//!
+//! A process is alive while the backend named in its `hub_nodes` row exists
+//! (`pg_stat_activity`): PostgreSQL ends a backend when its client's connection
+//! closes, as it does when the process dies. PostgreSQL announces no disconnect,
+//! so every process looks on its heartbeat: one statement deletes the rows of dead
+//! processes of its Agent, gives their leases back (keeping each token) and
+//! announces each Session freed ([`OwnershipEvent::Released`]). A paused process
+//! keeps its connection and stays alive here; only its leases' expiry frees its
+//! Sessions, and the fencing token refuses what it commits after waking.
+//!
+//! [`OwnershipEvent::Released`]: shiitake_core::store::ownership::OwnershipEvent::Released
+
+use shiitake_core::store::StoreError;
+use shiitake_protocol::HubNode;
+use shiitake_store_sql::{db, uint};
+use sqlx::postgres::{PgConnection, PgPool};
+
+/// How the upkeep connection failed: sqlx's error, kept whole so the upkeep can tell a
+/// statement refused (the connection is fine) from a connection lost.
+pub(crate) type UpkeepError = sqlx::Error;
+
+use crate::events::CHANNEL;
+
+/// SQL true when the lease row `$lease` is held by a process that died: its node row
+/// names a backend that is gone. (A holder with no node row is left to the expiry.)
+/// Without the privilege to read another role's `backend_start` the pid alone decides.
+macro_rules! holder_dead {
+    ($lease:literal) => {
+        concat!(
+            "EXISTS (SELECT 1 FROM hub_nodes n WHERE n.agent_id = ",
+            $lease,
+            ".agent_id AND n.holder = ",
+            $lease,
+            ".holder AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a \
+             WHERE a.pid = n.backend_pid \
+               AND (a.backend_start IS NULL OR a.backend_start = n.backend_start)))"
+        )
+    };
+}
+pub(crate) use holder_dead;
+
+/// Registers this process on its upkeep connection `conn` (again after a reconnect:
+/// the row then names the new backend), before it claims anything.
+pub(crate) async fn register(
+    conn: &mut PgConnection,
+    agent: &str,
+    holder: &str,
+    draining: bool,
+) -> Result<(), UpkeepError> {
+    let done = sqlx::query(
+        "INSERT INTO hub_nodes (agent_id, holder, backend_pid, backend_start, started_at, \
+           heartbeat_at, draining) \
+         SELECT $1, $2, pid, backend_start, clock_timestamp(), clock_timestamp(), $3 \
+         FROM pg_stat_activity WHERE pid = pg_backend_pid() \
+         ON CONFLICT (agent_id, holder) DO UPDATE SET backend_pid = excluded.backend_pid, \
+           backend_start = excluded.backend_start, heartbeat_at = excluded.heartbeat_at, \
+           draining = hub_nodes.draining OR excluded.draining",
+    )
+    .bind(agent)
+    .bind(holder)
+    .bind(draining)
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() != 1 {
+        // pg_stat_activity does not show this connection's own backend.
+        return Err(sqlx::Error::RowNotFound);
+    }
+    Ok(())
+}
+
+/// What one heartbeat found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Beat {
+    /// This process's row was there (else it registers again).
+    pub(crate) registered: bool,
+    /// Dead processes whose rows were deleted.
+    pub(crate) dead: i64,
+    /// Leases of theirs given back (each announced).
+    pub(crate) released: i64,
+}
+
+/// One heartbeat on the upkeep connection: this process's row shows it beat, and
+/// every dead process of the Agent is removed with its leases given back and
+/// announced, all in one statement.
+pub(crate) async fn beat(
+    conn: &mut PgConnection,
+    agent: &str,
+    holder: &str,
+) -> Result<Beat, UpkeepError> {
+    let (registered, dead, released): (i64, i64, i64) = sqlx::query_as(concat!(
+        "WITH me AS ( \
+           UPDATE hub_nodes SET heartbeat_at = clock_timestamp() \
+           WHERE agent_id = $1 AND holder = $2 RETURNING 1 \
+         ), dead AS ( \
+           DELETE FROM hub_nodes d WHERE d.agent_id = $1 AND d.holder <> $2 \
+             AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = d.backend_pid \
+               AND (a.backend_start IS NULL OR a.backend_start = d.backend_start)) \
+           RETURNING d.holder \
+         ), released AS ( \
+           UPDATE session_leases l SET holder = NULL, expires_at = clock_timestamp() \
+           FROM dead WHERE l.agent_id = $1 AND l.holder = dead.holder \
+           RETURNING l.session_id \
+         ), announced AS ( \
+           SELECT pg_notify($3, format('r %s %s', $1::text, session_id)) FROM released \
+         ) SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM dead), \
+             (SELECT count(*) FROM announced)"
+    ))
+    .bind(agent)
+    .bind(holder)
+    .bind(CHANNEL)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(Beat {
+        registered: registered > 0,
+        dead,
+        released,
+    })
+}
+
+/// Marks this process draining, so the operator sees it leave.
+pub(crate) async fn mark_draining(
+    pool: &PgPool,
+    agent: &str,
+    holder: &str,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE hub_nodes SET draining = true WHERE agent_id = $1 AND holder = $2")
+        .bind(agent)
+        .bind(holder)
+        .execute(pool)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
+/// The process leaves: any lease it still holds is given back and announced, and its
+/// row is deleted, in one statement.
+pub(crate) async fn leave(pool: &PgPool, agent: &str, holder: &str) -> Result<u64, StoreError> {
+    let released: i64 = sqlx::query_scalar(
+        "WITH gone AS ( \
+           DELETE FROM hub_nodes WHERE agent_id = $1 AND holder = $2 \
+         ), released AS ( \
+           UPDATE session_leases SET holder = NULL, expires_at = clock_timestamp() \
+           WHERE agent_id = $1 AND holder = $2 RETURNING session_id \
+         ) SELECT count(pg_notify($3, format('r %s %s', $1::text, session_id))) FROM released",
+    )
+    .bind(agent)
+    .bind(holder)
+    .bind(CHANNEL)
+    .fetch_one(pool)
+    .await
+    .map_err(db)?;
+    uint(released, "released leases")
+}
+
+/// One row of `hub_nodes` with what the operator view adds to it.
+#[derive(sqlx::FromRow)]
+struct NodeRow {
+    holder: String,
+    agent_id: String,
+    started_at_ms: i64,
+    heartbeat_age_ms: i64,
+    draining: bool,
+    connected: bool,
+    sessions: i64,
+    open_runs: i64,
+}
+
+/// Every process of the Agent, oldest first, with the Sessions it holds and the runs
+/// in progress in them (counted now, from the leases and commands).
+pub(crate) async fn list(pool: &PgPool, agent: &str) -> Result<Vec<HubNode>, StoreError> {
+    let rows: Vec<NodeRow> = sqlx::query_as(
+        "SELECT n.holder, n.agent_id, \
+           (EXTRACT(EPOCH FROM n.started_at) * 1000)::bigint AS started_at_ms, \
+           GREATEST(0, (EXTRACT(EPOCH FROM clock_timestamp() - n.heartbeat_at) * 1000)::bigint) \
+             AS heartbeat_age_ms, \
+           n.draining, \
+           EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = n.backend_pid \
+             AND (a.backend_start IS NULL OR a.backend_start = n.backend_start)) AS connected, \
+           (SELECT count(*) FROM session_leases l \
+             WHERE l.agent_id = n.agent_id AND l.holder = n.holder) AS sessions, \
+           (SELECT count(*) FROM session_leases l \
+             JOIN sessions s ON s.agent_id = l.agent_id AND s.id = l.session_id \
+             JOIN commands c ON c.agent_id = s.agent_id AND c.session_id = s.id \
+               AND c.id >= s.open_from AND c.state = 'running' \
+             WHERE l.agent_id = n.agent_id AND l.holder = n.holder) AS open_runs \
+         FROM hub_nodes n WHERE n.agent_id = $1 ORDER BY n.started_at, n.holder",
+    )
+    .bind(agent)
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    rows.into_iter()
+        .map(|row| {
+            Ok(HubNode {
+                holder: row.holder,
+                agent: row.agent_id,
+                started_at: uint(row.started_at_ms, "node start")?,
+                heartbeat_age_ms: uint(row.heartbeat_age_ms, "heartbeat age")?,
+                draining: row.draining,
+                connected: row.connected,
+                sessions: uint(row.sessions, "held Sessions")?,
+                open_runs: uint(row.open_runs, "open runs")?,
+            })
+        })
+        .collect()
+}

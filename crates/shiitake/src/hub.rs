@@ -1,0 +1,137 @@
+//! `shiitake hub nodes`: the processes of a Hub (`serve --database postgres://…`),
+//! as the operator sees them at `GET /v1/hub/nodes`.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use shiitake_protocol::{HubNode, HubNodeList};
+
+use crate::error::CliError;
+use crate::render::style::inert_line;
+use crate::setup::Context;
+
+/// What `hub` does.
+#[derive(Debug, clap::Subcommand)]
+pub enum HubCommand {
+    /// List the processes serving the Agent: when each started, its heartbeat's age,
+    /// whether it drains, the Sessions it holds and the runs in progress in them.
+    Nodes,
+}
+
+/// Runs one `hub` command against the server (its bearer token: the operator's).
+pub async fn run(context: &Context, command: HubCommand) -> Result<(), CliError> {
+    match command {
+        HubCommand::Nodes => {
+            let list = context.agent()?.hub_nodes().await?;
+            anstream::print!("{}", table(&list));
+            Ok(())
+        }
+    }
+}
+
+/// The list as lines: a header, then one line per process.
+fn table(list: &HubNodeList) -> String {
+    if list.nodes.is_empty() {
+        return "(no processes)\n".to_owned();
+    }
+    let rows: Vec<[String; 7]> = list.nodes.iter().map(row).collect();
+    let header = [
+        "holder",
+        "agent",
+        "started",
+        "heartbeat",
+        "state",
+        "sessions",
+        "runs",
+    ]
+    .map(str::to_owned);
+    let mut widths = header.clone().map(|cell| cell.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for line in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn row(node: &HubNode) -> [String; 7] {
+    let started = i64::try_from(node.started_at)
+        .ok()
+        .and_then(DateTime::<Utc>::from_timestamp_millis)
+        .map_or_else(
+            || node.started_at.to_string(),
+            |at| at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        );
+    let state = match (node.connected, node.draining) {
+        (false, _) => "gone",
+        (true, true) => "draining",
+        (true, false) => "serving",
+    };
+    [
+        inert_line(&node.holder),
+        inert_line(&node.agent),
+        started,
+        format!("{} ms ago", node.heartbeat_age_ms),
+        state.to_owned(),
+        node.sessions.to_string(),
+        node.open_runs.to_string(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(holder: &str, draining: bool, connected: bool) -> HubNode {
+        HubNode {
+            holder: holder.to_owned(),
+            agent: "acme".to_owned(),
+            started_at: 1_796_047_320_000,
+            heartbeat_age_ms: 120,
+            draining,
+            connected,
+            sessions: 12,
+            open_runs: 3,
+        }
+    }
+
+    #[test]
+    fn each_process_is_one_aligned_line() {
+        let list = HubNodeList {
+            nodes: vec![
+                node("01J0000000000000000000000A", false, true),
+                node("01J0000000000000000000000B", true, true),
+                node("01J0000000000000000000000C", false, false),
+            ],
+        };
+        assert_eq!(
+            table(&list),
+            "holder                      agent  started               heartbeat  state     sessions  runs\n\
+             01J0000000000000000000000A  acme   2026-12-01T14:02:00Z  120 ms ago serving   12        3\n\
+             01J0000000000000000000000B  acme   2026-12-01T14:02:00Z  120 ms ago draining  12        3\n\
+             01J0000000000000000000000C  acme   2026-12-01T14:02:00Z  120 ms ago gone      12        3\n"
+        );
+        assert_eq!(
+            table(&HubNodeList { nodes: Vec::new() }),
+            "(no processes)\n"
+        );
+    }
+
+    #[test]
+    fn what_the_server_says_is_printed_inert() {
+        let list = HubNodeList {
+            nodes: vec![node("evil\u{1b}[31m\nholder", false, true)],
+        };
+        let printed = table(&list);
+        assert!(!printed.contains('\u{1b}'), "{printed:?}");
+        assert_eq!(printed.lines().count(), 2, "{printed:?}");
+    }
+}
