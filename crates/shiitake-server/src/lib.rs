@@ -13,20 +13,24 @@
 //! are bounded by [`MAX_BODY_BYTES`]; request time and open event streams are
 //! bounded per process ([`ServerConfig`]), and every request gets a request id
 //! (`x-request-id`) and a tracing span. `docs/http.md` documents every route.
+//! [`serve`] runs the router on a listener with each connection bounded too (a
+//! header-read timeout, a connection cap that fits the open-file limit:
+//! [`ConnectionLimits`]); `axum::serve` bounds neither.
 //!
 //! ```no_run
 //! # async fn host(agent: std::sync::Arc<impl shiitake_protocol::AgentApi + 'static>) -> std::io::Result<()> {
-//! use shiitake_server::{ServerConfig, Token, router};
+//! use shiitake_server::{ConnectionLimits, ServerConfig, Token, router, serve};
 //!
 //! let token = Token::generate().map_err(std::io::Error::other)?;
 //! let app = router(agent, ServerConfig::new(token));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! axum::serve(listener, app).await
+//! serve(listener, app, ConnectionLimits::default().within_file_limit()).await
 //! # }
 //! ```
 
 mod auth;
 mod browser;
+mod connections;
 mod directory;
 mod error;
 mod extract;
@@ -49,6 +53,9 @@ use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
 pub use auth::{Token, TokenError, load_or_create_token, token_path};
+pub use connections::{
+    ConnectionLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS, serve,
+};
 pub use directory::{AgentDirectoryApi, directory_router};
 pub use error::{HttpError, status_of};
 pub use extract::MAX_BODY_BYTES;

@@ -3,6 +3,7 @@
 mod auth;
 mod browser_routes;
 mod conformance;
+mod connection_limits;
 mod errors_and_bounds;
 mod server_limits;
 mod sse_resume;

@@ -35,7 +35,9 @@ impl Server {
         let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
+            shiitake_server::serve(listener, app, shiitake_server::ConnectionLimits::default())
+                .await
+                .unwrap();
         });
         Self { addr, task }
     }
