@@ -43,6 +43,13 @@ pub const MAX_OBJECTIVE_BYTES: usize = 2000;
 pub const MAX_NOTE_BYTES: usize = 1000;
 /// Tool-less continuations in a row that pause a goal as stalled.
 pub const STALL_LIMIT: u8 = 3;
+/// Goal turns (continuations) a goal takes, by default, between becoming live and
+/// pausing as stalled: a host bound on what a model that never finishes can cost.
+pub const DEFAULT_MAX_GOAL_TURNS: u32 = 50;
+/// Tokens its goal turns use, by default, between becoming live and pausing as
+/// stalled (as the provider reports them; a provider that reports none is bound by
+/// turns alone).
+pub const DEFAULT_MAX_GOAL_TOKENS: u64 = 4_000_000;
 /// How often a goal waiting on a sub-agent command looks again, in milliseconds.
 pub const RECHECK_MS: u64 = 60_000;
 /// Bound of the goal-context prompt section (every run), in UTF-8 bytes.
@@ -130,7 +137,8 @@ pub enum PauseKind {
     Person,
     /// The model blocked it (`goal.block`) and that run settled successfully.
     Blocked,
-    /// Three continuations in a row called no tool.
+    /// Three continuations in a row called no tool, or the goal's turns reached the
+    /// host's bound (on turns or tokens, named by the detail).
     Stalled,
     /// A person stopped a turn (Esc) or cancelled queued work.
     Cancelled,
@@ -228,9 +236,23 @@ pub struct Goal {
     pub stalls: u8,
     /// Continuations admitted for it so far.
     pub continuations: u64,
+    /// What its goal turns used since it last became live, against the host's bound.
+    #[serde(default)]
+    pub spent: Spent,
     /// A tool-less goal turn ended while a sub-agent command was live: the goal
     /// waits for it instead of counting a stall.
     pub waiting: bool,
+}
+
+/// What a goal's turns used since it last became live (set or resumed): goal turns
+/// that settled, and the tokens their model reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spent {
+    /// Goal turns that settled.
+    pub turns: u32,
+    /// Tokens those turns' model answers reported (`usage.totalTokens`).
+    pub tokens: u64,
 }
 
 /// A sub-agent command this Session sent, as the roster recorded it.
@@ -465,6 +487,7 @@ pub(crate) mod tests {
             provisional: None,
             stalls: 0,
             continuations: 0,
+            spent: Spent::default(),
             waiting: false,
         }
     }

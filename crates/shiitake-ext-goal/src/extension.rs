@@ -11,7 +11,7 @@ use crate::contract::{
     ClearGoal, EXTENSION_ID, GetGoal, Goal, GoalAction, GoalChange, GoalCommand, GoalContract,
     GoalProjection, NAMESPACE, PauseGoal, ResumeGoal, STATE_VERSION, SetGoal, footer_row,
 };
-use crate::state::{RunSettled, parse_correlation};
+use crate::state::{GoalBounds, RunSettled, parse_correlation};
 use crate::store::{self, TimerPayload, TimerPurpose};
 use crate::tools::{self, GoalRun};
 use crate::{catalog, flow, migrate, text};
@@ -24,8 +24,15 @@ pub fn extension_id() -> Result<ExtensionId, BoundError> {
 /// Goal, declared to core's kit at state version [`STATE_VERSION`]: register it with
 /// `AgentBuilder::kit_extension`, which grants exactly what it declares (state, prompt,
 /// projection, the `/goal` commands, recheck timers, continuations and chat lines as
-/// admissions, the `goal.*` tools and its attention).
+/// admissions, the `goal.*` tools and its attention). Its goals pause at the default
+/// [`GoalBounds`].
 pub fn extension() -> Result<KitExtension<GoalContract, GoalRun>, KitError> {
+    extension_with(GoalBounds::default())
+}
+
+/// Goal as [`extension`] declares it, its goals pausing as `stalled` when their turns
+/// since they went live reach the host's `bounds`.
+pub fn extension_with(bounds: GoalBounds) -> Result<KitExtension<GoalContract, GoalRun>, KitError> {
     let mut kit = ExtensionKit::<GoalContract, GoalRun>::with_run_facts(NAMESPACE, GoalRun::of)?
         .session_state()
         .schema(STATE_VERSION, vec![migrate::DISCARD_PREVIEWS])
@@ -52,7 +59,7 @@ pub fn extension() -> Result<KitExtension<GoalContract, GoalRun>, KitError> {
         kit = kit.tool(tool);
     }
     kit.tools_description("The Session's goal: one objective worked on until it is achieved.")
-        .on_settled(|tx, settled| {
+        .on_settled(move |tx, settled| {
             let correlation = settled
                 .origin
                 .as_ref()
@@ -63,8 +70,11 @@ pub fn extension() -> Result<KitExtension<GoalContract, GoalRun>, KitError> {
                 outcome: settled.outcome,
                 correlation,
                 tool_calls: settled.tool_calls,
+                tokens: settled.tokens,
             };
-            store::transact(tx, |book, now| Ok(((), book.settled(&run, now))))
+            store::transact(tx, |book, now| {
+                Ok(((), book.settled_within(&run, now, &bounds)))
+            })
         })
         .on_timer(|tx, timer| {
             // A timer whose payload this version does not know is stale: it does nothing.

@@ -6,8 +6,10 @@
 //! those runs get the continuation directive, every run gets the quiet goal context
 //! (both sections bounded in UTF-8 bytes). The model completes it (`goal.complete`)
 //! or blocks it (`goal.block`); both are provisional until the run settles
-//! successfully. A failed, cancelled or unresumable turn, a block, or three
-//! tool-less continuations pause it, with a closed `pauseCause.kind`; a tool-less
+//! successfully. A failed, cancelled or unresumable turn, a block, three tool-less
+//! continuations, or goal turns reaching the host's bound ([`GoalBounds`]: turns, and
+//! tokens where the provider reports usage) pause it, with a closed
+//! `pauseCause.kind`; a tool-less
 //! goal turn while a recorded sub-agent command is live waits on a core timer
 //! instead. Goal turns are marked in the projection, so clients show a compact
 //! note; an achieved or cleared goal adds one chat line. The rules are in [`state`];
@@ -46,6 +48,8 @@ pub mod text;
 mod tools;
 
 #[cfg(feature = "runtime")]
-pub use extension::{extension, extension_id};
+pub use extension::{extension, extension_id, extension_with};
+#[cfg(feature = "runtime")]
+pub use state::GoalBounds;
 #[cfg(feature = "runtime")]
 pub use tools::GoalRun;

@@ -192,6 +192,7 @@ mod tests {
             provisional: None,
             stalls: 0,
             continuations: 0,
+            spent: Default::default(),
             waiting: false,
         };
         (goal.goal_id.as_str().to_owned(), goal)

@@ -4,6 +4,7 @@
 use crate::contract::{
     CONTEXT_SECTION_BYTES, DIRECTIVE_SECTION_BYTES, Goal, GoalStatus, PauseKind, STALL_LIMIT,
 };
+use crate::state::Reached;
 
 /// The prompt each continuation admits; the directive rides in the system section.
 pub const CONTINUATION_PROMPT: &str = "Continue working toward the goal.";
@@ -84,6 +85,20 @@ pub fn detail(kind: PauseKind) -> Option<String> {
     }
 }
 
+/// The display detail of a goal paused at the host's bound: it names the bound.
+pub fn bound_reached(reached: Reached) -> String {
+    match reached {
+        Reached::Turns(max) => format!(
+            "Reached the host's bound of {max} goal turns since the goal went live; resuming \
+             allows {max} more"
+        ),
+        Reached::Tokens(max) => format!(
+            "Reached the host's bound of {max} tokens used by goal turns since the goal went \
+             live; resuming allows {max} more"
+        ),
+    }
+}
+
 fn kind_name(kind: PauseKind) -> &'static str {
     match kind {
         PauseKind::Person => "person",
@@ -124,6 +139,7 @@ mod tests {
             provisional: None,
             stalls: 0,
             continuations: 0,
+            spent: Default::default(),
             waiting: false,
         };
         let longest = "é".repeat(MAX_OBJECTIVE_BYTES / 2);

@@ -18,6 +18,9 @@
 //!   (`cancelled`) or is interrupted without resuming (`no-terminal`), and after
 //!   [`STALL_LIMIT`](crate::contract::STALL_LIMIT) tool-less continuations in a row (`stalled`), unless a sub-agent
 //!   command is live: then it waits and rechecks on a timer;
+//! - a live goal pauses as `stalled` once its goal turns since it became live reach
+//!   the host's [`GoalBounds`] (turns, or tokens where the provider reports usage),
+//!   with a detail that names the bound; resuming starts a fresh count;
 //! - after a run settles with the goal live, one continuation is admitted unless one
 //!   is already in flight. Only continuations count stalls: a run without an origin
 //!   is never taken for a person's message.
@@ -28,8 +31,9 @@ use serde::{Deserialize, Serialize};
 use shiitake_protocol::TerminalOutcome;
 
 use crate::contract::{
-    self, ATTENTION_WAITING, AgentCommand, AgentCommandState, Goal, GoalId, GoalStatus,
-    MAX_MARKED_TURNS, PauseCause, PauseKind, Provisional, ProvisionalAction, SetBy,
+    self, ATTENTION_WAITING, AgentCommand, AgentCommandState, DEFAULT_MAX_GOAL_TOKENS,
+    DEFAULT_MAX_GOAL_TURNS, Goal, GoalId, GoalStatus, MAX_MARKED_TURNS, PauseCause, PauseKind,
+    Provisional, ProvisionalAction, SetBy, Spent,
 };
 use crate::text;
 
@@ -113,6 +117,50 @@ pub struct RunSettled {
     pub correlation: Option<String>,
     /// Tool calls the model asked for.
     pub tool_calls: u32,
+    /// Tokens the run's model answers reported (0 where the provider reports none).
+    pub tokens: u64,
+}
+
+/// The host's bound on what a goal's turns may use between becoming live and pausing
+/// as `stalled`: a model that keeps calling tools without finishing would otherwise
+/// continue for ever.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GoalBounds {
+    /// Goal turns (at least 1; 0 counts as 1).
+    pub max_turns: u32,
+    /// Tokens, as the provider reports them; `None` bounds by turns alone.
+    pub max_tokens: Option<u64>,
+}
+
+impl Default for GoalBounds {
+    fn default() -> Self {
+        Self {
+            max_turns: DEFAULT_MAX_GOAL_TURNS,
+            max_tokens: Some(DEFAULT_MAX_GOAL_TOKENS),
+        }
+    }
+}
+
+/// Which bound a goal's turns reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reached {
+    /// This many goal turns.
+    Turns(u32),
+    /// This many tokens.
+    Tokens(u64),
+}
+
+impl GoalBounds {
+    /// The bound `spent` reached, if any: turns first.
+    pub fn reached(&self, spent: &Spent) -> Option<Reached> {
+        let max_turns = self.max_turns.max(1);
+        if spent.turns >= max_turns {
+            return Some(Reached::Turns(max_turns));
+        }
+        self.max_tokens
+            .filter(|max| spent.tokens >= *max)
+            .map(Reached::Tokens)
+    }
 }
 
 /// The correlation of continuation `n` of a goal.
@@ -257,6 +305,7 @@ impl Book {
             goal.pause_cause = None;
             goal.live_since = Some(now);
             goal.stalls = 0;
+            goal.spent = Spent::default();
             goal.revision += 1;
         }
         effects
@@ -316,6 +365,7 @@ impl Book {
             provisional: None,
             stalls: 0,
             continuations: 0,
+            spent: Spent::default(),
             waiting: false,
         });
     }

@@ -2,7 +2,7 @@
 
 use shiitake_protocol::TerminalOutcome;
 
-use super::{Book, Effect, Refused, RunSettled, parse_correlation};
+use super::{Book, Effect, GoalBounds, Refused, RunSettled, parse_correlation};
 use crate::contract::{
     ATTENTION_WAITING, AgentCommand, AgentCommandState, GoalId, GoalStatus, MAX_AGENT_COMMANDS,
     PauseKind, ProvisionalAction, RECHECK_MS, STALL_LIMIT,
@@ -10,8 +10,19 @@ use crate::contract::{
 use crate::text;
 
 impl Book {
-    /// A run of the Session settled (or a prompt was cancelled before it ran).
+    /// A run of the Session settled (or a prompt was cancelled before it ran), under
+    /// the default [`GoalBounds`].
     pub fn settled(&mut self, settled: &RunSettled, now: u64) -> Vec<Effect> {
+        self.settled_within(settled, now, &GoalBounds::default())
+    }
+
+    /// A run of the Session settled, under the host's `bounds`.
+    pub fn settled_within(
+        &mut self,
+        settled: &RunSettled,
+        now: u64,
+        bounds: &GoalBounds,
+    ) -> Vec<Effect> {
         let mut effects = Vec::new();
         if settled.correlation.is_some() && self.runtime.in_flight == settled.correlation {
             self.runtime.in_flight = None;
@@ -67,6 +78,18 @@ impl Book {
             return effects;
         }
         if goal_turn {
+            let mut spent = goal.spent;
+            spent.turns = spent.turns.saturating_add(1);
+            spent.tokens = spent.tokens.saturating_add(settled.tokens);
+            if let Some(goal) = self.goal.as_mut() {
+                goal.spent = spent;
+            }
+            if let Some(reached) = bounds.reached(&spent) {
+                effects.extend(
+                    self.pause_with(PauseKind::Stalled, Some(text::bound_reached(reached))),
+                );
+                return effects;
+            }
             if settled.tool_calls == 0 {
                 let waited_on = self.live_agents().next().map(|a| a.agent.clone());
                 if let Some(agent) = waited_on {

@@ -16,6 +16,7 @@ fn run_settled(
         outcome,
         correlation,
         tool_calls,
+        tokens: 0,
     }
 }
 
@@ -231,4 +232,106 @@ fn at_most_thirty_two_sub_agent_commands_are_live_and_finished_ones_are_pruned()
     );
     assert!(!book.agents.contains_key("cmd_00"));
     assert_eq!(book.live_agents().count(), MAX_AGENT_COMMANDS);
+}
+
+/// Settles the continuation in flight with a tool call and `tokens` under `bounds`.
+fn settle_goal_turn(book: &mut Book, tokens: u64, bounds: &GoalBounds) -> Vec<Effect> {
+    let correlation = book.runtime.in_flight.clone();
+    let mut settled = run_settled("cmd", TerminalOutcome::Completed, correlation, 1);
+    settled.tokens = tokens;
+    book.settled_within(&settled, NOW, bounds)
+}
+
+fn stalled_detail(book: &Book) -> String {
+    let goal = book.goal.clone().unwrap();
+    assert_eq!(goal.status, GoalStatus::Paused);
+    let cause = goal.pause_cause.unwrap();
+    assert_eq!(cause.kind, PauseKind::Stalled);
+    cause.detail.unwrap()
+}
+
+#[test]
+fn goal_turns_pause_at_the_hosts_turn_bound_and_resuming_starts_a_fresh_count() {
+    let bounds = GoalBounds {
+        max_turns: 3,
+        max_tokens: None,
+    };
+    let mut book = Book::default();
+    set(&mut book);
+    for turn in 1..3 {
+        let effects = settle_goal_turn(&mut book, 1_000_000, &bounds);
+        assert!(
+            matches!(effects.as_slice(), [Effect::Admit { .. }]),
+            "turn {turn} of 3 continues: {effects:?}"
+        );
+    }
+    // A person's turn does not count against the goal's bound.
+    book.settled(
+        &run_settled("cmd_h", TerminalOutcome::Completed, None, 2),
+        NOW,
+    );
+    assert_eq!(book.live().unwrap().spent.turns, 2);
+    let effects = settle_goal_turn(&mut book, 0, &bounds);
+    assert_eq!(
+        effects,
+        vec![Effect::Raise {
+            kind: contract::ATTENTION_STALLED,
+            text: "Ship it".into()
+        }],
+        "the third turn pauses; no fourth is admitted"
+    );
+    assert_eq!(
+        stalled_detail(&book),
+        "Reached the host's bound of 3 goal turns since the goal went live; resuming allows 3 more"
+    );
+    let effects = book.resume(None, NOW).unwrap();
+    assert!(effects.iter().any(|e| matches!(e, Effect::Admit { .. })));
+    assert_eq!(book.live().unwrap().spent, Spent::default());
+}
+
+#[test]
+fn goal_turns_pause_at_the_hosts_token_bound_not_one_token_before() {
+    let bounds = GoalBounds {
+        max_turns: 50,
+        max_tokens: Some(100),
+    };
+    let mut book = Book::default();
+    set(&mut book);
+    settle_goal_turn(&mut book, 99, &bounds);
+    assert_eq!(
+        book.live().map(|g| g.spent),
+        Some(Spent {
+            turns: 1,
+            tokens: 99
+        }),
+        "one token below the bound stays live"
+    );
+    settle_goal_turn(&mut book, 1, &bounds);
+    assert_eq!(
+        stalled_detail(&book),
+        "Reached the host's bound of 100 tokens used by goal turns since the goal went live; \
+         resuming allows 100 more"
+    );
+    // Without a token bound (a provider that reports none) only turns count.
+    let mut book = Book::default();
+    set(&mut book);
+    let unbounded = GoalBounds {
+        max_turns: 2,
+        max_tokens: None,
+    };
+    settle_goal_turn(&mut book, u64::MAX, &unbounded);
+    assert!(book.live().is_some());
+    // A bound of 0 turns counts as 1.
+    let zero = GoalBounds {
+        max_turns: 0,
+        max_tokens: None,
+    };
+    assert_eq!(
+        zero.reached(&Spent {
+            turns: 1,
+            tokens: 0
+        }),
+        Some(Reached::Turns(1))
+    );
+    assert_eq!(zero.reached(&Spent::default()), None);
 }

@@ -1,5 +1,6 @@
 //! One module per capability, named for the behaviour it tests.
 
+mod bounded_goals;
 mod goal_to_completion;
 mod human_commands;
 mod kill_during_goal_turn;

@@ -1,8 +1,9 @@
 //! Property tests of the goal state machine: random sequences of model tools, human
 //! commands, runs starting and settling (every outcome), queued prompts cancelled,
 //! recheck timers and sub-agent commands. After every step they check the pause
-//! rules, the fencing, provisional completion and blocking, the attention, the one
-//! continuation in flight and the shape of the row.
+//! rules (the host's bound on goal turns and tokens among them, set small here), the
+//! fencing, provisional completion and blocking, the attention, the one continuation
+//! in flight and the shape of the row.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,7 +14,9 @@ use shiitake_ext_goal::contract::{
     ATTENTION_BLOCKED, ATTENTION_STALLED, ATTENTION_WAITING, AgentCommandState, Goal, GoalId,
     GoalStatus, PauseKind, ProvisionalAction, STALL_LIMIT,
 };
-use shiitake_ext_goal::state::{Book, Effect, Fence, RunSettled, parse_correlation};
+use shiitake_ext_goal::state::{
+    Book, Effect, Fence, GoalBounds, Reached, RunSettled, parse_correlation,
+};
 use shiitake_protocol::TerminalOutcome;
 
 #[derive(Clone, Copy, Debug)]
@@ -31,9 +34,10 @@ enum Op {
     Create(usize),
     Complete,
     Block,
-    Settle(TerminalOutcome),
+    /// The running run settles, its model having reported these tokens.
+    Settle(TerminalOutcome, u64),
     /// The next queued prompt runs and settles `completed` without a tool call.
-    QuietTurn,
+    QuietTurn(u64),
     CancelQueued,
     Set(usize, Seen),
     Pause(Seen),
@@ -45,6 +49,16 @@ enum Op {
 }
 
 const OBJECTIVES: [&str; 3] = ["Ship the release", "Fix the flaky test", "Write the docs"];
+
+/// Small bounds, so random sequences reach both.
+const BOUNDS: GoalBounds = GoalBounds {
+    max_turns: 5,
+    max_tokens: Some(10),
+};
+
+fn tokens() -> impl Strategy<Value = u64> {
+    0..=4u64
+}
 
 fn seen() -> impl Strategy<Value = Seen> {
     prop_oneof![Just(Seen::Current), Just(Seen::Stale), Just(Seen::Missing)]
@@ -67,8 +81,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0..OBJECTIVES.len()).prop_map(Op::Create),
         2 => Just(Op::Complete),
         1 => Just(Op::Block),
-        6 => outcome().prop_map(Op::Settle),
-        4 => Just(Op::QuietTurn),
+        6 => (outcome(), tokens()).prop_map(|(o, t)| Op::Settle(o, t)),
+        4 => tokens().prop_map(Op::QuietTurn),
         1 => Just(Op::CancelQueued),
         2 => ((0..OBJECTIVES.len()), seen()).prop_map(|(o, s)| Op::Set(o, s)),
         1 => seen().prop_map(Op::Pause),
@@ -93,6 +107,7 @@ struct Running {
     correlation: Option<String>,
     fence: Fence,
     tool_calls: u32,
+    tokens: u64,
 }
 
 #[derive(Debug, Default)]
@@ -180,6 +195,7 @@ impl World {
                         correlation: next.correlation,
                         fence: self.book.fence(),
                         tool_calls: 0,
+                        tokens: 0,
                     });
                 }
                 return None;
@@ -217,47 +233,56 @@ impl World {
                 }
                 result
             }
-            Op::Settle(outcome) => {
-                let run = self.running.take()?;
+            Op::Settle(outcome, tokens) => {
+                let mut run = self.running.take()?;
+                run.tokens = *tokens;
                 self.settled = Some((*outcome, run.clone()));
-                let effects = self.book.settled(
+                let effects = self.book.settled_within(
                     &RunSettled {
                         run: run.id,
                         outcome: *outcome,
                         correlation: run.correlation,
                         tool_calls: run.tool_calls,
+                        tokens: *tokens,
                     },
                     now,
+                    &BOUNDS,
                 );
                 Ok(effects)
             }
-            Op::QuietTurn => {
+            Op::QuietTurn(tokens) => {
                 if self.running.is_some() {
                     return None;
                 }
                 let next = self.queue.pop_front()?;
-                self.settled = Some((TerminalOutcome::Completed, quiet(&self.book, &next)));
-                Ok(self.book.settled(
+                let mut run = quiet(&self.book, &next);
+                run.tokens = *tokens;
+                self.settled = Some((TerminalOutcome::Completed, run));
+                Ok(self.book.settled_within(
                     &RunSettled {
                         run: next.id,
                         outcome: TerminalOutcome::Completed,
                         correlation: next.correlation,
                         tool_calls: 0,
+                        tokens: *tokens,
                     },
                     now,
+                    &BOUNDS,
                 ))
             }
             Op::CancelQueued => {
                 let queued = self.queue.pop_front()?;
                 self.settled = Some((TerminalOutcome::Cancelled, quiet(&self.book, &queued)));
-                Ok(self.book.settled(
+                Ok(self.book.settled_within(
                     &RunSettled {
                         run: queued.id,
                         outcome: TerminalOutcome::Cancelled,
                         correlation: queued.correlation,
                         tool_calls: 0,
+                        tokens: 0,
                     },
                     now,
+                    &BOUNDS,
                 ))
             }
             Op::Set(objective, seen) => {
@@ -302,6 +327,7 @@ fn quiet(book: &Book, queued: &Queued) -> Running {
         correlation: queued.correlation.clone(),
         fence: book.fence(),
         tool_calls: 0,
+        tokens: 0,
     }
 }
 
@@ -327,6 +353,11 @@ fn shape(goal: &Goal) {
     }
     if goal.status == GoalStatus::Live {
         assert!(goal.stalls < STALL_LIMIT, "{goal:?}");
+        assert_eq!(
+            BOUNDS.reached(&goal.spent),
+            None,
+            "a live goal is within the bounds"
+        );
     }
 }
 
@@ -348,6 +379,14 @@ fn check(world: &World, before: &Book, op: &Op, running: Option<&Running>, accep
     let after = &world.book;
     if let Some(goal) = &after.goal {
         shape(goal);
+    }
+    // A goal that (again) went live starts a fresh count against the bound.
+    if let Some(a) = after.live()
+        && before
+            .live()
+            .is_none_or(|b| b.goal_id != a.goal_id || b.live_since != a.live_since)
+    {
+        assert_eq!(a.spent, Default::default(), "{op:?}: a fresh count");
     }
     // Revisions only go up, and every visible change moves them.
     if let (Some(b), Some(a)) = (&before.goal, &after.goal) {
@@ -491,9 +530,25 @@ fn check(world: &World, before: &Book, op: &Op, running: Option<&Running>, accep
                 .and_then(parse_correlation)
                 .is_some_and(|(id, _)| id == b.goal_id);
             let a = after.goal.as_ref().unwrap();
+            let mut spent = b.spent;
+            spent.turns += 1;
+            spent.tokens += run.tokens;
             if !goal_turn {
                 assert_eq!(a.stalls, b.stalls, "only continuations count stalls");
+                assert_eq!(
+                    a.spent, b.spent,
+                    "only continuations count against the bound"
+                );
                 assert_eq!(a.status, GoalStatus::Live);
+            } else if let Some(reached) = BOUNDS.reached(&spent) {
+                let cause = a.pause_cause.as_ref().expect("paused at the bound");
+                assert_eq!(cause.kind, PauseKind::Stalled, "{op:?}");
+                let named = match reached {
+                    Reached::Turns(max) => format!("{max} goal turns"),
+                    Reached::Tokens(max) => format!("{max} tokens"),
+                };
+                let detail = cause.detail.as_deref().unwrap_or_default();
+                assert!(detail.contains(&named), "{detail} names {named}");
             } else if run.tool_calls > 0 {
                 assert_eq!((a.stalls, a.status), (0, GoalStatus::Live));
             } else if before.live_agents().next().is_some() {

@@ -119,6 +119,27 @@ pub async fn setup(turns: Vec<Turn>) -> Setup {
 }
 
 pub async fn setup_with(turns: Vec<Turn>, tune: impl FnOnce(&mut AgentConfig)) -> Setup {
+    setup_of(turns, tune, shiitake_ext_goal::extension().unwrap()).await
+}
+
+/// The fixture with goals bounded by `bounds` instead of the defaults.
+pub async fn setup_bounded(turns: Vec<Turn>, bounds: shiitake_ext_goal::GoalBounds) -> Setup {
+    setup_of(
+        turns,
+        |_| {},
+        shiitake_ext_goal::extension_with(bounds).unwrap(),
+    )
+    .await
+}
+
+async fn setup_of(
+    turns: Vec<Turn>,
+    tune: impl FnOnce(&mut AgentConfig),
+    extension: shiitake_core::extension::kit::KitExtension<
+        shiitake_ext_goal::contract::GoalContract,
+        shiitake_ext_goal::GoalRun,
+    >,
+) -> Setup {
     let clock = paused_clock();
     let gate = Gate::new();
     let mut kit = TestAgent::builder()
@@ -127,7 +148,7 @@ pub async fn setup_with(turns: Vec<Turn>, tune: impl FnOnce(&mut AgentConfig)) -
         .configure(|config| config.retry = fast_retry(2))
         .configure(tune)
         .tools(tools(&gate).await)
-        .kit_extension(shiitake_ext_goal::extension().unwrap())
+        .kit_extension(extension)
         .open()
         .await;
     Setup {
