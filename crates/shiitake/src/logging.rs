@@ -1,4 +1,10 @@
-//! Logs on stderr, filtered by `SHIITAKE_LOG` (`docs/cli.md`).
+//! Logs on stderr, filtered by `SHIITAKE_LOG` (`docs/cli.md`), in colour only where
+//! the rest of the CLI's output would be: a terminal, without `NO_COLOR` or
+//! `TERM=dumb` (`CLICOLOR_FORCE` forces it). A log sent to a file or a pipe (a service
+//! manager's journal, `2> serve.log`) carries no escape codes.
+
+use anstream::ColorChoice;
+use knapsack::mcp::Redactions;
 
 /// The log filter: `SHIITAKE_LOG` when set (a filter that does not parse is an
 /// error, not a silent default), else `warn`.
@@ -19,12 +25,46 @@ fn filter() -> Result<tracing_subscriber::EnvFilter, String> {
     }
 }
 
+/// Whether log lines on stderr get ANSI colour: `anstream`'s choice for it, the one
+/// the CLI's own output follows.
+fn colour() -> bool {
+    wants_colour(anstream::AutoStream::choice(&std::io::stderr()))
+}
+
+fn wants_colour(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always | ColorChoice::AlwaysAnsi => true,
+        ColorChoice::Never | ColorChoice::Auto => false,
+    }
+}
+
 /// Sends logs to stderr through the `SHIITAKE_LOG` filter; the message says why a
-/// filter was refused, so the command can stop before doing anything.
-pub fn init() -> Result<(), String> {
+/// filter was refused, so the command can stop before doing anything. Every line is
+/// written through the returned [`Redactions`], so a secret added to it later (an
+/// `--mcp` header value) never reaches the log, whatever the level or the target.
+pub fn init() -> Result<Redactions, String> {
+    let redactions = Redactions::new();
+    let scrubbing = redactions.clone();
     tracing_subscriber::fmt()
         .with_env_filter(filter()?)
-        .with_writer(std::io::stderr)
+        .with_ansi(colour())
+        .with_writer(move || scrubbing.writer(std::io::stderr()))
         .init();
-    Ok(())
+    Ok(redactions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_choice_for_colour_colours_the_log() {
+        assert!(wants_colour(ColorChoice::Always));
+        assert!(wants_colour(ColorChoice::AlwaysAnsi));
+        assert!(!wants_colour(ColorChoice::Never));
+        assert!(
+            !wants_colour(ColorChoice::Auto),
+            "an unresolved choice stays plain"
+        );
+    }
 }

@@ -5,6 +5,7 @@ mod chat_e2e;
 mod chat_shows_what_happened;
 mod footer_rows;
 mod kill_and_restart;
+mod log_colour;
 mod real_local_model;
 mod scripted_place;
 mod serve_database;
