@@ -4,11 +4,21 @@
 //! it cannot drive the terminal; only our own labels carry colour, and the
 //! [`Sink`] drops it where colour is off.
 //!
+//! Where the sink shows colour (a terminal without `NO_COLOR`), assistant text is
+//! rendered as Markdown ([`markdown`]) under an `assistant:` line of its own, and a
+//! streamed answer prints only lines that are final ([`markdown_stream`]); a line of
+//! ours printed in between is followed by `assistant (continued):`. Elsewhere (a
+//! pipe, a file, `NO_COLOR`) the text is printed as the model wrote it, as it streams.
+//!
 //! This folder is what the terminal is shown, shared by `chat`, `watch` and
 //! `sessions`: the [`Printer`] here, [`footer`] (what the extensions show of a Session,
-//! one line each) and [`style`] (untrusted text made inert, our colours).
+//! one line each), [`markdown`] with [`markdown_stream`] and [`highlight`] (answers
+//! for a terminal) and [`style`] (untrusted text made inert, our colours).
 
 mod footer;
+mod highlight;
+mod markdown;
+mod markdown_stream;
 pub mod style;
 
 use std::io::Write;
@@ -21,6 +31,8 @@ use shiitake_protocol::{
     SessionTerminal, TerminalOutcome,
 };
 
+use markdown::render_lines;
+use markdown_stream::MarkdownStream;
 use style::{BAD, FOOTER, GOOD, LABEL, NOTE, TOOL, WARN, inert, inert_line, paint};
 
 /// Where printed text goes.
@@ -60,6 +72,15 @@ impl EditorSink {
         }
     }
 
+    /// An editor sink that shows colour (and so Markdown) whatever stdout is.
+    #[cfg(test)]
+    fn coloured(printer: Box<dyn rustyline::ExternalPrinter + Send>) -> Self {
+        Self {
+            colour: true,
+            ..Self::new(printer)
+        }
+    }
+
     fn write(&mut self, text: &str) {
         self.partial.push_str(text);
         let Some(end) = self.partial.rfind('\n') else {
@@ -96,9 +117,24 @@ pub struct Printer {
     pending: usize,
     /// The footer last printed, so an unchanged one is not printed again.
     footer: Vec<String>,
+    /// Whether assistant text is rendered as Markdown: the sink shows colour
+    /// (decided at the first answer, once the sink is set).
+    rendering: Option<bool>,
+    /// The streamed assistant message's Markdown, when rendering.
+    markdown: MarkdownStream,
+    /// A line of ours was printed under the rendered stream since its last lines.
+    interrupted: bool,
 }
 
 impl Sink {
+    /// Whether what is written here shows colour.
+    fn colour(&self) -> bool {
+        match self {
+            Sink::Stdout => anstream::AutoStream::choice(&std::io::stdout()) != ColorChoice::Never,
+            Sink::Editor(editor) => editor.colour,
+        }
+    }
+
     fn write(&mut self, text: &str) {
         match self {
             Sink::Stdout => {
@@ -136,7 +172,53 @@ impl Printer {
 
     fn line(&mut self, text: &str) {
         self.close_line();
+        if !self.streamed.is_empty() && self.rendering == Some(true) {
+            self.interrupted = true;
+        }
         self.out(&format!("{text}\n"));
+    }
+
+    /// Whether assistant text is rendered as Markdown.
+    fn rendering(&mut self) -> bool {
+        let sink = &self.sink;
+        *self.rendering.get_or_insert_with(|| sink.colour())
+    }
+
+    /// Prints rendered Markdown lines, relabelled after a line of ours came between.
+    fn rendered(&mut self, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        let mut text = String::new();
+        if std::mem::take(&mut self.interrupted) {
+            text.push_str(&paint(LABEL, "assistant (continued):"));
+            text.push('\n');
+        }
+        for line in lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        self.out(&text);
+    }
+
+    /// A rendered answer starts: its label on a line of its own.
+    fn rendered_label(&mut self) {
+        self.close_line();
+        self.out(&format!("{}\n", paint(LABEL, "assistant:")));
+        self.interrupted = false;
+    }
+
+    /// The streamed text grew to `text` (rendering): prints what became final.
+    fn rendered_progress(&mut self, text: &str) {
+        if !text.starts_with(&self.streamed) || text.len() <= self.streamed.len() {
+            return;
+        }
+        if self.streamed.is_empty() {
+            self.rendered_label();
+        }
+        text.clone_into(&mut self.streamed);
+        let lines = self.markdown.advance(text);
+        self.rendered(&lines);
     }
 
     /// Prints the extensions' footer rows (and stopped extensions) when they changed.
@@ -213,7 +295,15 @@ impl Printer {
             }
             Message::Assistant(assistant) => {
                 let text = assistant.text();
-                if !self.streamed.is_empty() && text.starts_with(&self.streamed) {
+                if self.rendering() && !text.is_empty() {
+                    let lines = if !self.streamed.is_empty() && text.starts_with(&self.streamed) {
+                        self.markdown.finish(&text)
+                    } else {
+                        self.rendered_label();
+                        render_lines(&text)
+                    };
+                    self.rendered(&lines);
+                } else if !self.streamed.is_empty() && text.starts_with(&self.streamed) {
                     let rest = inert(&text[self.streamed.len()..]).into_owned();
                     self.out(&rest);
                     self.open_line = true;
@@ -229,6 +319,8 @@ impl Printer {
                     ));
                 }
                 self.streamed.clear();
+                self.markdown = MarkdownStream::default();
+                self.interrupted = false;
                 for call in assistant.tool_calls() {
                     let arguments = serde_json::Value::Object(call.arguments.clone()).to_string();
                     self.line(&paint(
@@ -285,7 +377,11 @@ impl Printer {
         self.pending = snapshot.pending.prompts.len();
         self.activity(&snapshot.activity);
         self.footer(&snapshot.footer, &snapshot.extensions);
-        if let Some(progress) = &snapshot.progress {
+        if let Some(progress) = &snapshot.progress
+            && self.rendering()
+        {
+            self.rendered_progress(&progress.text);
+        } else if let Some(progress) = &snapshot.progress {
             let shown = format!("{} {}", paint(LABEL, "assistant:"), inert(&progress.text));
             self.out(&shown);
             self.streamed = progress.text.clone();
@@ -296,6 +392,10 @@ impl Printer {
     /// Prints one frame.
     pub fn frame(&mut self, frame: &SessionFrame) {
         match frame {
+            SessionFrame::Progress(progress) if self.rendering() => {
+                self.rendered_progress(&progress.progress.text);
+                self.activity(&progress.activity);
+            }
             SessionFrame::Progress(progress) => {
                 let text = &progress.progress.text;
                 if text.starts_with(&self.streamed) && text.len() > self.streamed.len() {
@@ -328,6 +428,7 @@ impl Printer {
             SessionFrame::Reset(reset) => {
                 self.note("[reset] history moved on; showing the latest state");
                 self.streamed.clear();
+                self.markdown = MarkdownStream::default();
                 self.snapshot(&reset.baseline, 5);
             }
         }
@@ -365,6 +466,64 @@ mod tests {
             },
             activity: SessionActivity::default(),
         })
+    }
+
+    fn assistant(text: &str) -> SessionMessage {
+        let answer: Message = serde_json::from_value(serde_json::json!({
+            "role": "assistant", "content": [{"type": "text", "text": text}],
+            "api": "scripted", "provider": "scripted", "model": "scripted",
+            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+            "stopReason": "stop", "timestamp": 1
+        }))
+        .unwrap();
+        SessionMessage {
+            id: EntryId::new("ent_1").unwrap(),
+            sequence: 3,
+            command_id: None,
+            value: answer,
+        }
+    }
+
+    #[test]
+    fn a_rendered_stream_prints_final_lines_and_relabels_after_an_interruption() {
+        let shown = Arc::new(Mutex::new(String::new()));
+        let mut printer = Printer {
+            sink: Sink::Editor(EditorSink::coloured(Box::new(Captured(shown.clone())))),
+            ..Printer::default()
+        };
+        let answer = "Some **bold** text.\n\n- one\n- two\n\n```sh\nls\n```\n\nEnd.";
+        let mut revision = 0;
+        for cut in [4, 19, 21, 28, 35, 40, 45, 52] {
+            revision += 1;
+            printer.frame(&progress(&answer[..cut], revision));
+            if cut == 28 {
+                printer.note("[tool] running files__read");
+            }
+        }
+        printer.message(&assistant(answer));
+        let plain = anstream::adapter::strip_str(&shown.lock().unwrap()).to_string();
+        assert_eq!(
+            plain,
+            "assistant:\nSome bold text.\n[tool] running files__read\nassistant (continued):\n\n• one\n\
+             • two\n\n┌─ sh\n│ ls\n└─\n\nEnd.\n"
+        );
+        assert!(
+            shown.lock().unwrap().contains("\x1b[1mbold"),
+            "bold on a terminal"
+        );
+    }
+
+    #[test]
+    fn an_answer_that_did_not_stream_renders_whole() {
+        let shown = Arc::new(Mutex::new(String::new()));
+        let mut printer = Printer {
+            sink: Sink::Editor(EditorSink::coloured(Box::new(Captured(shown.clone())))),
+            ..Printer::default()
+        };
+        printer.message(&assistant("# Done\n\n1. a\n2. b"));
+        let plain = anstream::adapter::strip_str(&shown.lock().unwrap()).to_string();
+        assert_eq!(plain, "assistant:\n# Done\n\n1. a\n2. b\n");
     }
 
     #[test]

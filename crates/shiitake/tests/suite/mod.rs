@@ -2,6 +2,7 @@
 
 mod chat_ctrl_c;
 mod chat_e2e;
+mod chat_markdown;
 mod chat_shows_what_happened;
 mod footer_rows;
 mod kill_and_restart;
