@@ -2,3 +2,4 @@
 
 mod agents_over_http;
 mod command_scope;
+mod extensions_as_a_client;
