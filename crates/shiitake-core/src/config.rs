@@ -7,6 +7,7 @@ use shiitake_model::{Model, ModelEnv};
 use shiitake_protocol::ModelPreference;
 
 use crate::clock::{Clock, SystemClock};
+use crate::offer::OfferedTools;
 
 /// Chooses the model for a run from the Session's preference.
 pub trait ModelResolver: Send + Sync {
@@ -46,7 +47,7 @@ impl ModelResolver for SpecResolver {
             .or_else(|| self.default_spec.clone());
         let Some(spec) = spec else {
             return Err("no model is configured: start with --model or set SHIITAKE_MODEL \
-                        (for example openai:gpt-4o-mini, or openai-compatible:http://127.0.0.1:8090/v1#smollm2 \
+                        (for example openai:gpt-4o-mini, or openai-compatible:http://127.0.0.1:8090/v1#smollm2?profile=small \
                         for the bundled local model; see docs/models.md)"
                 .to_owned());
         };
@@ -87,13 +88,24 @@ impl RetryPolicy {
     }
 }
 
+/// The default system prompt of small models: two sentences (measured with the bundled
+/// SmolLM2-135M in docs/models.md: longer ones make it wander from a tool's result).
+pub const SMALL_SYSTEM_PROMPT: &str =
+    "You are a helpful assistant. Answer in one or two sentences.";
+
 /// Everything an Agent needs besides its store and tools.
 #[derive(Clone)]
 pub struct AgentConfig {
     /// Chooses each run's model.
     pub models: Arc<dyn ModelResolver>,
-    /// The system prompt of every run.
+    /// The system prompt of every run whose model is of the full profile.
     pub system_prompt: String,
+    /// The system prompt of runs whose model is small (`?profile=small`): short, since
+    /// a small model reads all of it before every answer.
+    pub small_system_prompt: String,
+    /// Which tools runs offer, by the profile of their model: everything to full
+    /// models, the compact set (files, question) to small ones.
+    pub offered_tools: OfferedTools,
     /// How long an owner with nothing to do stays in memory.
     pub owner_idle: Duration,
     /// Backoff for retryable model failures.
@@ -126,6 +138,8 @@ impl AgentConfig {
             system_prompt:
                 "You are a helpful assistant. Use the tools you are given when they help."
                     .to_owned(),
+            small_system_prompt: SMALL_SYSTEM_PROMPT.to_owned(),
+            offered_tools: OfferedTools::default(),
             owner_idle: Duration::from_secs(30),
             retry: RetryPolicy::default(),
             tool_timeout: Duration::from_secs(120),
@@ -147,6 +161,7 @@ impl std::fmt::Debug for AgentConfig {
             .field("retry", &self.retry)
             .field("tool_timeout", &self.tool_timeout)
             .field("max_model_calls", &self.max_model_calls)
+            .field("offered_tools", &self.offered_tools)
             .finish_non_exhaustive()
     }
 }

@@ -28,6 +28,7 @@ mod error;
 pub mod extension;
 pub mod ids;
 pub mod inbox;
+pub mod offer;
 mod owner;
 mod owner_task;
 mod runner;
@@ -38,4 +39,5 @@ mod timers;
 
 pub use agent::{Agent, AgentBuilder};
 pub use config::{AgentConfig, FixedModel, ModelResolver, RetryPolicy, SpecResolver};
+pub use offer::{OfferedTools, ToolSelector, ToolSet, ToolSetError};
 pub use session::LocalSession;

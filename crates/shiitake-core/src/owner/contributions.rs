@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use shiitake_capabilities::Module;
 use shiitake_protocol::footer::SessionFooter;
-use shiitake_protocol::{CommandId, ExtensionId, SessionExtensionSlots};
+use shiitake_protocol::{CommandId, SessionExtensionSlots};
 
 use super::Owner;
 use crate::extension::host::{ToolTx, bound_prompt_section};
 use crate::extension::{Grant, Provenance, RunContext, StateView};
+use crate::runner::{PromptSections, ToolModules};
 
 impl Owner {
     /// The extension slots and footer rows of this Session for snapshots and frames.
@@ -34,12 +34,14 @@ impl Owner {
         (slots, footer)
     }
 
-    /// Prompt sections and tool modules every running extension contributes to a run.
+    /// Prompt sections and tool modules every running extension contributes to a run,
+    /// each with its extension (the runner leaves out the section of an extension none
+    /// of whose tools the run's model is offered).
     pub(super) fn contributions(
         &self,
         command_id: &CommandId,
         provenance: &Provenance,
-    ) -> (Vec<String>, Vec<(ExtensionId, Module)>) {
+    ) -> (PromptSections, ToolModules) {
         let host = &self.deps.host;
         let agent = host.agent_read();
         let mut sections = Vec::new();
@@ -82,7 +84,7 @@ impl Owner {
                 continue;
             };
             if wants_prompt && let Some(section) = contribution.prompt_section {
-                sections.push(bound_prompt_section(&section));
+                sections.push((id.clone(), bound_prompt_section(&section)));
             }
             if wants_tools && let Some(module) = contribution.tools {
                 modules.push((id.clone(), module));

@@ -8,7 +8,9 @@
 //! run's one token. The runner never writes to the store itself: the owner
 //! commits, so the Session keeps one writer.
 
+mod compact;
 pub(crate) mod compaction;
+mod offered;
 mod recovery;
 mod stream;
 mod tools;
@@ -16,7 +18,7 @@ mod transcript;
 
 use std::sync::Arc;
 
-use shiitake_model::{ModelContext, ModelOptions, ReasoningLevel, ToolChoice, ToolSpec};
+use shiitake_model::{ModelContext, ModelOptions, ReasoningLevel, ToolChoice};
 use shiitake_protocol::message::{Message, StopReason};
 use shiitake_protocol::{
     CommandId, EntryId, ModelPreference, RetryState, SessionId, SessionProgress, ShiitakeError,
@@ -27,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::AgentConfig;
 use crate::store::Store;
+pub(crate) use offered::RunTools;
 pub(crate) use transcript::Transcript;
 
 pub(crate) use recovery::{Resume, plan_resume};
@@ -38,6 +41,15 @@ pub(crate) struct RunDeps {
     pub(crate) tools: Arc<shiitake_capabilities::Catalog>,
     pub(crate) config: Arc<AgentConfig>,
 }
+
+/// The prompt sections extensions contribute to a run, each with its extension.
+pub(crate) type PromptSections = Vec<(shiitake_protocol::ExtensionId, String)>;
+
+/// The tool modules extensions contribute to a run, each with its extension.
+pub(crate) type ToolModules = Vec<(
+    shiitake_protocol::ExtensionId,
+    shiitake_capabilities::Module,
+)>;
 
 /// Everything a run starts with.
 pub(crate) struct RunStart {
@@ -54,14 +66,12 @@ pub(crate) struct RunStart {
     /// Raised while operator lines wait for the next model-call boundary.
     pub(crate) lines_waiting: tokio::sync::watch::Receiver<bool>,
     pub(crate) recovering: bool,
-    /// Bounded prompt sections of extensions, captured at the start of the run.
-    pub(crate) prompt_sections: Vec<String>,
+    /// Bounded prompt sections of extensions, captured at the start of the run, with
+    /// the extension that contributed each.
+    pub(crate) prompt_sections: PromptSections,
     /// Tool modules of extensions, captured at the start of the run, with the
     /// extension that contributed each.
-    pub(crate) modules: Vec<(
-        shiitake_protocol::ExtensionId,
-        shiitake_capabilities::Module,
-    )>,
+    pub(crate) modules: ToolModules,
     /// The transcript the Session's previous run ended with, if the owner kept it:
     /// the run reads only the entries committed after it.
     pub(crate) transcript: Option<Transcript>,
@@ -272,6 +282,8 @@ async fn drive(
         Ok(model) => model,
         Err(diagnostic) => return Ok(Settled::failed(diagnostic)),
     };
+    let profile = model.profile();
+    let tool_set = core.config.offered_tools.for_profile(profile);
     if start.recovering {
         match plan_resume(transcript.read_messages()) {
             Resume::Finish(outcome) => {
@@ -281,7 +293,7 @@ async fn drive(
                 });
             }
             Resume::ResolveTools(calls) => {
-                let run_tools = RunTools::capture(start).await?;
+                let run_tools = RunTools::capture(start, tool_set, profile).await?;
                 for (id, message) in
                     tools::resolve_after_restart(start, link, &run_tools, &calls).await?
                 {
@@ -292,8 +304,9 @@ async fn drive(
         }
     }
     let options = model_options(start.preference.as_ref());
-    let tools = RunTools::capture(start).await?;
-    let system_prompt = system_prompt(&core.config.system_prompt, &start.prompt_sections);
+    let tools = RunTools::capture(start, tool_set, profile).await?;
+    let system_prompt =
+        offered::system_prompt(&core.config, profile, &start.prompt_sections, &tools);
     let mut calls = 0;
     let mut compaction_failed = false;
     let system_tokens = system_prompt.len().div_ceil(4);
@@ -419,88 +432,6 @@ fn tally_of(entries: &[crate::store::StoredEntry], command_id: &CommandId) -> Ru
         }
     }
     tally
-}
-
-/// The system prompt followed by the extensions' sections, each as its own paragraph.
-fn system_prompt(base: &str, sections: &[String]) -> String {
-    let mut prompt = base.to_owned();
-    for section in sections {
-        prompt.push_str("\n\n");
-        prompt.push_str(section);
-    }
-    prompt
-}
-
-/// The tools of one run: the Agent's catalog plus the modules extensions contributed.
-pub(crate) struct RunTools {
-    shared: Arc<shiitake_capabilities::Catalog>,
-    contributed: Option<shiitake_capabilities::Catalog>,
-    /// Which extension contributed each module of `contributed`.
-    owners: std::collections::HashMap<
-        shiitake_capabilities::ModulePath,
-        shiitake_protocol::ExtensionId,
-    >,
-}
-
-impl RunTools {
-    async fn capture(start: &RunStart) -> Result<Self, ShiitakeError> {
-        let contributed = if start.modules.is_empty() {
-            None
-        } else {
-            let catalog = shiitake_capabilities::Catalog::new();
-            let source = shiitake_capabilities::StaticSource::new(
-                shiitake_capabilities::SourceId::new("extensions"),
-                start
-                    .modules
-                    .iter()
-                    .map(|(_, module)| module.clone())
-                    .collect(),
-            );
-            catalog
-                .add_source(Arc::new(source))
-                .await
-                .map_err(|error| ShiitakeError::internal(format!("extension tools: {error}")))?;
-            Some(catalog)
-        };
-        let owners = start
-            .modules
-            .iter()
-            .map(|(extension, module)| (module.path().clone(), extension.clone()))
-            .collect();
-        Ok(Self {
-            shared: start.agent.tools.clone(),
-            contributed,
-            owners,
-        })
-    }
-
-    /// The extension whose module offers `tool_name`, if an extension's does.
-    pub(crate) fn extension_for(&self, tool_name: &str) -> Option<&shiitake_protocol::ExtensionId> {
-        let path = self.contributed.as_ref()?.resolve_tool_name(tool_name)?;
-        self.owners.get(path.module())
-    }
-
-    fn specs(&self) -> Vec<ToolSpec> {
-        let contributed = self.contributed.iter().flat_map(|catalog| catalog.tools());
-        self.shared
-            .tools()
-            .into_iter()
-            .chain(contributed)
-            .map(|tool| ToolSpec {
-                name: tool.name.to_string(),
-                description: tool.description,
-                parameters: tool.input_schema,
-            })
-            .collect()
-    }
-
-    /// The catalog that knows `tool_name`: an extension's first, then the Agent's.
-    pub(crate) fn catalog_for(&self, tool_name: &str) -> &shiitake_capabilities::Catalog {
-        match &self.contributed {
-            Some(catalog) if catalog.resolve_tool_name(tool_name).is_some() => catalog,
-            _ => &self.shared,
-        }
-    }
 }
 
 fn model_options(preference: Option<&ModelPreference>) -> ModelOptions {

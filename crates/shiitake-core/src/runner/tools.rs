@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 use shiitake_capabilities::{
-    ExecutionId, ForModelKind, InvocationContext, NewerInput, Replay, ToolError,
+    ExecutionId, ForModelError, ForModelKind, InvocationContext, NewerInput, Replay, ToolError,
 };
 use shiitake_protocol::message::{InputContent, Message, TextContent, ToolCall, ToolResultMessage};
 use shiitake_protocol::{EntryId, ShiitakeError};
@@ -92,6 +92,20 @@ async fn execute_one(
     let context = InvocationContext::new(execution_id(start, call), start.cancel.child_token())
         .with_timeout(core.config.tool_timeout)
         .with_newer_input(NewerInput::new(start.steer_waiting.clone()));
+    if !tools.offers(&call.name) {
+        // Not in this model's tool list (a tool the host keeps from a small model):
+        // answered like a tool that does not exist, and never run.
+        let error = ForModelError::new(
+            ForModelKind::UnknownOperation,
+            format!("no tool `{}` is available", call.name),
+        );
+        return Ok(result_message(
+            call,
+            error.message.clone(),
+            true,
+            Some(error.to_result_json()),
+        ));
+    }
     let input = Value::Object(call.arguments.clone());
     let catalog = tools.catalog_for(&call.name);
     match catalog.execute_tool(&call.name, input, &context).await {
@@ -184,6 +198,7 @@ pub(crate) async fn resolve_after_restart(
         let catalog = run_tools.catalog_for(&call.name);
         let replay = catalog
             .resolve_tool_name(&call.name)
+            .filter(|_| run_tools.offers(&call.name))
             .and_then(|path| catalog.replay(&path));
         let message = match replay {
             Some(Replay::Safe) => match execute_one(start, link, run_tools, call).await {

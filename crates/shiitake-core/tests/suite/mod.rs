@@ -18,6 +18,7 @@ mod idle_owners;
 mod inbox_listing;
 mod kept_transcript;
 mod kill_and_restart;
+mod model_profiles;
 mod operator_lines;
 mod pending_view;
 mod recovery_limit;
