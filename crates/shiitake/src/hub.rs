@@ -114,10 +114,10 @@ mod tests {
         };
         assert_eq!(
             table(&list),
-            "holder                      agent  started               heartbeat  state     sessions  runs\n\
-             01J0000000000000000000000A  acme   2026-12-01T14:02:00Z  120 ms ago serving   12        3\n\
-             01J0000000000000000000000B  acme   2026-12-01T14:02:00Z  120 ms ago draining  12        3\n\
-             01J0000000000000000000000C  acme   2026-12-01T14:02:00Z  120 ms ago gone      12        3\n"
+            "holder                      agent  started               heartbeat   state     sessions  runs\n\
+             01J0000000000000000000000A  acme   2026-11-30T14:02:00Z  120 ms ago  serving   12        3\n\
+             01J0000000000000000000000B  acme   2026-11-30T14:02:00Z  120 ms ago  draining  12        3\n\
+             01J0000000000000000000000C  acme   2026-11-30T14:02:00Z  120 ms ago  gone      12        3\n"
         );
         assert_eq!(
             table(&HubNodeList { nodes: Vec::new() }),

@@ -5,4 +5,5 @@ mod conformance_http;
 mod failover;
 mod leases;
 mod packed_messages;
+mod rolling;
 mod tenants;

@@ -10,6 +10,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod cluster;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
