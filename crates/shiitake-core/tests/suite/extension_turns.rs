@@ -255,6 +255,26 @@ async fn settled_hooks_count_the_tool_calls_of_the_run() {
     agent.close().await.unwrap();
 }
 
+/// Restarts the Agent at `path` while `work` waits at the gate; the resumed run
+/// replays the gate (replay-safe) once it is opened, then only talks, and settles.
+async fn restart_at_the_gate(
+    path: &Path,
+    agent: Agent,
+    session_id: SessionId,
+    work: &CommandId,
+) -> (Agent, shiitake_core::LocalSession) {
+    until_gated(&agent.session(session_id.clone())).await;
+    agent.close().await.unwrap();
+    let agent = open(path, vec![Turn::text("through")], Grants::all()).await;
+    let session = agent.session(session_id);
+    session
+        .call_extension(&id(), "open", json!({}))
+        .await
+        .unwrap();
+    terminal_of(&session, work).await;
+    (agent, session)
+}
+
 #[tokio::test]
 async fn tool_calls_made_before_a_restart_still_count() {
     let dir = tempfile::tempdir().unwrap();
@@ -268,17 +288,7 @@ async fn tool_calls_made_before_a_restart_still_count() {
     let session = new_session(&agent).await;
     let session_id = session.session_id().clone();
     let work = send(&session, "wait at the gate").await;
-    until_gated(&session).await;
-    agent.close().await.unwrap();
-
-    // The resumed run replays the gate (replay-safe), then only talks.
-    let agent = open(&path, vec![Turn::text("through")], Grants::all()).await;
-    let session = agent.session(session_id);
-    session
-        .call_extension(&id(), "open", json!({}))
-        .await
-        .unwrap();
-    terminal_of(&session, &work).await;
+    let (agent, session) = restart_at_the_gate(&path, agent, session_id, &work).await;
     assert_eq!(
         projection(&read(&session).await)["settled"],
         json!([{"commandId": work, "outcome": "completed", "toolCalls": 1}]),
@@ -319,17 +329,8 @@ async fn settled_hooks_sum_the_tokens_the_model_reported_also_across_a_restart()
     let first = send(&session, "note something").await;
     terminal_of(&session, &first).await;
     let gated = send(&session, "wait at the gate").await;
-    until_gated(&session).await;
-    agent.close().await.unwrap();
-
     // The resumed run's tally starts from the answer committed before the restart.
-    let agent = open(&path, vec![Turn::text("through")], Grants::all()).await;
-    let session = agent.session(session_id);
-    session
-        .call_extension(&id(), "open", json!({}))
-        .await
-        .unwrap();
-    terminal_of(&session, &gated).await;
+    let (agent, session) = restart_at_the_gate(&path, agent, session_id, &gated).await;
     let snapshot = read(&session).await;
     let expected: Vec<Value> = [&first, &gated]
         .into_iter()

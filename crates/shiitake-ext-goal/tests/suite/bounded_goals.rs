@@ -35,21 +35,30 @@ fn endless() -> Vec<Turn> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_goal_that_never_finishes_pauses_after_the_bounded_number_of_goal_turns() {
-    let s = setup_bounded(
-        endless(),
-        GoalBounds {
-            max_turns: 3,
-            max_tokens: None,
-        },
-    )
-    .await;
+/// A never-finishing goal under `bounds`, run until it stalls: the fixture, its
+/// Session and the stalled goal.
+async fn run_to_the_bound(
+    bounds: GoalBounds,
+) -> (
+    Setup,
+    shiitake_core::LocalSession,
+    shiitake_ext_goal::contract::Goal,
+) {
+    let s = setup_bounded(endless(), bounds).await;
     let session = new_session(&s.agent).await;
     set_goal(&session, "Refactor everything").await;
     let p = until(&session, stalled).await;
     until_idle(&session).await;
-    let goal = p.goal.unwrap();
+    (s, session, p.goal.unwrap())
+}
+
+#[tokio::test]
+async fn a_goal_that_never_finishes_pauses_after_the_bounded_number_of_goal_turns() {
+    let (s, session, goal) = run_to_the_bound(GoalBounds {
+        max_turns: 3,
+        max_tokens: None,
+    })
+    .await;
     assert_eq!(
         goal.pause_cause.unwrap().detail.as_deref(),
         Some(
@@ -90,19 +99,11 @@ async fn a_goal_that_never_finishes_pauses_after_the_bounded_number_of_goal_turn
 async fn goal_turns_pause_once_their_reported_tokens_reach_the_bound() {
     // The scripted model reports usage (an estimate of the context and the answer):
     // any goal turn reaches a bound of one token.
-    let s = setup_bounded(
-        endless(),
-        GoalBounds {
-            max_turns: 50,
-            max_tokens: Some(1),
-        },
-    )
+    let (s, _session, goal) = run_to_the_bound(GoalBounds {
+        max_turns: 50,
+        max_tokens: Some(1),
+    })
     .await;
-    let session = new_session(&s.agent).await;
-    set_goal(&session, "Refactor everything").await;
-    let p = until(&session, stalled).await;
-    until_idle(&session).await;
-    let goal = p.goal.unwrap();
     assert_eq!(
         goal.pause_cause.unwrap().detail.as_deref(),
         Some(

@@ -6,23 +6,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::support::*;
 use serde_json::{Value, json};
 use shiitake_conformance::support::*;
-use shiitake_core::clock::SystemClock;
+use shiitake_core::clock::{SystemClock, now_ms};
 use shiitake_protocol::*;
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
 
 #[tokio::test]
 async fn almanac_create_refuses_a_missing_session_and_a_past_time_over_http() {
