@@ -89,10 +89,17 @@ async fn fire_due(core: &Arc<AgentCore>, now: u64) -> bool {
     let mut all_fired = true;
     for timer in due {
         let id = timer.id.clone();
+        // On a store other processes share, the owner of a timer's Session may be in
+        // another process, whose scheduler fires it; this one looks again after a pause.
+        let elsewhere_maybe = core.ownership.is_some() && timer.session_id.is_some();
         if let Err(error) = fire(core, timer).await {
             match error.code {
                 // Another scheduler claimed it: that is the point.
                 ErrorCode::Conflict => {}
+                ErrorCode::Unavailable if elsewhere_maybe => {
+                    tracing::debug!(%error, timer = %id, "a Session timer fires where its Session is owned");
+                    all_fired = false;
+                }
                 // Its extension is stopped: the timer waits, and the scheduler looks
                 // again after a pause instead of spinning on it.
                 ErrorCode::Stopped => all_fired = false,

@@ -7,3 +7,4 @@ mod leases;
 mod packed_messages;
 mod rolling;
 mod tenants;
+mod timers_across;
