@@ -13,15 +13,13 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use crate::support::Server;
+use crate::support::page::{agent, run, served_page, shown, type_and_click};
 use axum::Router;
 use axum::http::Uri;
 use serde_json::json;
 use shiitake_chromium::{Chromium, Page, eval, screenshot, screenshot_full_page};
 use shiitake_model::{Script, ScriptedModel, Step, Turn};
-use shiitake_server::{ServerConfig, Token, WebLogin, router};
-
-use crate::support::page::{agent, run, shown, type_and_click};
-use crate::support::{Server, TOKEN};
 
 fn artifacts() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-page")
@@ -52,26 +50,6 @@ impl Recorder {
     fn hits(&self) -> Vec<String> {
         self.hits.lock().unwrap().clone()
     }
-}
-
-/// The page served the way `shiitake serve` serves it, and its login.
-async fn page_server(
-    model: Arc<ScriptedModel>,
-) -> (
-    Server,
-    WebLogin,
-    Arc<shiitake_core::Agent>,
-    tempfile::TempDir,
-) {
-    let (agent, dir) = agent(model).await;
-    let login = WebLogin::default();
-    let config = ServerConfig::new(Token::new(TOKEN).unwrap()).with_web(login.clone());
-    let server = Server::start(
-        router(agent.clone(), config),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await;
-    (server, login, agent, dir)
 }
 
 /// Helpers installed in the page: `shape(node)` writes a DOM tree as
@@ -245,7 +223,8 @@ async fn markdown_renders_to_the_expected_dom_and_hostile_markdown_stays_inert()
     let recorder = Recorder::start().await;
     let rec = recorder.url();
     let model = Arc::new(ScriptedModel::new(Script::new(Vec::new())));
-    let (server, _login, _agent, _dir) = page_server(model).await;
+    let (agent, _dir) = agent(model).await;
+    let (server, _login) = served_page(agent).await;
     // The modules are public: they load without logging in.
     let page = chromium.open(&server.url(), &[]).await.unwrap();
     run(&page, HELPERS).await;
@@ -378,7 +357,8 @@ async fn a_streamed_answer_renders_as_markdown_under_the_sessions_title() {
     script.chunk_chars = 6;
     script.chunk_delay_ms = 25;
     let model = Arc::new(ScriptedModel::new(script));
-    let (server, login, _agent, _dir) = page_server(model).await;
+    let (agent, _dir) = agent(model).await;
+    let (server, login) = served_page(agent).await;
     let page = chromium
         .open(&login.login_url(&server.url()).unwrap(), &[])
         .await
@@ -522,7 +502,8 @@ async fn hostile_answers_in_a_session_fetch_nothing_and_the_page_stays_responsiv
     // Large deltas: the 1 MB answer streams in a few frames.
     script.chunk_chars = 1 << 16;
     let model = Arc::new(ScriptedModel::new(script));
-    let (server, login, _agent, _dir) = page_server(model).await;
+    let (agent, _dir) = agent(model).await;
+    let (server, login) = served_page(agent).await;
     let page = chromium
         .open(&login.login_url(&server.url()).unwrap(), &[])
         .await

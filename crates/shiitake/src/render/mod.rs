@@ -72,11 +72,11 @@ impl EditorSink {
         }
     }
 
-    /// An editor sink that shows colour (and so Markdown) whatever stdout is.
+    /// An editor sink with colour (and so Markdown) on or off, whatever stdout is.
     #[cfg(test)]
-    fn coloured(printer: Box<dyn rustyline::ExternalPrinter + Send>) -> Self {
+    fn with_colour(printer: Box<dyn rustyline::ExternalPrinter + Send>, colour: bool) -> Self {
         Self {
-            colour: true,
+            colour,
             ..Self::new(printer)
         }
     }
@@ -468,6 +468,21 @@ mod tests {
         })
     }
 
+    /// A printer into an editor sink with colour on or off, and what it printed.
+    fn captured(colour: bool) -> (Printer, Arc<Mutex<String>>) {
+        let shown = Arc::new(Mutex::new(String::new()));
+        let sink = EditorSink::with_colour(Box::new(Captured(shown.clone())), colour);
+        let printer = Printer {
+            sink: Sink::Editor(sink),
+            ..Printer::default()
+        };
+        (printer, shown)
+    }
+
+    fn plain(shown: &Mutex<String>) -> String {
+        anstream::adapter::strip_str(&shown.lock().unwrap()).to_string()
+    }
+
     fn assistant(text: &str) -> SessionMessage {
         let answer: Message = serde_json::from_value(serde_json::json!({
             "role": "assistant", "content": [{"type": "text", "text": text}],
@@ -487,11 +502,7 @@ mod tests {
 
     #[test]
     fn a_rendered_stream_prints_final_lines_and_relabels_after_an_interruption() {
-        let shown = Arc::new(Mutex::new(String::new()));
-        let mut printer = Printer {
-            sink: Sink::Editor(EditorSink::coloured(Box::new(Captured(shown.clone())))),
-            ..Printer::default()
-        };
+        let (mut printer, shown) = captured(true);
         let answer = "Some **bold** text.\n\n- one\n- two\n\n```sh\nls\n```\n\nEnd.";
         let mut revision = 0;
         for cut in [4, 19, 21, 28, 35, 40, 45, 52] {
@@ -502,9 +513,8 @@ mod tests {
             }
         }
         printer.message(&assistant(answer));
-        let plain = anstream::adapter::strip_str(&shown.lock().unwrap()).to_string();
         assert_eq!(
-            plain,
+            plain(&shown),
             "assistant:\nSome bold text.\n[tool] running files__read\nassistant (continued):\n\n• one\n\
              • two\n\n┌─ sh\n│ ls\n└─\n\nEnd.\n"
         );
@@ -516,42 +526,21 @@ mod tests {
 
     #[test]
     fn an_answer_that_did_not_stream_renders_whole() {
-        let shown = Arc::new(Mutex::new(String::new()));
-        let mut printer = Printer {
-            sink: Sink::Editor(EditorSink::coloured(Box::new(Captured(shown.clone())))),
-            ..Printer::default()
-        };
+        let (mut printer, shown) = captured(true);
         printer.message(&assistant("# Done\n\n1. a\n2. b"));
-        let plain = anstream::adapter::strip_str(&shown.lock().unwrap()).to_string();
-        assert_eq!(plain, "assistant:\n# Done\n\n1. a\n2. b\n");
+        assert_eq!(plain(&shown), "assistant:\n# Done\n\n1. a\n2. b\n");
     }
 
     #[test]
     fn a_stream_interrupted_by_a_line_starts_over_labelled() {
-        let shown = Arc::new(Mutex::new(String::new()));
-        let mut printer = Printer {
-            sink: Sink::Editor(EditorSink::new(Box::new(Captured(shown.clone())))),
-            ..Printer::default()
-        };
+        // Where the text is printed as written (no colour).
+        let (mut printer, shown) = captured(false);
         printer.frame(&progress("Noted B'", 1));
         printer.note("[?] Which database?");
         printer.frame(&progress("Noted B's", 2));
-        let answer: Message = serde_json::from_value(serde_json::json!({
-            "role": "assistant", "content": [{"type": "text", "text": "Noted B's reply."}],
-            "api": "scripted", "provider": "scripted", "model": "scripted",
-            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-            "stopReason": "stop", "timestamp": 1
-        }))
-        .unwrap();
-        printer.message(&SessionMessage {
-            id: EntryId::new("ent_1").unwrap(),
-            sequence: 3,
-            command_id: None,
-            value: answer,
-        });
+        printer.message(&assistant("Noted B's reply."));
         assert_eq!(
-            anstream::adapter::strip_str(&shown.lock().unwrap()).to_string(),
+            plain(&shown),
             "assistant: Noted B'\n[?] Which database?\nassistant: Noted B's reply.\n"
         );
     }
