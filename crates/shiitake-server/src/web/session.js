@@ -414,10 +414,9 @@ export function showSession(root, id, { back, agentName = null }) {
     reading = true;
     try {
       const title = await findTitle(routes, id);
-      if (title) {
-        titled = true;
-        header.setTitle(title);
-      }
+      // Found with its title, or not among the pages read: either way, stop asking.
+      if (title !== "") titled = true;
+      if (title) header.setTitle(title);
     } catch {
       // The header keeps "New session"; the next update asks again.
     } finally {

@@ -307,6 +307,15 @@ async fn markdown_renders_to_the_expected_dom_and_hostile_markdown_stays_inert()
         json!({"firstKept": true, "codeRebuilt": true, "blocks": 3, "code": "let a = 1;\n"})
     );
 
+    // A long code line scrolls inside its block; the page itself does not scroll sideways.
+    let scrolls: serde_json::Value = eval(
+        &page,
+        "import('/web/markdown.js').then((m) => { const element = m.renderMarkdown('```\\n' + 'x'.repeat(5000) + '\\n```');            document.body.appendChild(element); const pre = element.querySelector('pre');            return {inside: pre.scrollWidth > pre.clientWidth, page: document.documentElement.scrollWidth <= window.innerWidth,                    mono: getComputedStyle(pre.querySelector('code')).fontFamily.includes('monospace')}; })",
+    )
+    .await
+    .unwrap();
+    assert_eq!(scrolls, json!({"inside": true, "page": true, "mono": true}));
+
     // The page still answers, and nothing reached the recording server.
     let alive: i64 = eval(&page, "1 + 1").await.unwrap();
     assert_eq!(alive, 2);
