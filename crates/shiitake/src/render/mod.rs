@@ -181,7 +181,13 @@ impl Printer {
     /// Whether assistant text is rendered as Markdown.
     fn rendering(&mut self) -> bool {
         let sink = &self.sink;
-        *self.rendering.get_or_insert_with(|| sink.colour())
+        *self.rendering.get_or_insert_with(|| {
+            let colour = sink.colour();
+            if colour {
+                highlight::warm_up();
+            }
+            colour
+        })
     }
 
     /// Prints rendered Markdown lines, relabelled after a line of ours came between.
@@ -370,6 +376,8 @@ impl Printer {
 
     /// Prints a baseline: its last `recent` messages, then its state.
     pub fn snapshot(&mut self, snapshot: &SessionSnapshot, recent: usize) {
+        // Decided now, so the highlighter loads while the person types.
+        self.rendering();
         let skip = snapshot.messages.len().saturating_sub(recent);
         for message in &snapshot.messages[skip..] {
             self.message(message);
