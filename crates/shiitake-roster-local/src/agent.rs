@@ -56,7 +56,8 @@ pub(crate) async fn open(
     let store = SqliteStore::open(&path, options.durability)
         .await
         .map_err(|error| failed(format!("{}: {error}", path.display())))?;
-    let config = (options.config)(name);
+    let mut config = (options.config)(name);
+    config.offered_tools = options.offered_tools.clone();
     let clock = config.clock.clone();
     let builder = Agent::builder(Arc::new(store), options.tools.clone(), config);
     let set = SharedSet {

@@ -15,6 +15,11 @@
 //!   in this directory, `agents.send`, `agents.answer`, `agents.escalate`) and
 //!   Subagents reading its record of each Session.
 //!
+//! Each Agent's runs offer their model the tool set of its profile
+//! ([`LocalOptions::offered_tools`]): a small model, such as the bundled one, gets the
+//! file tools and `question` and so creates no Agent, loop or schedule unless the host
+//! names those tools.
+//!
 //! It runs the tasks those need (the Subagents refresher, the turn-end task) and stops
 //! them on [`LocalDirectory::close`]. The directory is what `shiitake serve` serves
 //! ([`shiitake_server::directory_router`]). It contains no extension rules.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use knapsack::ui::UiBridge;
 use shiitake_capabilities::Catalog;
-use shiitake_core::{AgentConfig, ModelResolver};
+use shiitake_core::{AgentConfig, ModelResolver, OfferedTools};
 use shiitake_ext_home::{ComputerList, Computers};
 use shiitake_ext_skills::SkillLibrary;
 use shiitake_protocol::AgentName;
@@ -49,6 +49,11 @@ pub struct LocalOptions {
     /// The browser App bridge (`Knapsack.ui`): the default Agent's runs borrow the App
     /// open in the person's browser through it; the server mounts its routes.
     pub ui: Option<UiBridge>,
+    /// Which tools each Agent's runs offer, by the profile of their model (it replaces
+    /// the one `config` gives): everything to full models, the file tools and question
+    /// to small ones, so a small model creates no Agent, loop or schedule unless the
+    /// host names those tools.
+    pub offered_tools: OfferedTools,
 }
 
 impl std::fmt::Debug for LocalOptions {
@@ -59,6 +64,7 @@ impl std::fmt::Debug for LocalOptions {
             .field("create", &self.create)
             .field("default_agent", &self.default_agent)
             .field("ui", &self.ui.is_some())
+            .field("offered_tools", &self.offered_tools)
             .finish_non_exhaustive()
     }
 }
@@ -66,7 +72,7 @@ impl std::fmt::Debug for LocalOptions {
 impl LocalOptions {
     /// Defaults in `data_dir` with `models` for every Agent: full durability, no extra
     /// tools, no skills, no Computers, no browser bridge, creation allowed, default Agent
-    /// `main`.
+    /// `main`, each profile's default tool set.
     pub fn new(data_dir: impl Into<PathBuf>, models: Arc<dyn ModelResolver>) -> Self {
         Self {
             data_dir: data_dir.into(),
@@ -79,6 +85,7 @@ impl LocalOptions {
             create: CreatePolicy::Allow,
             default_agent: AgentName::default(),
             ui: None,
+            offered_tools: OfferedTools::default(),
         }
     }
 

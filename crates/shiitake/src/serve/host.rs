@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::Router;
 use knapsack::ui::UiBridge;
 use shiitake_capabilities::Catalog;
-use shiitake_core::{AgentConfig, ModelResolver};
+use shiitake_core::{AgentConfig, ModelResolver, OfferedTools};
 use shiitake_ext_home::ComputerList;
 use shiitake_ext_skills::SkillLibrary;
 use shiitake_protocol::AgentName;
@@ -31,6 +31,8 @@ pub struct HostParts {
     pub computers: Arc<ComputerList>,
     /// The browser App bridge (the Local default Agent only).
     pub bridge: UiBridge,
+    /// Which tools runs offer, by the profile of their model (`--tools`).
+    pub offered_tools: OfferedTools,
 }
 
 /// The Agents one `serve` process serves.
@@ -60,6 +62,7 @@ impl Host {
                 options.skills = parts.skills;
                 options.computers = parts.computers;
                 options.ui = Some(parts.bridge.clone());
+                options.offered_tools = parts.offered_tools;
                 let directory = LocalDirectory::open(options)
                     .await
                     .map_err(|error| setup(error.to_string()))?;
@@ -77,7 +80,10 @@ impl Host {
                     name: name.clone(),
                     store,
                     tools: parts.tools,
-                    config: AgentConfig::new(parts.models),
+                    config: AgentConfig {
+                        offered_tools: parts.offered_tools,
+                        ..AgentConfig::new(parts.models)
+                    },
                     skills: parts.skills,
                     computers: parts.computers,
                     directory: directory.clone(),

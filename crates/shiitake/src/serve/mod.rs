@@ -60,6 +60,11 @@ pub struct ServeArgs {
     /// `--model`, and `openai:`/`anthropic:` models when their API key is set.
     #[arg(long = "allow-model", value_name = "SPEC")]
     allow_model: Vec<String>,
+    /// The tools runs offer their model, for every model: `all`, `none`, `compact` (the
+    /// file tools and question) or modules and tools, `files,question,agents.create`.
+    /// Default: all to full models, compact to small ones such as the bundled model.
+    #[arg(long = "tools", value_name = "LIST")]
+    tools: Option<String>,
     /// A remote MCP server, `name=URL[,header=Name:Value]...` (repeatable); its tools
     /// become `env.mcp.<name>`. `${VAR}` in a header value reads the environment.
     #[arg(long = "mcp", value_name = "NAME=URL[,header=Name:Value]", value_parser = mcp_spec)]
@@ -276,6 +281,7 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     let dirs = computer_dirs(args.workspace, args.computers)?;
     let attachments = attach(&dirs, &data_dir)?;
     let skills = skills(&args.skills).await;
+    let offered_tools = models::offered_tools(args.tools.as_deref())?;
     let choice = ModelChoice::parse(args.model.as_deref())?;
     let (default_spec, started_local) = match &choice {
         ModelChoice::Spec(spec) => (Some(spec.clone()), None),
@@ -299,6 +305,7 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         skills,
         computers: Arc::new(ComputerList::new(attachments)),
         bridge: UiBridge::default(),
+        offered_tools: offered_tools.clone(),
     };
     let host = Host::open(&database, &data_dir, &args.agent, parts).await?;
     datadir::tighten(&data_dir)?;
@@ -321,6 +328,7 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
             "shiitake: no model (--model none): runs of Sessions without a model fail until one is given"
         ),
     }
+    println!("shiitake: tools {}", models::describe_offered(&offered_tools));
     let mut signals = StopSignals::register()?;
     println!("shiitake: listening on http://{address}");
     // The web page at `/`: a one-time link sets its session cookie (docs/web.md).

@@ -16,12 +16,36 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use shiitake_core::{ModelResolver, SpecResolver};
+use shiitake_core::{ModelResolver, OfferedTools, SpecResolver, ToolSet};
 use shiitake_local_model::{Cache, DEFAULT_PORT, Weights};
 use shiitake_model::{Model, ModelEnv};
 use shiitake_protocol::ModelPreference;
 
 use crate::error::CliError;
+
+/// The tools runs offer (`--tools`): with no flag, each profile's default (everything
+/// to full models, the file tools and question to small ones such as the bundled model);
+/// with one, that set for every model.
+pub fn offered_tools(argument: Option<&str>) -> Result<OfferedTools, CliError> {
+    match argument {
+        None => Ok(OfferedTools::default()),
+        Some(list) => ToolSet::parse(list)
+            .map(OfferedTools::every_profile)
+            .map_err(|error| CliError::Setup(format!("--tools {list:?}: {error}"))),
+    }
+}
+
+/// The start-up line's account of the tools offered.
+pub fn describe_offered(offered: &OfferedTools) -> String {
+    if offered.full == offered.small {
+        format!("{} (every model; --tools)", offered.full)
+    } else {
+        format!(
+            "{} to full models, {} to small ones such as the bundled model (--tools LIST to choose)",
+            offered.full, offered.small
+        )
+    }
+}
 
 /// What `--model` asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -243,6 +267,38 @@ mod tests {
         assert_eq!(
             error.as_deref(),
             Some("--model local:llama: the bundled weights are smollm2, gemma3")
+        );
+    }
+
+    #[test]
+    fn tools_flag_names_one_set_for_every_model_and_none_keeps_the_profiles() {
+        use shiitake_model::ModelProfile;
+        let default = offered_tools(None).ok();
+        assert_eq!(default, Some(OfferedTools::default()));
+        assert_eq!(
+            default.as_ref().map(describe_offered).as_deref(),
+            Some(
+                "all to full models, files,question to small ones such as the bundled model \
+                 (--tools LIST to choose)"
+            )
+        );
+        let named = offered_tools(Some("files,question,agents.create")).ok();
+        let small = named
+            .as_ref()
+            .map(|o| o.for_profile(ModelProfile::Small).to_string());
+        assert_eq!(small.as_deref(), Some("agents.create,files,question"));
+        assert_eq!(
+            named
+                .as_ref()
+                .map(|o| o.for_profile(ModelProfile::Full).to_string()),
+            small
+        );
+        let error = offered_tools(Some("files,,x")).err().map(|e| e.to_string());
+        assert!(
+            error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("--tools \"files,,x\": ")),
+            "{error:?}"
         );
     }
 

@@ -14,4 +14,5 @@ mod serve_hardening;
 mod serve_mcp;
 mod serve_roster;
 mod slash_flows;
+mod small_model_tools;
 mod soak;
