@@ -21,9 +21,11 @@
 //! (`src/server.py`, registered as `shiitake-tools`): llama-cpp-python's
 //! `chatml-function-calling` answers every message empty when tools are
 //! offered, hides tool results from the model and cannot stream a tool call.
-//! The handler builds each answer whole, so [`spec`] asks the
-//! OpenAI-compatible provider to ask for it whole and replay it
-//! (`?tool_streaming=replay`).
+//! The handler streams a message as it is written and a tool call whole, reports
+//! usage (with the prompt tokens whose KV state it reused) on every answer, and the
+//! server keeps a RAM cache of prompt states, so a Session's next call evaluates
+//! only its new messages. [`spec`] marks the model small (`?profile=small`): runs
+//! offer it the compact tool set and a short prompt.
 //!
 //! Everything here is synchronous and blocking (it runs `pip` for minutes on
 //! a first start); async callers run it on a blocking thread. It knows nothing
@@ -140,11 +142,11 @@ pub fn base_url(port: u16) -> String {
 
 /// The model spec that reaches `weights` served at `base_url`.
 ///
-/// The server cannot stream tool calls, so tool-bearing answers are asked
-/// whole and replayed (`docs/models.md`).
+/// Both weights are small models (`?profile=small`): a run offers them the compact
+/// tool set, short descriptions and a short system prompt (`docs/models.md`).
 pub fn spec(base_url: &str, weights: Weights) -> String {
     format!(
-        "openai-compatible:{}#{}?tool_streaming=replay",
+        "openai-compatible:{}#{}?profile=small",
         base_url.trim_end_matches('/'),
         weights.alias()
     )
@@ -155,10 +157,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_spec_names_the_alias_and_replays_tool_calls() {
+    fn the_spec_names_the_alias_and_the_small_profile() {
         assert_eq!(
             spec("http://127.0.0.1:8090/v1/", Weights::SmolLm2),
-            "openai-compatible:http://127.0.0.1:8090/v1#smollm2?tool_streaming=replay"
+            "openai-compatible:http://127.0.0.1:8090/v1#smollm2?profile=small"
         );
         assert_eq!(base_url(9), "http://127.0.0.1:9/v1");
     }

@@ -22,6 +22,9 @@ const CONTEXT_TOKENS: &str = "4096";
 const SERVER_SCRIPT: &str = include_str!("server.py");
 /// The name the script registers its chat handler under.
 const CHAT_FORMAT: &str = "shiitake-tools";
+/// Bytes of prompt states the server's RAM cache keeps (states of a few prompts: a
+/// Session's prompt with the tools and the one without, of a few Sessions).
+const PROMPT_CACHE_BYTES: &str = "268435456";
 
 /// Starts the server for `weights` on 127.0.0.1:`port`, or reuses the one answering there.
 ///
@@ -79,6 +82,13 @@ pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, Local
             "false",
         ])
         .args(["--chat_format", CHAT_FORMAT])
+        // Logits of the last token only: the handler reads no others, and all of them
+        // (llama-cpp-python's default) cost 800 MB and time on every prompt token.
+        .args(["--logits_all", "false"])
+        // Keep the KV states of earlier prompts, so a call whose prompt starts like an
+        // earlier one (its system prompt and tools, its Session so far) skips that part.
+        .args(["--cache", "true", "--cache_type", "ram"])
+        .args(["--cache_size", PROMPT_CACHE_BYTES])
         // Queue concurrent requests instead of cutting the running one short.
         .args(["--interrupt_requests", "false"])
         .stdin(Stdio::null())
