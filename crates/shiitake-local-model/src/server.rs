@@ -33,19 +33,30 @@ const PROMPT_CACHE_BYTES: &str = "268435456";
 /// silently used.
 pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, LocalModelError> {
     let began = Instant::now();
+    let script = cache.root().join("shiitake_server.py");
     if let Some(models) = models(port) {
-        if models.contains(&format!("\"{}\"", weights.alias())) {
+        if !models.contains(&format!("\"{}\"", weights.alias())) {
+            return Err(LocalModelError::Unexpected(format!(
+                "port {port} serves another model ({models:.200}); stop it first \
+                 (cargo xtask local-model stop) or choose another port"
+            )));
+        }
+        if fs::read_to_string(&script).ok().as_deref() == Some(SERVER_SCRIPT) {
             note(&format!("already running on port {port}"));
             return Ok(base_url(port));
         }
-        return Err(LocalModelError::Unexpected(format!(
-            "port {port} serves another model ({models:.200}); stop it first \
-             (cargo xtask local-model stop) or choose another port"
-        )));
+        // It was started from an older handler (the script is rewritten on each start):
+        // answers from it would not be what this build expects.
+        if !stop(cache)? {
+            return Err(LocalModelError::Unexpected(format!(
+                "port {port} serves {weights} with a handler older than this build's, and \
+                 not one this cache started; stop it, then start again"
+            )));
+        }
+        note("restarted: the running server's handler was older than this build's");
     }
     install::server(cache)?;
     let model = install::weights(cache, weights)?;
-    let script = cache.root().join("shiitake_server.py");
     if fs::read_to_string(&script).ok().as_deref() != Some(SERVER_SCRIPT) {
         fs::write(&script, SERVER_SCRIPT).map_err(|source| LocalModelError::Io {
             path: script.clone(),
@@ -251,6 +262,21 @@ mod tests {
         );
         let port = answer_once("HTTP/1.1 404 Not Found\r\n\r\n{}");
         assert!(!healthy(port));
+    }
+
+    #[test]
+    fn a_server_from_an_older_handler_that_this_cache_did_not_start_is_refused() {
+        let port = answer_once("HTTP/1.1 200 OK\r\n\r\n{\"data\":[{\"id\":\"smollm2\"}]}");
+        let dir = std::env::temp_dir().join(format!("shiitake-local-model-stale-{port}"));
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        fs::write(dir.join("shiitake_server.py"), "# an older handler\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let error = start(&Cache::at(&dir), Weights::SmolLm2, port).err();
+        let _ = fs::remove_dir_all(&dir);
+        assert!(
+            matches!(&error, Some(LocalModelError::Unexpected(message)) if message.contains("older")),
+            "{error:?}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::support::{Serve, free_port, stdout};
 use shiitake_client::{ClientOptions, RemoteAgent};
-use shiitake_protocol::message::{AssistantMessage, Message};
+use shiitake_protocol::message::{AssistantMessage, Message, Usage};
 use shiitake_protocol::{AgentApi, ReadOptions, SessionApi, SessionId, TerminalOutcome};
 use shiitake_test_services::Service;
 
@@ -64,6 +64,29 @@ fn converse(spec: &str, workspace: &std::path::Path, prompt: &str) -> Conversati
     }
 }
 
+/// Every assistant message records usage: counted (non-zero, adding up) or, from a
+/// server that reports none, explicitly unknown; never a false zero.
+fn assert_usage_recorded(messages: &[Message]) {
+    for message in messages {
+        let Message::Assistant(assistant) = message else {
+            continue;
+        };
+        let usage = &assistant.usage;
+        if usage.is_known() {
+            assert!(
+                usage.input + usage.cache_read > 0 && usage.output > 0,
+                "{usage:?}"
+            );
+            assert_eq!(
+                usage.total_tokens,
+                usage.input + usage.output + usage.cache_read + usage.cache_write
+            );
+        } else {
+            assert_eq!(*usage, Usage::unknown());
+        }
+    }
+}
+
 fn last_assistant(messages: &[Message]) -> Option<&AssistantMessage> {
     messages.iter().rev().find_map(|message| match message {
         Message::Assistant(assistant) => Some(assistant),
@@ -90,6 +113,15 @@ fn a_plain_question_gets_a_completed_run_with_text() {
     );
     assert!(talk.printed.contains("assistant: "), "{}", talk.printed);
     assert!(!talk.printed.contains("(no text)"), "{}", talk.printed);
+    // A greeting is answered in words: no tool call, so nothing durable is created.
+    assert!(
+        talk.messages.iter().all(
+            |message| !matches!(message, Message::Assistant(a) if a.tool_calls().next().is_some())
+        ),
+        "{}",
+        talk.printed
+    );
+    assert_usage_recorded(&talk.messages);
 }
 
 #[test]
@@ -140,4 +172,5 @@ fn reading_a_file_calls_the_tool_and_answers_after_its_result() {
         "{}",
         talk.printed
     );
+    assert_usage_recorded(&talk.messages);
 }
