@@ -1,121 +1,429 @@
-//! `cargo xtask local-model eval`: measures the candidate weights on a fixed prompt set.
+//! `cargo xtask local-model eval`: the README's main command with the bundled model,
+//! measured.
 //!
-//! The prompt set is `xtask/local-model-eval.json`: the system prompt and the
-//! tools exactly as `shiitake serve` sends them (captured from a real request),
-//! a file the tools would read, plain questions and "read the file" requests.
-//! For each weights it starts the server on its own port, asks every prompt
-//! `runs` times the way the product asks (`stream: false` with the tools and
-//! `tool_choice: "auto"`, sampling left at the server's defaults), stops the
-//! server, and prints one Markdown table row:
+//! For each weights it starts the model server on its own port (default 8095), runs the
+//! release `shiitake serve` against it (the spec `serve` gives the bundled model, so the
+//! small profile) over a workspace holding the files of `xtask/local-model-eval.json`,
+//! and, `runs` times, opens a fresh Session and sends the cases one after another, as a
+//! person would in `chat`. One warm-up Session goes first: the bound is for a warm model.
+//! Each case is judged on what was committed (read from the Session's event stream):
 //!
-//! - **text**: plain questions answered with non-empty text;
-//! - **call**: read requests answered with a well-formed `files__read` call
-//!   (arguments a JSON object whose `path` names the file);
-//! - **after result**: answers that, given the call and its result, mention
-//!   the file's key fact;
-//! - **s/answer**: mean wall-clock seconds per answer on this machine.
+//! - `tools` empty: the run completes with text and no tool call;
+//! - `tools` named: one of them is called, its result is not an error, and the run
+//!   completes with an answer that mentions every one of `mentions`;
+//!
+//! and timed from the prompt to its run's terminal (`completes`) or to the first sign
+//! of the answer (`first_answer`: streamed text, or a committed assistant message). It
+//! prints one table per weights, whether each repetition passed all cases, the usage the
+//! assistant messages recorded, and the Agents the directory holds afterwards (the
+//! model's profile must create none).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+mod http;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shiitake_local_model::{Cache, Weights, start, stop};
 
-use crate::util::workspace_root;
+use crate::util::{cargo, run_checked, workspace_root};
+use http::Server;
 
 /// The port the eval servers use, away from the default 8090 a test run may hold.
 pub const DEFAULT_PORT: u16 = 8095;
-/// Longest wait for one answer.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest wait for one case's run.
+const RUN_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The prompt set.
-struct Prompts {
-    system_prompt: String,
-    tools: Vec<Value>,
-    file_path: String,
-    file_content: String,
-    must_mention: String,
-    plain: Vec<String>,
-    read: Vec<String>,
+/// What a case's time runs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timed {
+    /// The run's terminal.
+    Completes,
+    /// The first streamed text or committed assistant message.
+    FirstAnswer,
 }
 
-fn load() -> Result<Prompts, String> {
+/// One prompt and what its run must do.
+#[derive(Clone, Debug)]
+struct Case {
+    name: String,
+    prompt: String,
+    tools: Vec<String>,
+    mentions: Vec<String>,
+    timed: Timed,
+    bound: Duration,
+}
+
+/// The prompt set: the workspace's files and the cases, in the order they are sent.
+struct Cases {
+    files: Vec<(String, String)>,
+    cases: Vec<Case>,
+}
+
+fn load() -> Result<Cases, String> {
     let path: PathBuf = workspace_root().join("xtask/local-model-eval.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let value: Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let text_of = |key: &str| -> Result<String, String> {
-        value[key]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| format!("{}: `{key}` must be a string", path.display()))
-    };
-    let list_of = |key: &str| -> Result<Vec<String>, String> {
-        value[key]
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .ok_or_else(|| format!("{}: `{key}` must be a list of strings", path.display()))
-    };
-    Ok(Prompts {
-        system_prompt: text_of("system_prompt")?,
-        tools: value["tools"]
-            .as_array()
-            .cloned()
-            .ok_or_else(|| format!("{}: `tools` must be a list", path.display()))?,
-        file_path: value["file"]["path"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        file_content: value["file"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        must_mention: text_of("must_mention")?,
-        plain: list_of("plain")?,
-        read: list_of("read")?,
-    })
+    parse(&value).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Counts of successes out of tries, and time spent.
+fn strings(value: &Value, key: &str) -> Result<Vec<String>, String> {
+    value[key]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .ok_or_else(|| format!("`{key}` must be a list of strings"))
+}
+
+fn parse(value: &Value) -> Result<Cases, String> {
+    let files = value["files"]
+        .as_object()
+        .ok_or("`files` must map file names to their text")?
+        .iter()
+        .map(|(name, text)| (name.clone(), text.as_str().unwrap_or_default().to_owned()))
+        .collect();
+    let mut cases = Vec::new();
+    for case in value["cases"].as_array().ok_or("`cases` must be a list")? {
+        let text = |key: &str| {
+            case[key]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("a case's `{key}` must be a string"))
+        };
+        let timed = match text("timed")?.as_str() {
+            "completes" => Timed::Completes,
+            "first_answer" => Timed::FirstAnswer,
+            other => {
+                return Err(format!(
+                    "`timed` is completes or first_answer, not `{other}`"
+                ));
+            }
+        };
+        let bound = case["bound_seconds"]
+            .as_f64()
+            .filter(|seconds| *seconds > 0.0)
+            .ok_or("a case's `bound_seconds` must be a positive number")?;
+        cases.push(Case {
+            name: text("name")?,
+            prompt: text("prompt")?,
+            tools: strings(case, "tools")?,
+            mentions: strings(case, "mentions")?,
+            timed,
+            bound: Duration::from_secs_f64(bound),
+        });
+    }
+    if cases.is_empty() {
+        return Err("no cases".into());
+    }
+    Ok(Cases { files, cases })
+}
+
+/// What one case's run committed, and when.
+#[derive(Default)]
+struct Record {
+    outcome: Option<String>,
+    diagnostic: Option<String>,
+    /// The message values of the run, in order.
+    messages: Vec<Value>,
+    first_answer: Option<Duration>,
+    completed: Option<Duration>,
+}
+
+/// Whether `record` did what `case` asks; `Err` says what it did instead.
+fn judge(case: &Case, record: &Record) -> Result<(), String> {
+    if record.outcome.as_deref() != Some("completed") {
+        return Err(format!(
+            "the run ended {:?} ({:?})",
+            record.outcome, record.diagnostic
+        ));
+    }
+    let assistants: Vec<&Value> = record
+        .messages
+        .iter()
+        .filter(|message| message["role"] == "assistant")
+        .collect();
+    let calls: Vec<&str> = assistants
+        .iter()
+        .flat_map(|message| message["content"].as_array().into_iter().flatten())
+        .filter(|block| block["type"] == "toolCall")
+        .filter_map(|block| block["name"].as_str())
+        .collect();
+    let answer: String = assistants
+        .last()
+        .and_then(|message| message["content"].as_array())
+        .into_iter()
+        .flatten()
+        .filter(|block| block["type"] == "text")
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    if answer.trim().is_empty() {
+        return Err(format!("no text in the last answer; calls {calls:?}"));
+    }
+    if case.tools.is_empty() {
+        return match calls.as_slice() {
+            [] => Ok(()),
+            called => Err(format!("called {called:?}")),
+        };
+    }
+    let Some(called) = calls
+        .iter()
+        .find(|name| case.tools.iter().any(|t| t == *name))
+    else {
+        return Err(format!("called {calls:?}, none of {:?}", case.tools));
+    };
+    let succeeded = record.messages.iter().any(|message| {
+        message["role"] == "toolResult"
+            && message["toolName"] == *called
+            && message["isError"] == false
+    });
+    if !succeeded {
+        return Err(format!("{called} failed"));
+    }
+    let lower = answer.to_lowercase();
+    let missing: Vec<&String> = case
+        .mentions
+        .iter()
+        .filter(|word| !lower.contains(&word.to_lowercase()))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the answer does not mention {missing:?}: {answer:.200}"
+        ))
+    }
+}
+
+/// A running `shiitake serve`, killed when dropped.
+struct Serve {
+    child: Child,
+    server: Server,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _already_gone_is_fine = self.child.kill();
+        let _reaped = self.child.wait();
+    }
+}
+
+/// Builds the release binary (the README's `cargo run --release`) and returns its path.
+fn release_binary() -> Result<PathBuf, String> {
+    let root = workspace_root();
+    run_checked(Command::new(cargo()).current_dir(&root).args([
+        "build",
+        "--release",
+        "-p",
+        "shiitake",
+    ]))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    Ok(target.join("release/shiitake"))
+}
+
+/// Starts `serve` on a free port with `spec` over `workspace`, its data in `data`.
+fn serve(binary: &Path, spec: &str, workspace: &Path, data: &Path) -> Result<Serve, String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(|e| format!("a free port: {e}"))?;
+    let mut child = Command::new(binary)
+        .args(["serve", "--port", &port.to_string(), "--model", spec])
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--workspace")
+        .arg(workspace)
+        .env_remove("SHIITAKE_MODEL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", binary.display()))?;
+    let stdout = child.stdout.take().ok_or("serve has no stdout")?;
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let listening = lines.by_ref().map_while(Result::ok).any(|line| {
+        eprintln!("eval: {line}");
+        line.starts_with("shiitake: listening on")
+    });
+    // Keep reading its output so a full pipe never blocks it.
+    std::thread::spawn(move || lines.for_each(drop));
+    let token = std::fs::read_to_string(data.join("token")).map_err(|e| format!("token: {e}"))?;
+    let serve = Serve {
+        child,
+        server: Server {
+            port,
+            token: Some(token.trim().to_owned()),
+        },
+    };
+    if listening {
+        Ok(serve)
+    } else {
+        Err("serve exited before it listened".into())
+    }
+}
+
+/// Sends `case` to `session` and records its run from the Session's event stream.
+fn send(server: &Server, session: &str, case: &Case, request: &str) -> Result<Record, String> {
+    // Subscribed before the prompt, so no frame of its run is missed.
+    let (events, _open) = server.events(&format!("/v1/sessions/{session}/events"))?;
+    let began = Instant::now();
+    let accepted = server.json(
+        "POST",
+        &format!("/v1/sessions/{session}/commands"),
+        Some(
+            &json!({"type": "prompt", "requestId": request, "text": case.prompt,
+                     "delivery": "followUp"}),
+        ),
+    )?;
+    let command = accepted["commandId"]
+        .as_str()
+        .ok_or_else(|| format!("no commandId in {accepted}"))?
+        .to_owned();
+    let mut record = Record::default();
+    while record.outcome.is_none() {
+        let event = events
+            .recv_timeout(RUN_TIMEOUT.saturating_sub(began.elapsed()))
+            .map_err(|_| format!("{}: no terminal within {RUN_TIMEOUT:?}", case.name))?;
+        let Ok(frame) = serde_json::from_str::<Value>(&event.data) else {
+            continue;
+        };
+        let since = event.at.saturating_duration_since(began);
+        match event.name.as_str() {
+            "progress" => {
+                let ours = frame["activity"]["queue"]["commandId"] == command.as_str();
+                if ours
+                    && frame["progress"]["text"]
+                        .as_str()
+                        .is_some_and(|t| !t.is_empty())
+                {
+                    record.first_answer.get_or_insert(since);
+                }
+            }
+            "update" => {
+                for message in frame["messages"].as_array().into_iter().flatten() {
+                    if message["commandId"] != command.as_str() {
+                        continue;
+                    }
+                    if message["value"]["role"] == "assistant" {
+                        record.first_answer.get_or_insert(since);
+                    }
+                    record.messages.push(message["value"].clone());
+                }
+                for terminal in frame["terminals"].as_array().into_iter().flatten() {
+                    if terminal["commandId"] == command.as_str() {
+                        record.outcome = terminal["outcome"].as_str().map(str::to_owned);
+                        record.diagnostic = terminal["diagnostic"].as_str().map(str::to_owned);
+                        record.completed = Some(since);
+                    }
+                }
+            }
+            "error" | "end" => {
+                return Err(format!("{}: the stream ended: {}", case.name, event.data));
+            }
+            _ => {}
+        }
+    }
+    Ok(record)
+}
+
+/// The measurements of one weights.
 #[derive(Default)]
 struct Tally {
-    text: (u32, u32),
-    call: (u32, u32),
-    after: (u32, u32),
-    answers: u32,
-    seconds: f64,
+    /// Per case: (passed, within its bound, seconds) of each repetition.
+    cases: Vec<Vec<(bool, bool, f64)>>,
+    /// Repetitions in which every case passed (and in which every case also kept its bound).
+    all_passed: u32,
+    all_within: u32,
+    runs: u32,
+    /// Assistant messages, and those with usage counted.
+    assistants: u32,
+    counted: u32,
+    /// Prompt tokens, and of them those read from the server's cache, per case.
+    prompt_tokens: Vec<(u64, u64)>,
     failures: Vec<String>,
 }
 
 impl Tally {
-    fn row(&self, weights: Weights) -> String {
-        let rate = |(ok, of): (u32, u32)| format!("{ok}/{of}");
-        let mean = if self.answers == 0 {
-            0.0
-        } else {
-            self.seconds / f64::from(self.answers)
-        };
-        format!(
-            "| {weights} | {} | {} | {} | {mean:.1} |",
-            rate(self.text),
-            rate(self.call),
-            rate(self.after)
-        )
+    fn add_usage(&mut self, at: usize, messages: &[Value]) {
+        for message in messages.iter().filter(|m| m["role"] == "assistant") {
+            self.assistants += 1;
+            let usage = &message["usage"];
+            if usage["source"] == "unknown" {
+                continue;
+            }
+            self.counted += 1;
+            let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+            let entry = &mut self.prompt_tokens[at];
+            entry.0 += count("input") + count("cacheRead");
+            entry.1 += count("cacheRead");
+        }
     }
 }
 
-/// Runs the eval for each of `candidates` and prints the table.
+fn seconds(value: f64) -> String {
+    format!("{value:.2}")
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn report(weights: Weights, cases: &Cases, tally: &Tally, agents: &str) {
+    println!("\n{weights}: {} repetitions\n", tally.runs);
+    println!(
+        "| case | timed to | passed | within bound | median s | max s | bound | prompt tokens from cache |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (at, case) in cases.cases.iter().enumerate() {
+        let rows = &tally.cases[at];
+        let passed = rows.iter().filter(|(ok, _, _)| *ok).count();
+        let within = rows.iter().filter(|(_, within, _)| *within).count();
+        let times: Vec<f64> = rows.iter().map(|(_, _, s)| *s).collect();
+        let max = times.iter().copied().fold(0.0, f64::max);
+        let timed = match case.timed {
+            Timed::Completes => "completed",
+            Timed::FirstAnswer => "first answer",
+        };
+        let (prompt, cached) = tally.prompt_tokens[at];
+        let share = if prompt == 0 {
+            "unknown".to_owned()
+        } else {
+            format!("{:.0}% of {prompt}", 100.0 * cached as f64 / prompt as f64)
+        };
+        println!(
+            "| {} | {timed} | {passed}/{} | {within}/{} | {} | {} | ≤ {} s | {share} |",
+            case.name,
+            rows.len(),
+            rows.len(),
+            seconds(median(times)),
+            seconds(max),
+            case.bound.as_secs_f64(),
+        );
+    }
+    println!(
+        "\nall cases passed in {}/{} repetitions, and kept their bounds in {}/{}; usage \
+         counted on {}/{} assistant messages; Agents afterwards: {agents}",
+        tally.all_passed, tally.runs, tally.all_within, tally.runs, tally.counted, tally.assistants
+    );
+}
+
+/// Runs the eval for each of `candidates` and prints the tables.
 pub fn run(cache: &Cache, candidates: &[Weights], port: u16, runs: u32) -> Result<(), String> {
-    let prompts = load()?;
-    let mut rows = Vec::new();
+    let cases = load()?;
+    let binary = release_binary()?;
     for &weights in candidates {
         // A server left on the port from an earlier eval may hold other weights.
         if shiitake_local_model::healthy(port) {
@@ -124,184 +432,206 @@ pub fn run(cache: &Cache, candidates: &[Weights], port: u16, runs: u32) -> Resul
             ));
         }
         let url = start(cache, weights, port).map_err(|e| e.to_string())?;
-        let measured = measure(&prompts, weights, port, runs);
-        stop(cache).map_err(|e| e.to_string())?;
-        let tally = measured?;
+        let measured = measure(&binary, &cases, weights, &url, runs);
+        stop(cache, port).map_err(|e| e.to_string())?;
+        let (tally, agents) = measured?;
         for failure in &tally.failures {
             eprintln!("eval: {}: {failure}", weights.alias());
         }
-        eprintln!("eval: {} at {url}: {}", weights.alias(), tally.row(weights));
-        rows.push(tally.row(weights));
-    }
-    println!("| weights | text | call | after result | s/answer |");
-    println!("| --- | --- | --- | --- | --- |");
-    for row in rows {
-        println!("{row}");
+        report(weights, &cases, &tally, &agents);
     }
     Ok(())
 }
 
-fn measure(prompts: &Prompts, weights: Weights, port: u16, runs: u32) -> Result<Tally, String> {
-    let mut tally = Tally::default();
-    let system = json!({"role": "system", "content": prompts.system_prompt});
-    for _ in 0..runs {
-        for question in &prompts.plain {
-            let messages = vec![system.clone(), json!({"role": "user", "content": question})];
-            let answer = ask(prompts, weights, port, messages, &mut tally)?;
-            tally.text.1 += 1;
-            if !text_of(&answer).trim().is_empty() {
-                tally.text.0 += 1;
-            } else {
-                tally
-                    .failures
-                    .push(format!("no text for {question:?}: {answer}"));
-            }
-        }
-        for request in &prompts.read {
-            let messages = vec![system.clone(), json!({"role": "user", "content": request})];
-            let answer = ask(prompts, weights, port, messages, &mut tally)?;
-            tally.call.1 += 1;
-            if well_formed_read(&answer, &prompts.file_path) {
-                tally.call.0 += 1;
-            } else {
-                tally
-                    .failures
-                    .push(format!("no read call for {request:?}: {answer}"));
-            }
-            let messages = vec![
-                system.clone(),
-                json!({"role": "user", "content": request}),
-                json!({"role": "assistant", "content": "", "tool_calls": [{
-                    "id": "call_1", "type": "function",
-                    "function": {"name": "files__read",
-                                 "arguments": json!({"path": prompts.file_path}).to_string()}}]}),
-                json!({"role": "tool", "tool_call_id": "call_1", "content": prompts.file_content}),
-            ];
-            let answer = ask(prompts, weights, port, messages, &mut tally)?;
-            tally.after.1 += 1;
-            let text = text_of(&answer).to_lowercase();
-            if text.contains(&prompts.must_mention.to_lowercase()) {
-                tally.after.0 += 1;
-            } else {
-                tally
-                    .failures
-                    .push(format!("after the result of {request:?}: {answer}"));
-            }
-        }
-    }
-    Ok(tally)
-}
-
-/// The text of `choices[0].message.content`.
-fn text_of(answer: &Value) -> &str {
-    answer["choices"][0]["message"]["content"]
-        .as_str()
-        .unwrap_or_default()
-}
-
-/// Whether the first tool call is `files__read` with a JSON object naming `path`.
-fn well_formed_read(answer: &Value, path: &str) -> bool {
-    let call = &answer["choices"][0]["message"]["tool_calls"][0]["function"];
-    if call["name"] != "files__read" {
-        return false;
-    }
-    let arguments = match &call["arguments"] {
-        Value::String(text) => serde_json::from_str::<Value>(text).unwrap_or(Value::Null),
-        other => other.clone(),
-    };
-    arguments["path"]
-        .as_str()
-        .is_some_and(|named| named.trim_start_matches("./") == path)
-}
-
-/// One non-streamed request, as the product sends it with tools; the answer's JSON.
-fn ask(
-    prompts: &Prompts,
+fn measure(
+    binary: &Path,
+    cases: &Cases,
     weights: Weights,
-    port: u16,
-    messages: Vec<Value>,
-    tally: &mut Tally,
-) -> Result<Value, String> {
-    let body = json!({
-        "model": weights.alias(),
-        "messages": messages,
-        "stream": false,
-        "tools": prompts.tools,
-        "tool_choice": "auto",
-    });
-    let began = Instant::now();
-    let answer = post(port, "/v1/chat/completions", &body)?;
-    tally.seconds += began.elapsed().as_secs_f64();
-    tally.answers += 1;
-    Ok(answer)
-}
-
-/// A JSON POST over HTTP/1.0 (the server closes the connection after the body).
-fn post(port: u16, path: &str, body: &Value) -> Result<Value, String> {
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5))
-        .map_err(|e| format!("connect 127.0.0.1:{port}: {e}"))?;
-    stream
-        .set_read_timeout(Some(ANSWER_TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    let body = body.to_string();
-    let request = format!(
-        "POST {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream
-        .write_all(request.as_bytes())
-        .map_err(|e| format!("send: {e}"))?;
-    let mut response = Vec::new();
-    stream
-        .read_to_end(&mut response)
-        .map_err(|e| format!("read: {e}"))?;
-    let response = String::from_utf8_lossy(&response);
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("no HTTP head in {response:.200}"))?;
-    if head.get(9..12) != Some("200") {
-        return Err(format!("{head:.100}: {body:.300}"));
+    url: &str,
+    runs: u32,
+) -> Result<(Tally, String), String> {
+    let scratch = std::env::temp_dir().join(format!("shiitake-eval-{}", std::process::id()));
+    let workspace = scratch.join("workspace");
+    std::fs::create_dir_all(&workspace).map_err(|e| format!("{}: {e}", workspace.display()))?;
+    for (name, text) in &cases.files {
+        std::fs::write(workspace.join(name), text).map_err(|e| format!("{name}: {e}"))?;
     }
-    serde_json::from_str(body).map_err(|e| format!("answer is not JSON ({e}): {body:.300}"))
+    let spec = shiitake_local_model::spec(url, weights);
+    let serve = serve(binary, &spec, &workspace, &scratch.join("data"))?;
+    let server = &serve.server;
+    let mut tally = Tally {
+        cases: vec![Vec::new(); cases.cases.len()],
+        prompt_tokens: vec![(0, 0); cases.cases.len()],
+        ..Tally::default()
+    };
+    // Run 0 warms the model up (its prompt cache and the page cache); it is not counted.
+    for run in 0..=runs {
+        let session = server.json(
+            "POST",
+            "/v1/sessions",
+            Some(&json!({"requestId": format!("eval-session-{run}")})),
+        )?;
+        let session = session["sessionId"]
+            .as_str()
+            .ok_or_else(|| format!("no sessionId in {session}"))?
+            .to_owned();
+        let (mut passed, mut within) = (true, true);
+        for (at, case) in cases.cases.iter().enumerate() {
+            let record = send(server, &session, case, &format!("eval-{run}-{at}"))?;
+            if run == 0 {
+                continue;
+            }
+            let verdict = judge(case, &record);
+            let time = match case.timed {
+                Timed::Completes => record.completed,
+                Timed::FirstAnswer => record.first_answer,
+            };
+            let kept = time.is_some_and(|time| time <= case.bound);
+            let seconds = time.unwrap_or(RUN_TIMEOUT).as_secs_f64();
+            eprintln!(
+                "eval: {} run {run} {}: {} in {seconds:.2} s",
+                weights.alias(),
+                case.name,
+                if verdict.is_ok() { "passed" } else { "failed" }
+            );
+            if let Err(why) = &verdict {
+                tally
+                    .failures
+                    .push(format!("run {run}, {}: {why}", case.name));
+            }
+            passed &= verdict.is_ok();
+            within &= kept;
+            tally.cases[at].push((verdict.is_ok(), kept, seconds));
+            tally.add_usage(at, &record.messages);
+        }
+        if run > 0 {
+            tally.runs += 1;
+            tally.all_passed += u32::from(passed);
+            tally.all_within += u32::from(passed && within);
+        }
+    }
+    let agents = server.json("GET", "/v1/agents", None)?;
+    let names: Vec<&str> = agents["agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|agent| agent["name"].as_str())
+        .collect();
+    drop(serve);
+    let _scratch_cleanup_is_optional = std::fs::remove_dir_all(&scratch);
+    Ok((tally, names.join(", ")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn answer(function: Value) -> Value {
-        json!({"choices": [{"message": {"content": null, "tool_calls": [{"function": function}]}}]})
-    }
-
-    #[test]
-    fn a_read_call_is_well_formed_only_with_the_name_and_path() {
-        let good = answer(json!({"name": "files__read", "arguments": "{\"path\": \"notes.txt\"}"}));
-        assert!(well_formed_read(&good, "notes.txt"));
-        let dotted = answer(json!({"name": "files__read", "arguments": {"path": "./notes.txt"}}));
-        assert!(well_formed_read(&dotted, "notes.txt"));
-        for bad in [
-            answer(json!({"name": "files__list", "arguments": "{\"path\": \"notes.txt\"}"})),
-            answer(json!({"name": "files__read", "arguments": "{\"path\": \"other.txt\"}"})),
-            answer(json!({"name": "files__read", "arguments": "{\"path\": "})),
-            answer(json!({"name": "files__read", "arguments": "[\"notes.txt\"]"})),
-            json!({"choices": [{"message": {"content": "notes.txt says hi"}}]}),
-        ] {
-            assert!(!well_formed_read(&bad, "notes.txt"), "{bad}");
+    fn case(tools: &[&str], mentions: &[&str]) -> Case {
+        Case {
+            name: "c".into(),
+            prompt: "p".into(),
+            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+            mentions: mentions.iter().map(|m| (*m).to_owned()).collect(),
+            timed: Timed::Completes,
+            bound: Duration::from_secs(1),
         }
     }
 
+    fn record(messages: Vec<Value>) -> Record {
+        Record {
+            outcome: Some("completed".into()),
+            messages,
+            ..Record::default()
+        }
+    }
+
+    fn text(text: &str) -> Value {
+        json!({"role": "assistant", "content": [{"type": "text", "text": text}]})
+    }
+
+    fn call(name: &str) -> Value {
+        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": name,
+               "arguments": {}}]})
+    }
+
+    fn result(name: &str, is_error: bool) -> Value {
+        json!({"role": "toolResult", "toolName": name, "isError": is_error, "content": []})
+    }
+
     #[test]
-    fn the_committed_prompt_set_loads() {
-        let prompts = load().unwrap_or_else(|e| panic!("{e}"));
-        assert!(!prompts.plain.is_empty() && !prompts.read.is_empty());
-        assert!(prompts.file_content.contains(&prompts.must_mention));
-        let names: Vec<&str> = prompts
-            .tools
-            .iter()
-            .filter_map(|tool| tool["function"]["name"].as_str())
-            .collect();
-        assert!(names.contains(&"files__read"), "{names:?}");
+    fn a_greeting_passes_with_text_and_no_call() {
+        let greeting = case(&[], &[]);
+        assert_eq!(judge(&greeting, &record(vec![text("Hi there.")])), Ok(()));
+        let called = record(vec![
+            call("agents__create"),
+            result("agents__create", false),
+            text("ok"),
+        ]);
+        assert!(judge(&greeting, &called).is_err());
+        assert!(judge(&greeting, &record(vec![text("  ")])).is_err());
+        let failed = Record {
+            outcome: Some("failed".into()),
+            ..record(vec![text("Hi")])
+        };
+        assert!(judge(&greeting, &failed).is_err());
+    }
+
+    #[test]
+    fn a_tool_case_needs_the_call_its_result_and_the_mentions() {
+        let read = case(&["files__read"], &["Tuesday"]);
+        let good = record(vec![
+            call("files__read"),
+            result("files__read", false),
+            text("The launch is on tuesday."),
+        ]);
+        assert_eq!(judge(&read, &good), Ok(()));
+        let wrong_tool = record(vec![
+            call("files__list"),
+            result("files__list", false),
+            text("Tuesday"),
+        ]);
+        assert!(judge(&read, &wrong_tool).is_err());
+        let failed_tool = record(vec![
+            call("files__read"),
+            result("files__read", true),
+            text("Tuesday"),
+        ]);
+        assert!(judge(&read, &failed_tool).is_err());
+        let unmentioned = record(vec![
+            call("files__read"),
+            result("files__read", false),
+            text("Monday"),
+        ]);
+        assert!(judge(&read, &unmentioned).is_err());
+    }
+
+    #[test]
+    fn the_committed_cases_load() {
+        let cases = load().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cases.cases.len(), 3);
+        assert!(cases.cases[0].tools.is_empty());
+        for case in &cases.cases[1..] {
+            assert!(
+                !case.tools.is_empty() && !case.mentions.is_empty(),
+                "{case:?}"
+            );
+        }
+        for mention in &cases.cases[1].mentions {
+            assert!(
+                cases
+                    .files
+                    .iter()
+                    .any(|(_, text)| text.contains(mention.as_str())),
+                "{mention}"
+            );
+        }
+        assert!(parse(&json!({"files": {}, "cases": []})).is_err());
+        assert!(
+            parse(
+                &json!({"files": {}, "cases": [{"name": "n", "prompt": "p", "tools": [],
+                "mentions": [], "timed": "soon", "bound_seconds": 1}]})
+            )
+            .is_err()
+        );
     }
 }

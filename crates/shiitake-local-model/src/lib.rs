@@ -14,8 +14,9 @@
 //!
 //! [`start`] reuses a server that already answers on the port, or starts one
 //! in its own process group (it outlives the caller), waits until `GET
-//! /v1/models` answers and returns its base URL. [`stop`] ends the server the
-//! pid file names, checking first that the pid still is that server.
+//! /v1/models` answers and returns its base URL; a server this cache started from an
+//! older handler is restarted. [`stop`] ends the server the port's pid file names,
+//! checking first that the pid still is that server.
 //!
 //! The server runs with Shiitake's own tool-calling chat handler
 //! (`src/server.py`, registered as `shiitake-tools`): llama-cpp-python's
@@ -125,13 +126,27 @@ impl Cache {
         self.root.join("wheels")
     }
 
-    fn pid_file(&self) -> PathBuf {
-        self.root.join("server.pid")
+    /// The pid of the server this cache started on `port`: one file per port, so a
+    /// server started for an eval on another port leaves the default one's alone.
+    fn pid_file(&self, port: u16) -> PathBuf {
+        self.root.join(format!("server-{port}.pid"))
     }
 
-    /// The server's log (stdout and stderr of the last start).
-    pub fn log_file(&self) -> PathBuf {
-        self.root.join("server.log")
+    /// The pid file a running server on `port` was recorded in: its own, or for the
+    /// default port the single `server.pid` of earlier builds.
+    fn recorded_pid_file(&self, port: u16) -> PathBuf {
+        let own = self.pid_file(port);
+        let legacy = self.root.join("server.pid");
+        if !own.exists() && port == DEFAULT_PORT && legacy.exists() {
+            legacy
+        } else {
+            own
+        }
+    }
+
+    /// The log (stdout and stderr) of the last server started on `port`.
+    pub fn log_file(&self, port: u16) -> PathBuf {
+        self.root.join(format!("server-{port}.log"))
     }
 }
 

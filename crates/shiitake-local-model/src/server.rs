@@ -47,7 +47,7 @@ pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, Local
         }
         // It was started from an older handler (the script is rewritten on each start):
         // answers from it would not be what this build expects.
-        if !stop(cache)? {
+        if !stop(cache, port)? {
             return Err(LocalModelError::Unexpected(format!(
                 "port {port} serves {weights} with a handler older than this build's, and \
                  not one this cache started; stop it, then start again"
@@ -63,7 +63,7 @@ pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, Local
             source,
         })?;
     }
-    let log_path = cache.log_file();
+    let log_path = cache.log_file(port);
     let log = fs::File::create(&log_path).map_err(|source| LocalModelError::Io {
         path: log_path.clone(),
         source,
@@ -112,7 +112,7 @@ pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, Local
             command: "python shiitake_server.py".into(),
             detail: error.to_string(),
         })?;
-    let pid_file = cache.pid_file();
+    let pid_file = cache.pid_file(port);
     fs::write(&pid_file, child.id().to_string()).map_err(|source| LocalModelError::Io {
         path: pid_file.clone(),
         source,
@@ -148,9 +148,10 @@ pub fn start(cache: &Cache, weights: Weights, port: u16) -> Result<String, Local
     Ok(base_url(port))
 }
 
-/// Stops the server that `start` recorded, if it still runs; true when one was stopped.
-pub fn stop(cache: &Cache) -> Result<bool, LocalModelError> {
-    let pid_file = cache.pid_file();
+/// Stops the server that `start` recorded for `port`, if it still runs; true when one
+/// was stopped.
+pub fn stop(cache: &Cache, port: u16) -> Result<bool, LocalModelError> {
+    let pid_file = cache.recorded_pid_file(port);
     let Ok(text) = fs::read_to_string(&pid_file) else {
         note("no server was started (no pid file)");
         return Ok(false);

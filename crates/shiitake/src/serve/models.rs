@@ -91,8 +91,10 @@ pub struct StartedLocal {
 impl StartedLocal {
     /// Stops the server (on a blocking thread: it waits for the process to end).
     pub async fn stop(self) {
-        let stopped =
-            tokio::task::spawn_blocking(move || shiitake_local_model::stop(&self.cache)).await;
+        let stopped = tokio::task::spawn_blocking(move || {
+            shiitake_local_model::stop(&self.cache, DEFAULT_PORT)
+        })
+        .await;
         match stopped {
             Ok(Ok(_)) => println!("shiitake: stopped the bundled local model"),
             Ok(Err(error)) => eprintln!("shiitake: stopping the bundled local model: {error}"),
