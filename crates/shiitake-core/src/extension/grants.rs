@@ -25,6 +25,9 @@ pub enum Grant {
     Tools,
     /// Raise and clear attention.
     Attention,
+    /// Decide before each tool call of a run whether it runs, and hold it for a
+    /// decision (`Extension::gate`).
+    Gate,
 }
 
 impl fmt::Display for Grant {
@@ -39,6 +42,7 @@ impl fmt::Display for Grant {
             Grant::Admissions => "admissions",
             Grant::Tools => "tools",
             Grant::Attention => "attention",
+            Grant::Gate => "gate",
         })
     }
 }
@@ -53,7 +57,8 @@ impl Grants {
         Self::default()
     }
 
-    /// Every grant.
+    /// Every grant but `gate`: a gate holds every tool call of a run, so a host grants
+    /// it by name (`Grants::all().with(Grant::Gate)`), never by accident.
     pub fn all() -> Self {
         use Grant::*;
         [

@@ -21,6 +21,7 @@ mod agent_lock;
 pub(crate) mod agent_scope;
 pub mod cadence;
 mod definition;
+pub mod gate;
 mod grants;
 pub mod host;
 pub mod kit;
@@ -41,6 +42,7 @@ pub(crate) use admission::Delivery;
 pub use admission::{AdmissionOutcome, Admitted};
 pub(crate) use cadence::next_after as tx_next_cron;
 pub use definition::{ExtensionDefinition, Migration, MigrationTx};
+pub use gate::{GateMoment, GateVerdict, GatedCall, ParkCause};
 pub use grants::{Grant, Grants};
 pub(crate) use tx::Provenance;
 pub use tx::{Due, Origin, Sender, StateView, TimerId, Tx};
@@ -275,6 +277,14 @@ pub trait Extension: Send + Sync + 'static {
     /// and shows the result with
     /// [`LocalSession::republish_extensions`](crate::LocalSession::republish_extensions).
     fn on_observed(&self, _session_id: &SessionId) {}
+
+    /// Decides, in one owner transaction, whether a tool call of a run may run now
+    /// (see [`gate`]); asked only with the `gate` grant, before every call. What the
+    /// transaction records commits before the runner acts on the verdict. The default
+    /// has nothing to say ([`GateVerdict::Pass`]).
+    fn gate(&self, _tx: &mut Tx<'_>, _call: &GatedCall) -> Result<GateVerdict, HookError> {
+        Ok(GateVerdict::Pass)
+    }
 
     /// What this extension adds to a run that is starting.
     fn contribute(&self, _run: &RunContext<'_>, _tools: host::ToolTx) -> Contribution {

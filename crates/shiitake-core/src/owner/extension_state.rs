@@ -91,11 +91,12 @@ impl ExtensionState {
         attention.values().any(|(inbox, _)| *inbox)
     }
 
-    /// Makes sure every extension that offers tools has a change signal its tool
-    /// handlers can wait on; called before a run's contributions are gathered.
+    /// Makes sure every extension that offers tools or gates them has a change signal
+    /// its tool handlers (or a held call) can wait on; called before a run's
+    /// contributions are gathered.
     pub(super) fn prepare_change_signals(&mut self, host: &Host) {
         for registered in &host.extensions {
-            if registered.grants.has(Grant::Tools) {
+            if registered.grants.has(Grant::Tools) || registered.grants.has(Grant::Gate) {
                 self.changes
                     .entry(registered.definition.id.clone())
                     .or_insert_with(|| watch::Sender::new(0));

@@ -28,6 +28,7 @@ mod change;
 mod commands;
 mod contributions;
 mod extension_state;
+mod gates;
 mod hooks;
 mod lines;
 mod observe;

@@ -67,6 +67,7 @@ impl Owner {
             recovering,
             prompt_sections,
             modules,
+            gates: self.gates(),
             transcript: self.work.take_transcript(),
         };
         // A child of the owner's span: a run's lines carry its Session and command.

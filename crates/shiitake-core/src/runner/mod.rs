@@ -10,6 +10,7 @@
 
 mod compact;
 pub(crate) mod compaction;
+mod gate;
 mod offered;
 mod recovery;
 mod stream;
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::AgentConfig;
 use crate::store::Store;
+pub(crate) use gate::GateLink;
 pub(crate) use offered::RunTools;
 pub(crate) use transcript::Transcript;
 
@@ -72,6 +74,8 @@ pub(crate) struct RunStart {
     /// Tool modules of extensions, captured at the start of the run, with the
     /// extension that contributed each.
     pub(crate) modules: ToolModules,
+    /// The tool gates the host granted, in registration order: asked before each call.
+    pub(crate) gates: Vec<GateLink>,
     /// The transcript the Session's previous run ended with, if the owner kept it:
     /// the run reads only the entries committed after it.
     pub(crate) transcript: Option<Transcript>,

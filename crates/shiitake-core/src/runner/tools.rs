@@ -8,8 +8,10 @@ use shiitake_protocol::message::{InputContent, Message, TextContent, ToolCall, T
 use shiitake_protocol::{EntryId, ShiitakeError};
 
 use super::RunEvent;
+use super::gate::{Passage, pass};
 use super::{OwnerLink, RunStart, RunTools};
 use crate::clock::now_ms;
+use crate::extension::{GateMoment, GatedCall};
 
 /// The text of a call skipped because a steer arrived.
 pub(crate) const SKIPPED: &str = "skipped: a newer message arrived";
@@ -81,17 +83,50 @@ async fn commit_result(
     link.commit_tool_result(message, outcome).await
 }
 
-/// Runs one call through the door; `Err` carries a fatal diagnostic.
+/// The invocation context of one call: the run's token, a fresh deadline, the steer signal.
+fn invocation(start: &RunStart, call: &ToolCall) -> InvocationContext {
+    InvocationContext::new(execution_id(start, call), start.cancel.child_token())
+        .with_timeout(start.agent.config.tool_timeout)
+        .with_newer_input(NewerInput::new(start.steer_waiting.clone()))
+}
+
+/// Asks the run's tool gates about `call` (a first call, or one resumed after a
+/// restart); `Some` is the result of a call that does not run. The wait of a held call
+/// has a deadline of its own, so an approved call runs with a whole one.
+async fn gated(
+    start: &RunStart,
+    catalog: &shiitake_capabilities::Catalog,
+    call: &ToolCall,
+    moment: GateMoment,
+) -> Option<Message> {
+    let replay = catalog
+        .resolve_tool_name(&call.name)
+        .and_then(|path| catalog.replay(&path))
+        .unwrap_or(Replay::Unsafe);
+    let asked = GatedCall {
+        tool_name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        execution_id: execution_id(start, call),
+        command_id: start.command_id.clone(),
+        replay,
+        moment,
+    };
+    match pass(&start.gates, asked, &invocation(start, call)).await {
+        Passage::Run => None,
+        Passage::Refused(text) => Some(result_message(call, text, true, None)),
+        Passage::Cancelled => Some(result_message(call, ABORTED.to_owned(), true, None)),
+        Passage::Unknown => Some(result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None)),
+    }
+}
+
+/// Runs one call through its gates and the door; `Err` carries a fatal diagnostic.
 async fn execute_one(
     start: &RunStart,
     link: &OwnerLink,
     tools: &RunTools,
     call: &ToolCall,
+    moment: GateMoment,
 ) -> Result<Message, Executed> {
-    let core = &start.agent;
-    let context = InvocationContext::new(execution_id(start, call), start.cancel.child_token())
-        .with_timeout(core.config.tool_timeout)
-        .with_newer_input(NewerInput::new(start.steer_waiting.clone()));
     if !tools.offers(&call.name) {
         // Not in this model's tool list (a tool the host keeps from a small model):
         // answered like a tool that does not exist, and never run.
@@ -106,8 +141,12 @@ async fn execute_one(
             Some(error.to_result_json()),
         ));
     }
-    let input = Value::Object(call.arguments.clone());
     let catalog = tools.catalog_for(&call.name);
+    if let Some(refused) = gated(start, catalog, call, moment).await {
+        return Ok(refused);
+    }
+    let context = invocation(start, call);
+    let input = Value::Object(call.arguments.clone());
     match catalog.execute_tool(&call.name, input, &context).await {
         Ok(output) => Ok(result_message(call, output_text(&output), false, None)),
         Err(ToolError::ForModel(error)) => {
@@ -165,7 +204,7 @@ pub(crate) async fn execute_all(
         } else {
             // The commit of its result ends it: one frame, not two.
             link.tell(RunEvent::ActiveTool(call.name.clone())).await;
-            let outcome = execute_one(start, link, tools, call).await;
+            let outcome = execute_one(start, link, tools, call, GateMoment::Call).await;
             match outcome {
                 Ok(message) => message,
                 Err(Executed::Fatal(diagnostic)) => {
@@ -186,7 +225,9 @@ pub(crate) async fn execute_all(
     })
 }
 
-/// After a restart: re-runs calls marked replay-safe; tells the model the outcome of the others is unknown.
+/// After a restart: re-runs calls marked replay-safe; tells the model the outcome of
+/// the others is unknown, unless a tool gate vouches that the call never started (an
+/// approved call that had not run yet), which then runs once.
 pub(crate) async fn resolve_after_restart(
     start: &RunStart,
     link: &OwnerLink,
@@ -200,12 +241,17 @@ pub(crate) async fn resolve_after_restart(
             .resolve_tool_name(&call.name)
             .filter(|_| run_tools.offers(&call.name))
             .and_then(|path| catalog.replay(&path));
-        let message = match replay {
-            Some(Replay::Safe) => match execute_one(start, link, run_tools, call).await {
+        // An unsafe call goes to the gates, which answer "outcome unknown" unless one
+        // held it and knows it never started.
+        let asks_again =
+            replay == Some(Replay::Safe) || (replay.is_some() && !start.gates.is_empty());
+        let message = if asks_again {
+            match execute_one(start, link, run_tools, call, GateMoment::Resumed).await {
                 Ok(message) => message,
                 Err(_) => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
-            },
-            _ => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
+            }
+        } else {
+            result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None)
         };
         let id = commit_result(start, link, run_tools, call, message.clone()).await?;
         results.push((id, message));

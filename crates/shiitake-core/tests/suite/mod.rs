@@ -28,3 +28,4 @@ mod runner_bounds;
 mod sandbox_failures;
 mod timer_after_restart;
 mod timer_clock;
+mod tool_gate;

@@ -12,8 +12,8 @@ use shiitake_protocol::{CommandScope, SessionId};
 use super::Declarations;
 use crate::extension::host::ToolTx;
 use crate::extension::{
-    Admitted, Contribution, Extension, ExtensionDefinition, FiredTimer, Grants, HookError,
-    RunContext, Settled, StateView, ToolOutcome, Tx,
+    Admitted, Contribution, Extension, ExtensionDefinition, FiredTimer, GateVerdict, GatedCall,
+    Grants, HookError, RunContext, Settled, StateView, ToolOutcome, Tx,
 };
 
 /// An extension built from its declarations; register it with [`KitExtension::grants`].
@@ -127,7 +127,18 @@ where
     }
 
     fn on_settled(&self, tx: &mut Tx<'_>, settled: &Settled) -> Result<(), HookError> {
-        run_hook(&self.declared.settled, tx, settled)
+        run_hook(&self.declared.settled, tx, settled)?;
+        if self.declared.gate.is_some() {
+            super::gate::settled(tx, settled)?;
+        }
+        Ok(())
+    }
+
+    fn gate(&self, tx: &mut Tx<'_>, call: &GatedCall) -> Result<GateVerdict, HookError> {
+        match &self.declared.gate {
+            Some(rule) => super::gate::decide(rule, tx, call),
+            None => Ok(GateVerdict::Pass),
+        }
     }
 
     fn on_tool_result(&self, tx: &mut Tx<'_>, outcome: &ToolOutcome) -> Result<(), HookError> {

@@ -45,6 +45,7 @@
 //! ```
 
 mod built;
+mod gate;
 mod tool;
 
 use std::collections::BTreeMap;
@@ -61,12 +62,13 @@ use shiitake_protocol::footer::FooterRowV0;
 use shiitake_protocol::{CommandScope, ExtensionId, SessionId};
 
 pub use built::KitExtension;
+pub use gate::HELD_COLLECTION;
 pub use tool::{AsyncToolCall, Tool, ToolCall};
 
 use super::host::ToolTx;
 use super::{
-    Admitted, Contribution, ExtensionDefinition, FiredTimer, Grant, Grants, HookError, Migration,
-    RunContext, Settled, StateScope, StateView, ToolOutcome, Tx,
+    Admitted, Contribution, ExtensionDefinition, FiredTimer, GateVerdict, GatedCall, Grant, Grants,
+    HookError, Migration, RunContext, Settled, StateScope, StateView, ToolOutcome, Tx,
 };
 
 /// Why an extension could not be built from its declarations.
@@ -148,6 +150,7 @@ struct Declarations<R> {
     prompt: Option<PromptFn>,
     run: Option<RunFn>,
     catalog: Option<Catalog>,
+    gate: Option<gate::GateRule>,
 }
 
 /// Declares an extension of contract `C` thing by thing; `R` is what each run's tool
@@ -203,6 +206,7 @@ impl<C: ExtensionContract, R: Clone + Send + Sync + 'static> ExtensionKit<C, R> 
                 prompt: None,
                 run: None,
                 catalog: None,
+                gate: None,
             },
             duplicate: None,
             contract: PhantomData,
@@ -423,6 +427,22 @@ impl<C: ExtensionContract, R: Clone + Send + Sync + 'static> ExtensionKit<C, R> 
     ) -> Self {
         self.declared.prompt = Some(Box::new(section));
         self.grant(Grant::Prompt)
+    }
+
+    /// A tool gate: `rule` is asked, in one owner transaction, before every tool call
+    /// of a run (whoever offers the tool) and answers allow, deny with the reason the
+    /// model reads, ask (hold the call until this extension's Session state changes,
+    /// then ask again), or pass. The kit records each held call, so an allowed call
+    /// starts only after that is committed, and after a restart `rule` is asked again
+    /// only about a call it held that never started (see `extension::gate`). Needs the
+    /// `gate` grant, which `grants()` then includes, and Session state.
+    #[must_use]
+    pub fn tool_gate(
+        mut self,
+        rule: impl Fn(&mut Tx<'_>, &GatedCall) -> Result<GateVerdict, HookError> + Send + Sync + 'static,
+    ) -> Self {
+        self.declared.gate = Some(Box::new(rule));
+        self.session_state().grant(Grant::Gate)
     }
 
     /// The human command flows it offers, built for its id.
