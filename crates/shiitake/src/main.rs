@@ -54,7 +54,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the host: the Agent (on SQLite, or on a PostgreSQL database shared with
     /// other `serve` processes) and the HTTP server on 127.0.0.1.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Open or create a Session and converse, streaming the answer as it is typed.
     Chat(chat::ChatArgs),
     /// Queue one prompt on a Session and print its command id.
@@ -72,10 +72,13 @@ pub enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(message) = logging::init() {
-        eprintln!("shiitake: {message}");
-        return ExitCode::FAILURE;
-    }
+    let redactions = match logging::init() {
+        Ok(redactions) => redactions,
+        Err(message) => {
+            eprintln!("shiitake: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -86,7 +89,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         let context = setup::Context::new(cli.data_dir, cli.url, cli.token, cli.agent);
         match cli.command {
-            Command::Serve(args) => serve::run(&context, args).await,
+            Command::Serve(args) => serve::run(&context, *args, &redactions).await,
             Command::Chat(args) => chat::run(&context, args).await,
             Command::Send(args) => commands::send(&context, args).await,
             Command::Watch(args) => commands::watch(&context, args).await,

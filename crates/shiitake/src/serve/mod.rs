@@ -5,6 +5,8 @@
 //! Here are the options and the start in order (data directory, lock, port, Agents,
 //! server, shutdown); its parts:
 //!
+//! - [`connections`]: how many HTTP connections may be open and how long a request
+//!   head may take;
 //! - [`database`]: what `--database` names and the store opened there;
 //! - [`datadir`]: the data directory kept private and held by one `serve` at a time;
 //! - [`host`]: which roster runs (Local's directory of Agents, or one Hub Agent) and
@@ -12,6 +14,7 @@
 //! - [`models`]: the default model (the bundled local one unless `--model` says
 //!   otherwise) and the models a Session may choose.
 
+mod connections;
 mod database;
 mod datadir;
 mod host;
@@ -21,7 +24,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use knapsack::Knapsack;
-use knapsack::mcp::{McpHttp, McpServer, McpServersOptions, McpUnavailable};
+use knapsack::mcp::{
+    McpConnected, McpHttp, McpServer, McpServersOptions, McpUnavailable, Redactions,
+};
 use knapsack::ui::UiBridge;
 use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_ext_home::{Attachment, ComputerList};
@@ -82,13 +87,16 @@ pub struct ServeArgs {
     /// The Agent (tenant) this process serves on a shared PostgreSQL database.
     #[arg(long, env = "SHIITAKE_AGENT", default_value = "default")]
     agent: String,
-    /// A file holding the bearer token clients must send (default: `--token` /
-    /// `SHIITAKE_TOKEN` if given, else `<data-dir>/token`, created when absent).
-    #[arg(long, value_name = "PATH")]
     /// The lease and heartbeat on a shared PostgreSQL database.
     #[command(flatten)]
     hub: database::HubArgs,
+    /// A file holding the bearer token clients must send (default: `--token` /
+    /// `SHIITAKE_TOKEN` if given, else `<data-dir>/token`, created when absent).
+    #[arg(long, value_name = "PATH")]
     token_file: Option<PathBuf>,
+    /// The bounds on HTTP connections.
+    #[command(flatten)]
+    connections: connections::ConnectionArgs,
 }
 
 /// A `--mcp` value as typed; parsed after clap so no error message repeats it, and
@@ -140,12 +148,13 @@ fn workspace_root(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
     Ok(current)
 }
 
-/// The tools of the Local host besides the extensions': the `--mcp` servers. (The file
-/// tools are Home's, over the attached Computers.)
-async fn catalog(mcp: &[McpSpec]) -> Result<Arc<Catalog>, CliError> {
+/// The tools of the Local host besides the extensions': the `--mcp` servers, whose
+/// header values `redactions` then keeps out of the log. (The file tools are Home's,
+/// over the attached Computers.)
+async fn catalog(mcp: &[McpSpec], redactions: &Redactions) -> Result<Arc<Catalog>, CliError> {
     let catalog = Arc::new(Catalog::new());
     if !mcp.is_empty() {
-        add_mcp_servers(&catalog, mcp).await?;
+        add_mcp_servers(&catalog, mcp, redactions).await?;
     }
     Ok(catalog)
 }
@@ -195,32 +204,46 @@ async fn skills(roots: &[PathBuf]) -> Option<Arc<SkillLibrary>> {
     Some(Arc::new(library))
 }
 
-/// Connects the `--mcp` servers (those that fail are reported and left out) and keeps
-/// the catalog following their `tools/list_changed`.
-async fn add_mcp_servers(catalog: &Arc<Catalog>, specs: &[McpSpec]) -> Result<(), CliError> {
+/// Starts connecting the `--mcp` servers in the background, so `serve` answers at once;
+/// each is printed when it connects (runs see its tools from then on), or reported and
+/// left out. The catalog then follows their connections and `tools/list_changed`.
+async fn add_mcp_servers(
+    catalog: &Arc<Catalog>,
+    specs: &[McpSpec],
+    redactions: &Redactions,
+) -> Result<(), CliError> {
     let servers = specs
         .iter()
         .map(|spec| McpServer::from_spec(&spec.0, |name| std::env::var(name).ok()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| setup("--mcp")(error.to_string()))?;
+    // Before anything is sent: rmcp's own log lines may repeat a server's reply.
+    for server in &servers {
+        redactions.add(server.headers());
+    }
+    let names: Vec<&str> = servers.iter().map(McpServer::name).collect();
+    println!("shiitake: MCP servers connecting: {}", names.join(", "));
     let http = McpHttp::new().map_err(|error| setup("--mcp")(error.to_string()))?;
     let mut options = McpServersOptions::new(http);
     options.on_unavailable = Arc::new(|unavailable: McpUnavailable| {
         eprintln!("shiitake: MCP server left out: {}", unavailable.error);
+    });
+    options.on_connected = Arc::new(|connected: McpConnected| {
+        println!(
+            "shiitake: MCP server connected: {} ({} tools)",
+            connected.name, connected.tools
+        );
     });
     let source = Arc::new(Knapsack::mcp_servers(
         SourceId::new("mcp"),
         servers,
         options,
     ));
+    source.connect_in_background().await;
     catalog
-        .add_source(source.clone())
+        .add_source(source)
         .await
         .map_err(|error| setup("--mcp")(error.to_string()))?;
-    println!(
-        "shiitake: MCP servers connected: {:?}",
-        source.connected().await
-    );
     let follower = catalog.clone();
     tokio::spawn(async move {
         loop {
@@ -259,17 +282,22 @@ fn server_token(
 }
 
 /// Runs the host until Ctrl-C, SIGTERM or a server error; each closes the Agents.
-pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
+/// `redactions` is what the log writer scrubs: the `--mcp` header values join it.
+pub async fn run(
+    context: &Context,
+    args: ServeArgs,
+    redactions: &Redactions,
+) -> Result<(), CliError> {
     let data_dir = context.data_dir()?;
     datadir::prepare(&data_dir)?;
     let database = Database::parse(args.database.as_deref(), &data_dir)
+        .and_then(|database| database.with_hub(&args.hub))
         .map_err(|error| CliError::Setup(error.to_string()))?;
     // On SQLite, one process per data directory, and the port before the Agent: a
     // second `serve` must fail before it opens the database and resumes anyone's
     // work. On PostgreSQL, leases keep the processes' Sessions apart instead.
     let _lock = match database {
         Database::Sqlite(_) => Some(datadir::lock(&data_dir)?),
-        .and_then(|database| database.with_hub(&args.hub))
         Database::Postgres(_) => None,
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
@@ -277,7 +305,7 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
         .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
     let address = listener.local_addr()?;
     let (token, token_from) = server_token(context, args.token_file.as_deref(), &data_dir)?;
-    let tools = catalog(&args.mcp).await?;
+    let tools = catalog(&args.mcp, redactions).await?;
     let dirs = computer_dirs(args.workspace, args.computers)?;
     let attachments = attach(&dirs, &data_dir)?;
     let skills = skills(&args.skills).await;
@@ -330,6 +358,8 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     }
     println!("shiitake: tools {}", models::describe_offered(&offered_tools));
     let mut signals = StopSignals::register()?;
+    let limits = args.connections.limits();
+    println!("{}", connections::describe(&limits));
     println!("shiitake: listening on http://{address}");
     // The web page at `/`: a one-time link sets its session cookie (docs/web.md).
     let web = WebLogin::default();
@@ -339,7 +369,7 @@ pub async fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
     println!("shiitake: web page: open {login} (the link works once)");
     let app = host.router(ServerConfig::new(token).with_web(web));
     let served = tokio::select! {
-        served = axum::serve(listener, app) => served.map_err(CliError::from),
+        served = shiitake_server::serve(listener, app, limits) => served.map_err(CliError::from),
         stop = signals.wait() => stop.map(|signal| {
             println!("shiitake: {signal}: stopping; accepted work resumes on the next start");
         }),

@@ -14,5 +14,6 @@ mod serve_hardening;
 mod serve_mcp;
 mod serve_roster;
 mod slash_flows;
+mod serve_slow_clients;
 mod small_model_tools;
 mod soak;

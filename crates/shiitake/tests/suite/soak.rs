@@ -111,6 +111,7 @@ fn start_serve(data: &Path, workspace: &Path, port: u16, models: &[String], mark
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    let (marks_tx, marks_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead;
         for line in std::io::BufReader::new(stdout)
@@ -123,11 +124,18 @@ fn start_serve(data: &Path, workspace: &Path, port: u16, models: &[String], mark
             if let Some(url) = line.strip_prefix("shiitake: listening on ") {
                 let _ = tx.send(url.to_owned());
             }
+            if line.starts_with("shiitake: MCP server connected: marks ") {
+                let _ = marks_tx.send(());
+            }
         }
     });
     let url = rx
         .recv_timeout(Duration::from_secs(60))
         .expect("serve started");
+    // MCP servers connect in the background: new prompts wait for `mark` to be there.
+    marks_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the marks server connected");
     Server { child, url }
 }
 

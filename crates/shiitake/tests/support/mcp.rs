@@ -1,5 +1,6 @@
-//! A one-tool MCP server built with rmcp, served over Streamable HTTP on a thread of
-//! its own, for the tests that give `serve` an MCP server.
+//! MCP servers built with rmcp, served over Streamable HTTP on a thread of their own,
+//! for the tests that give `serve` an MCP server: one tool, one that never answers
+//! `initialize`, a refusal that repeats the credential, a redirect.
 
 use std::sync::Arc;
 
@@ -7,8 +8,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, InitializeRequestParams,
+    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -66,11 +68,107 @@ impl ServerHandler for OneTool {
     }
 }
 
+/// What a server answers a request without the expected `Authorization`.
+#[derive(Clone, Copy)]
+pub enum Refusal {
+    /// `401` with the body `no entry`.
+    Plain,
+    /// `401` whose body repeats the `Authorization` it came with, as some real
+    /// servers do.
+    Echoing,
+}
+
+/// An MCP server that accepts connections and never answers `initialize`.
+#[derive(Clone)]
+pub struct Hanging;
+
+impl ServerHandler for Hanging {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn initialize(
+        &self,
+        _request: InitializeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        std::future::pending().await
+    }
+}
+
 /// Serves `tool` at `/mcp` (requiring `Bearer <token>` when a token is given) on a
 /// thread of its own; returns its URL and the sender that stops it.
 pub fn serve(
     tool: OneTool,
     token: Option<&'static str>,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
+    serve_handler(tool, token, Refusal::Plain)
+}
+
+/// [`serve`] for any rmcp handler, refusing a wrong credential as `refusal` says.
+pub fn serve_handler<H: ServerHandler + Clone + Send + Sync + 'static>(
+    handler: H,
+    token: Option<&'static str>,
+    refusal: Refusal,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let service = move || {
+        let handler = handler.clone();
+        StreamableHttpService::<H, LocalSessionManager>::new(
+            move || Ok(handler.clone()),
+            Default::default(),
+            StreamableHttpServerConfig::default(),
+        )
+    };
+    let expected = token.map(|token| HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+    listen(move || {
+        axum::Router::new()
+            .nest_service("/mcp", service())
+            .layer(axum::middleware::from_fn(
+                move |request: axum::extract::Request, next: axum::middleware::Next| {
+                    let expected = expected.clone();
+                    async move {
+                        let given = request.headers().get(header::AUTHORIZATION).cloned();
+                        match &expected {
+                            Some(expected) if given.as_ref() != Some(expected) => {
+                                refuse(refusal, given.as_ref())
+                            }
+                            _ => next.run(request).await,
+                        }
+                    }
+                },
+            ))
+    })
+}
+
+fn refuse(refusal: Refusal, given: Option<&HeaderValue>) -> axum::response::Response {
+    match refusal {
+        Refusal::Plain => (StatusCode::UNAUTHORIZED, "no entry").into_response(),
+        Refusal::Echoing => {
+            let given = given.and_then(|value| value.to_str().ok()).unwrap_or("");
+            let body = json!({ "error": format!("credential refused: {given}") });
+            (StatusCode::UNAUTHORIZED, body.to_string()).into_response()
+        }
+    }
+}
+
+/// Answers every request at `/mcp` with `307 Temporary Redirect` to `target`.
+pub fn redirecting(target: String) -> (String, tokio::sync::oneshot::Sender<()>) {
+    listen(move || {
+        let target = target.clone();
+        axum::Router::new().route(
+            "/mcp",
+            axum::routing::any(move || {
+                let target = target.clone();
+                async move { (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, target)]) }
+            }),
+        )
+    })
+}
+
+/// Serves the router `make` builds on a thread of its own at a free port; returns the
+/// URL of its `/mcp` and the sender that stops it.
+fn listen(
+    make: impl FnOnce() -> axum::Router + Send + 'static,
 ) -> (String, tokio::sync::oneshot::Sender<()>) {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -80,33 +178,7 @@ pub fn serve(
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let service: StreamableHttpService<OneTool, LocalSessionManager> =
-                StreamableHttpService::new(
-                    move || Ok(tool.clone()),
-                    Default::default(),
-                    StreamableHttpServerConfig::default(),
-                );
-            let expected =
-                token.map(|token| HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
-            let router =
-                axum::Router::new()
-                    .nest_service("/mcp", service)
-                    .layer(axum::middleware::from_fn(
-                        move |request: axum::extract::Request, next: axum::middleware::Next| {
-                            let expected = expected.clone();
-                            async move {
-                                match &expected {
-                                    Some(expected)
-                                        if request.headers().get(header::AUTHORIZATION)
-                                            != Some(expected) =>
-                                    {
-                                        (StatusCode::UNAUTHORIZED, "no entry").into_response()
-                                    }
-                                    _ => next.run(request).await,
-                                }
-                            }
-                        },
-                    ));
+            let router = make();
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let url = format!("http://{}/mcp", listener.local_addr().unwrap());
             ready_tx.send(url).unwrap();

@@ -66,6 +66,13 @@ impl Serve {
             .stderr(Stdio::inherit());
         // No model is `--model none`: without --model, serve would start the bundled one.
         command.args(["--model", model.unwrap_or("none")]);
+        Self::spawn(command, data_dir)
+    }
+
+    /// Spawns `command` (a `serve` on `data_dir`, however it is wrapped) with its
+    /// stdout piped, and waits for its "listening on" line.
+    pub fn spawn(mut command: Command, data_dir: &Path) -> Self {
+        command.stdout(Stdio::piped());
         let mut child = command.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let printed = Arc::new(Mutex::new(Vec::new()));
@@ -94,6 +101,37 @@ impl Serve {
     /// What `serve` printed on stdout so far, line by line.
     pub fn printed(&self) -> Vec<String> {
         self.printed.lock().unwrap().clone()
+    }
+
+    /// Waits until `serve` printed a line for which `wanted` holds, at most `timeout`.
+    pub fn wait_printed(&self, timeout: Duration, wanted: impl Fn(&str) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.printed().iter().any(|line| wanted(line)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Collects what `serve` writes on stderr (spawned with it piped) from now on.
+    pub fn collect_stderr(&mut self) -> Arc<Mutex<String>> {
+        let logs = Arc::new(Mutex::new(String::new()));
+        let mut stderr = self.child.stderr.take().expect("stderr was piped");
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut stderr, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        logs
     }
 
     /// A client command against this server.
