@@ -1,0 +1,595 @@
+//! The host's policy: per tool name or pattern, allow, ask or deny.
+//!
+//! A rule is `PATTERN=allow|ask|deny`, where a pattern is a provider tool name
+//! (`files__apply_patch`) in which `*` stands for any run of characters, `__` included
+//! (`env__mcp__notes__*`, `*__files__edit`). The rule that decides a tool is the most
+//! specific one that matches it: a name without `*` beats any pattern; among patterns,
+//! the one with more characters besides `*`; among equals, the one given last. A tool
+//! no rule matches is allowed when it is marked safe to repeat (read-only tools are),
+//! and otherwise gets the policy's default.
+//!
+//! ```
+//! use shiitake_ext_approval::policy::{Policy, Ruling};
+//!
+//! let policy = Policy::parse(Ruling::Ask, ["env__mcp__notes__*=allow", "files__read=deny"])?;
+//! assert_eq!(policy.decide("env__mcp__notes__create", false).ruling, Ruling::Allow);
+//! assert_eq!(policy.decide("files__read", true).ruling, Ruling::Deny);
+//! assert_eq!(policy.decide("files__grep", true).ruling, Ruling::Allow); // safe to repeat
+//! assert_eq!(policy.decide("env__computers__box__run", false).ruling, Ruling::Ask);
+//! # Ok::<(), shiitake_ext_approval::policy::PolicyError>(())
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Longest pattern, in bytes (a provider tool name is at most 64).
+pub const MAX_PATTERN_BYTES: usize = 128;
+/// Most rules one policy holds.
+pub const MAX_RULES: usize = 256;
+
+/// What the host's policy says about one tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ruling {
+    /// Run it without asking.
+    Allow,
+    /// Ask a person first.
+    Ask,
+    /// Never run it.
+    Deny,
+}
+
+impl Ruling {
+    /// The word of a rule: `allow`, `ask`, `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for Ruling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Ruling {
+    type Err = PolicyError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "allow" => Ok(Self::Allow),
+            "ask" => Ok(Self::Ask),
+            "deny" => Ok(Self::Deny),
+            other => Err(PolicyError::Ruling(other.to_owned())),
+        }
+    }
+}
+
+/// Why a policy or one of its rules could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The pattern is empty.
+    #[error("an empty tool pattern")]
+    Empty,
+    /// The pattern is longer than [`MAX_PATTERN_BYTES`].
+    #[error("the tool pattern is longer than {MAX_PATTERN_BYTES} bytes")]
+    TooLong,
+    /// A character no tool name holds.
+    #[error(
+        "the tool pattern {pattern:?} holds {found:?}: a tool name is letters, digits, `_` and `-`, and `*` stands for any run of them"
+    )]
+    Character {
+        /// The pattern.
+        pattern: String,
+        /// The character.
+        found: char,
+    },
+    /// A rule without `=`.
+    #[error("expected PATTERN=allow|ask|deny, got {0:?}")]
+    Rule(String),
+    /// A ruling other than the three.
+    #[error("expected allow, ask or deny, got {0:?}")]
+    Ruling(String),
+    /// More rules than [`MAX_RULES`].
+    #[error("more than {MAX_RULES} rules")]
+    TooManyRules,
+}
+
+/// A tool name in which `*` stands for any run of characters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Pattern(String);
+
+impl Pattern {
+    /// Reads a pattern: 1 to [`MAX_PATTERN_BYTES`] bytes of letters, digits, `_`, `-`
+    /// and `*`.
+    pub fn new(text: &str) -> Result<Self, PolicyError> {
+        if text.is_empty() {
+            return Err(PolicyError::Empty);
+        }
+        if text.len() > MAX_PATTERN_BYTES {
+            return Err(PolicyError::TooLong);
+        }
+        if let Some(found) = text
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*')))
+        {
+            return Err(PolicyError::Character {
+                pattern: text.to_owned(),
+                found,
+            });
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether it names one tool (no `*`).
+    pub fn is_exact(&self) -> bool {
+        !self.0.contains('*')
+    }
+
+    /// How many of its characters are not `*`: the more, the more specific.
+    pub fn literal_len(&self) -> usize {
+        self.0.bytes().filter(|b| *b != b'*').count()
+    }
+
+    /// Whether `tool` matches: each `*` takes any run of characters, `__` included.
+    pub fn matches(&self, tool: &str) -> bool {
+        glob(self.0.as_bytes(), tool.as_bytes())
+    }
+}
+
+/// Matches `pattern` (with `*`) against `text` in linear time and constant space:
+/// the classic greedy match that backs up to the last `*` on a mismatch.
+fn glob(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if p < pattern.len() && pattern[p] == text[t] {
+            p += 1;
+            t += 1;
+        } else if let Some((star_p, star_t)) = star {
+            // The last `*` takes one more character; try again after it.
+            p = star_p + 1;
+            t = star_t + 1;
+            star = Some((star_p, star_t + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|b| *b == b'*')
+}
+
+impl TryFrom<String> for Pattern {
+    type Error = PolicyError;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        Self::new(&text)
+    }
+}
+
+impl From<Pattern> for String {
+    fn from(pattern: Pattern) -> Self {
+        pattern.0
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One rule of a policy: `PATTERN=ruling`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Rule {
+    /// Which tools.
+    pub pattern: Pattern,
+    /// What for them.
+    pub ruling: Ruling,
+}
+
+impl FromStr for Rule {
+    type Err = PolicyError;
+
+    /// Reads `PATTERN=allow|ask|deny`, as `serve --approve-tool` takes it.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (pattern, ruling) = text
+            .split_once('=')
+            .ok_or_else(|| PolicyError::Rule(text.to_owned()))?;
+        Ok(Self {
+            pattern: Pattern::new(pattern.trim())?,
+            ruling: ruling.trim().parse()?,
+        })
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.pattern, self.ruling)
+    }
+}
+
+/// Why a tool got its ruling: what a person is shown beside the question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Because {
+    /// The rule with this pattern decided.
+    Rule {
+        /// The rule's pattern.
+        pattern: Pattern,
+    },
+    /// No rule matched and the tool is marked safe to repeat.
+    SafeToRepeat,
+    /// No rule matched: the policy's default for tools with side effects.
+    Default,
+}
+
+/// A policy's answer for one tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decided {
+    /// Allow, ask or deny.
+    pub ruling: Ruling,
+    /// Which rule, or which default.
+    pub because: Because,
+}
+
+impl Decided {
+    /// Why, in words: `the host asks before files__apply_patch (files__*=ask)`.
+    pub fn why(&self, tool: &str) -> String {
+        let verb = match self.ruling {
+            Ruling::Allow => "allows",
+            Ruling::Ask => "asks before",
+            Ruling::Deny => "does not allow",
+        };
+        match &self.because {
+            Because::Rule { pattern } if pattern.as_str() == tool => {
+                format!("the host {verb} {tool}")
+            }
+            Because::Rule { pattern } => {
+                format!("the host {verb} {tool} ({pattern}={})", self.ruling)
+            }
+            Because::SafeToRepeat => format!("{tool} is marked safe to repeat"),
+            Because::Default => {
+                format!("the host {verb} every tool not marked safe to repeat")
+            }
+        }
+    }
+}
+
+/// The host's rules and its default for tools with side effects.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// The rules, in the order given (a later one wins a tie).
+    pub rules: Vec<Rule>,
+    /// What a tool no rule matches gets, unless it is safe to repeat.
+    pub default: Ruling,
+}
+
+impl Default for Policy {
+    /// The Local default: [`Policy::asks_before_edits`].
+    fn default() -> Self {
+        Self::asks_before_edits()
+    }
+}
+
+/// The file tools that change files, as Home and Knapsack name them, on the workspace
+/// (`files__*`) and on another Computer (`*__files__*`).
+const EDIT_PATTERNS: [&str; 4] = [
+    "files__edit",
+    "files__apply_patch",
+    "*__files__edit",
+    "*__files__apply_patch",
+];
+
+impl Policy {
+    /// A policy of `default` and no rules.
+    pub fn new(default: Ruling) -> Self {
+        Self {
+            rules: Vec::new(),
+            default,
+        }
+    }
+
+    /// Asks before the file tools that change files and allows everything else: what
+    /// `shiitake serve` does unless told otherwise.
+    pub fn asks_before_edits() -> Self {
+        Self {
+            rules: EDIT_PATTERNS
+                .iter()
+                .map(|pattern| Rule {
+                    pattern: Pattern(pattern.to_string()),
+                    ruling: Ruling::Ask,
+                })
+                .collect(),
+            default: Ruling::Allow,
+        }
+    }
+
+    /// `default` and the rules read from `rules` (each `PATTERN=ruling`), in order.
+    pub fn parse<'a>(
+        default: Ruling,
+        rules: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, PolicyError> {
+        let mut policy = Self::new(default);
+        for rule in rules {
+            policy = policy.with(rule.parse()?)?;
+        }
+        Ok(policy)
+    }
+
+    /// This policy with `rule` after its rules (so it wins a tie).
+    pub fn with(mut self, rule: Rule) -> Result<Self, PolicyError> {
+        if self.rules.len() >= MAX_RULES {
+            return Err(PolicyError::TooManyRules);
+        }
+        self.rules.push(rule);
+        Ok(self)
+    }
+
+    /// The ruling for `tool`; `safe_to_repeat` when the tool is marked replay-safe.
+    pub fn decide(&self, tool: &str, safe_to_repeat: bool) -> Decided {
+        let best = self
+            .rules
+            .iter()
+            .filter(|rule| rule.pattern.matches(tool))
+            // `max_by_key` keeps the last of equals: a later rule wins a tie.
+            .max_by_key(|rule| (rule.pattern.is_exact(), rule.pattern.literal_len()));
+        match best {
+            Some(rule) => Decided {
+                ruling: rule.ruling,
+                because: Because::Rule {
+                    pattern: rule.pattern.clone(),
+                },
+            },
+            None if safe_to_repeat => Decided {
+                ruling: Ruling::Allow,
+                because: Because::SafeToRepeat,
+            },
+            None => Decided {
+                ruling: self.default,
+                because: Because::Default,
+            },
+        }
+    }
+
+    /// `default ask; files__edit=ask, …`: the policy in one line, for a start-up line.
+    pub fn describe(&self) -> String {
+        let rules: Vec<String> = self.rules.iter().map(Rule::to_string).collect();
+        if rules.is_empty() {
+            format!(
+                "{} before every tool not marked safe to repeat",
+                self.default
+            )
+        } else {
+            format!(
+                "{} before every tool not marked safe to repeat, except {}",
+                self.default,
+                rules.join(", ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn pattern(text: &str) -> Pattern {
+        Pattern::new(text).unwrap_or_else(|error| panic!("{text}: {error}"))
+    }
+
+    #[test]
+    fn patterns_match_runs_of_any_characters() {
+        let cases = [
+            ("files__apply_patch", "files__apply_patch", true),
+            ("files__apply_patch", "files__apply_patches", false),
+            ("env__mcp__notes__*", "env__mcp__notes__create_note", true),
+            ("env__mcp__notes__*", "env__mcp__notes__", true),
+            ("env__mcp__notes__*", "env__mcp__other__create", false),
+            (
+                "env__computers__*",
+                "env__computers__box__files__edit",
+                true,
+            ),
+            ("*__files__edit", "env__computers__box__files__edit", true),
+            ("*__files__edit", "files__edit", false),
+            ("*", "anything", true),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "aXbYbZc", true),
+            ("a*b*c", "acb", false),
+            ("**", "", true),
+        ];
+        for (p, tool, expected) in cases {
+            assert_eq!(pattern(p).matches(tool), expected, "{p} ~ {tool}");
+        }
+    }
+
+    #[test]
+    fn bad_patterns_and_rules_are_typed_errors() {
+        assert_eq!(Pattern::new(""), Err(PolicyError::Empty));
+        assert!(Pattern::new(&"a".repeat(MAX_PATTERN_BYTES)).is_ok());
+        assert_eq!(
+            Pattern::new(&"a".repeat(MAX_PATTERN_BYTES + 1)),
+            Err(PolicyError::TooLong)
+        );
+        assert!(matches!(
+            Pattern::new("files.read"),
+            Err(PolicyError::Character { found: '.', .. })
+        ));
+        assert_eq!(
+            "files__read".parse::<Rule>(),
+            Err(PolicyError::Rule("files__read".into()))
+        );
+        assert_eq!(
+            "files__read=maybe".parse::<Rule>(),
+            Err(PolicyError::Ruling("maybe".into()))
+        );
+        assert_eq!(
+            " files__* = deny ".parse::<Rule>(),
+            Ok(Rule {
+                pattern: pattern("files__*"),
+                ruling: Ruling::Deny
+            })
+        );
+        let full = (0..MAX_RULES).fold(Policy::new(Ruling::Ask), |policy, n| {
+            policy
+                .with(
+                    format!("t{n}=allow")
+                        .parse()
+                        .unwrap_or_else(|e| panic!("{e}")),
+                )
+                .unwrap_or_else(|e| panic!("{e}"))
+        });
+        assert_eq!(
+            full.with("one__more=ask".parse().unwrap_or_else(|e| panic!("{e}"))),
+            Err(PolicyError::TooManyRules)
+        );
+    }
+
+    #[test]
+    fn the_most_specific_rule_decides_and_safe_tools_default_to_allow() {
+        let policy = Policy::parse(
+            Ruling::Ask,
+            [
+                "env__*=deny",
+                "env__mcp__notes__*=allow",
+                "env__mcp__notes__delete=ask",
+                "env__mcp__*=ask",
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let ruling = |tool: &str, safe: bool| policy.decide(tool, safe).ruling;
+        assert_eq!(ruling("env__mcp__notes__delete", false), Ruling::Ask);
+        assert_eq!(ruling("env__mcp__notes__create", false), Ruling::Allow);
+        assert_eq!(ruling("env__mcp__search__find", true), Ruling::Ask);
+        assert_eq!(ruling("env__computers__box__run", false), Ruling::Deny);
+        assert_eq!(ruling("files__read", true), Ruling::Allow);
+        assert_eq!(ruling("files__edit", false), Ruling::Ask);
+        let tie =
+            Policy::parse(Ruling::Ask, ["a*=allow", "*a=deny"]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            tie.decide("aa", false).ruling,
+            Ruling::Deny,
+            "the later of equals"
+        );
+    }
+
+    #[test]
+    fn the_default_asks_before_edits_only() {
+        let policy = Policy::default();
+        for edit in [
+            "files__edit",
+            "files__apply_patch",
+            "env__computers__box__files__edit",
+            "env__computers__box__files__apply_patch",
+        ] {
+            assert_eq!(policy.decide(edit, false).ruling, Ruling::Ask, "{edit}");
+        }
+        for other in ["files__read", "env__mcp__notes__create", "agents__send"] {
+            assert_eq!(policy.decide(other, false).ruling, Ruling::Allow, "{other}");
+        }
+        assert_eq!(
+            policy
+                .decide("files__apply_patch", false)
+                .why("files__apply_patch"),
+            "the host asks before files__apply_patch"
+        );
+        assert_eq!(
+            policy
+                .decide("env__computers__box__files__edit", false)
+                .why("env__computers__box__files__edit"),
+            "the host asks before env__computers__box__files__edit (*__files__edit=ask)"
+        );
+    }
+
+    /// A reference matcher: every split of the text, by recursion.
+    fn reference(pattern: &[u8], text: &[u8]) -> bool {
+        match pattern.split_first() {
+            None => text.is_empty(),
+            Some((b'*', rest)) => (0..=text.len()).any(|i| reference(rest, &text[i..])),
+            Some((c, rest)) => text.first() == Some(c) && reference(rest, &text[1..]),
+        }
+    }
+
+    fn rule() -> impl Strategy<Value = Rule> {
+        (
+            "[ab_*]{1,6}",
+            prop_oneof![Just(Ruling::Allow), Just(Ruling::Ask), Just(Ruling::Deny)],
+        )
+            .prop_map(|(p, ruling)| Rule {
+                pattern: Pattern(p),
+                ruling,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn the_matcher_agrees_with_the_reference(p in "[ab_*]{1,8}", tool in "[ab_]{0,10}") {
+            prop_assert_eq!(pattern(&p).matches(&tool), reference(p.as_bytes(), tool.as_bytes()));
+        }
+
+        #[test]
+        fn an_exact_rule_decides_its_tool_whatever_else_is_there(
+            rules in proptest::collection::vec(rule(), 0..8),
+            tool in "[ab_]{1,6}",
+            ruling in prop_oneof![Just(Ruling::Allow), Just(Ruling::Ask), Just(Ruling::Deny)],
+            at in 0usize..8,
+            safe: bool,
+        ) {
+            let mut rules = rules;
+            let exact = Rule { pattern: Pattern(tool.clone()), ruling };
+            rules.insert(at.min(rules.len()), exact);
+            // Another exact rule for the same tool later would win the tie; keep this one last of its kind.
+            rules.retain(|r| r.pattern.as_str() != tool || r.ruling == ruling);
+            let policy = Policy { rules, default: Ruling::Ask };
+            prop_assert_eq!(policy.decide(&tool, safe).ruling, ruling);
+        }
+
+        #[test]
+        fn a_rule_that_does_not_match_changes_nothing(
+            rules in proptest::collection::vec(rule(), 0..8),
+            extra in rule(),
+            tool in "[ab_]{0,6}",
+            safe: bool,
+        ) {
+            prop_assume!(!extra.pattern.matches(&tool));
+            let before = Policy { rules: rules.clone(), default: Ruling::Ask };
+            let mut more = rules;
+            more.push(extra);
+            let after = Policy { rules: more, default: Ruling::Ask };
+            prop_assert_eq!(before.decide(&tool, safe), after.decide(&tool, safe));
+        }
+
+        #[test]
+        fn without_a_matching_rule_safe_tools_are_allowed_and_others_get_the_default(
+            rules in proptest::collection::vec(rule(), 0..8),
+            tool in "[ab_]{0,6}",
+            default in prop_oneof![Just(Ruling::Allow), Just(Ruling::Ask), Just(Ruling::Deny)],
+        ) {
+            let policy = Policy { rules, default };
+            prop_assume!(!policy.rules.iter().any(|r| r.pattern.matches(&tool)));
+            prop_assert_eq!(policy.decide(&tool, true).ruling, Ruling::Allow);
+            prop_assert_eq!(policy.decide(&tool, false).ruling, default);
+        }
+
+        #[test]
+        fn a_rule_reads_back_what_it_writes(rule in rule()) {
+            prop_assert_eq!(rule.to_string().parse::<Rule>(), Ok(rule));
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! The approval extension's behaviour tests, in one binary.
+
+mod suite;
+mod support;
