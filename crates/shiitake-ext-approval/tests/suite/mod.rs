@@ -2,4 +2,5 @@
 
 mod crash_points;
 mod over_http;
+mod parked;
 mod state_machine;
