@@ -2,7 +2,8 @@
 //!
 //! [`HubAgent::open`] composes, with explicit grants, the shared set with every Ask
 //! going to a person ([`SharedSet::waits_on_sender`] off), Home over the host's
-//! Computers, and the `agents.*` tools (`shiitake-ext-agents`) over the host's
+//! Computers, approvals (`shiitake-ext-approval`, a person decides before a tool the
+//! host's [`Policy`] asks about runs), and the `agents.*` tools (`shiitake-ext-agents`) over the host's
 //! [`AgentDirectory`] with the Subagents footer reading their record. It takes any core
 //! [`Store`], so the PostgreSQL store plugs in; until it exists the tests run on
 //! SQLite. It contains no extension rules.
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use shiitake_capabilities::Catalog;
 use shiitake_core::store::Store;
 use shiitake_core::{Agent, AgentConfig};
+use shiitake_ext_approval::policy::Policy;
 use shiitake_ext_home::{Computers, add_home};
 use shiitake_ext_skills::SkillLibrary;
 use shiitake_protocol::{AgentApi, AgentName};
@@ -42,6 +44,9 @@ pub struct HubOptions {
     pub computers: Arc<dyn Computers>,
     /// The Agents this one may reach.
     pub directory: Arc<dyn AgentDirectory>,
+    /// Which tool calls wait for a person's approval (`shiitake-ext-approval`);
+    /// [`Policy::asks_before_edits`] is the default `shiitake serve` gives.
+    pub approval: Policy,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -91,6 +96,10 @@ impl HubAgent {
         let builder = add_shared_set(builder, &set).map_err(|error| failed(error.to_string()))?;
         let builder =
             add_home(builder, options.computers).map_err(|error| failed(error.to_string()))?;
+        // On the Hub, approvals go to a person, like Asks.
+        let approval = shiitake_ext_approval::extension(options.approval)
+            .map_err(|error| failed(error.to_string()))?;
+        let builder = builder.kit_extension(approval);
         let (builder, conversation) =
             add_conversation_agents(builder, options.name.clone(), options.directory, clock)
                 .map_err(|error| failed(error.to_string()))?;

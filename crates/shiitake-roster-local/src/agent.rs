@@ -67,6 +67,11 @@ pub(crate) async fn open(
     let builder = add_shared_set(builder, &set).map_err(|error| failed(error.to_string()))?;
     let builder =
         add_home(builder, options.computers.clone()).map_err(|error| failed(error.to_string()))?;
+    // Approvals go to a person, whoever sent the work: a sending Agent never approves
+    // its child's side effects (the parent's Subagents row shows them to the person).
+    let approval = shiitake_ext_approval::extension(options.approval.clone())
+        .map_err(|error| failed(error.to_string()))?;
+    let builder = builder.kit_extension(approval);
     let builder = match &options.ui {
         Some(bridge) if name == &options.default_agent => {
             let ui = shiitake_ext_ui::extension(bridge.clone())

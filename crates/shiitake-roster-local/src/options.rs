@@ -6,6 +6,7 @@ use std::sync::Arc;
 use knapsack::ui::UiBridge;
 use shiitake_capabilities::Catalog;
 use shiitake_core::{AgentConfig, ModelResolver, OfferedTools};
+use shiitake_ext_approval::policy::Policy;
 use shiitake_ext_home::{ComputerList, Computers};
 use shiitake_ext_skills::SkillLibrary;
 use shiitake_protocol::AgentName;
@@ -54,6 +55,9 @@ pub struct LocalOptions {
     /// to small ones, so a small model creates no Agent, loop or schedule unless the
     /// host names those tools.
     pub offered_tools: OfferedTools,
+    /// Which tool calls wait for a person's approval (`shiitake-ext-approval`), in
+    /// every Agent: by default, the file tools that edit.
+    pub approval: Policy,
 }
 
 impl std::fmt::Debug for LocalOptions {
@@ -65,6 +69,7 @@ impl std::fmt::Debug for LocalOptions {
             .field("default_agent", &self.default_agent)
             .field("ui", &self.ui.is_some())
             .field("offered_tools", &self.offered_tools)
+            .field("approval", &self.approval)
             .finish_non_exhaustive()
     }
 }
@@ -72,7 +77,7 @@ impl std::fmt::Debug for LocalOptions {
 impl LocalOptions {
     /// Defaults in `data_dir` with `models` for every Agent: full durability, no extra
     /// tools, no skills, no Computers, no browser bridge, creation allowed, default Agent
-    /// `main`, each profile's default tool set.
+    /// `main`, each profile's default tool set, approvals asked before edits.
     pub fn new(data_dir: impl Into<PathBuf>, models: Arc<dyn ModelResolver>) -> Self {
         Self {
             data_dir: data_dir.into(),
@@ -86,6 +91,7 @@ impl LocalOptions {
             default_agent: AgentName::default(),
             ui: None,
             offered_tools: OfferedTools::default(),
+            approval: Policy::asks_before_edits(),
         }
     }
 

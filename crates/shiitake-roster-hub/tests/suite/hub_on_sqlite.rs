@@ -46,6 +46,7 @@ async fn the_hub_sends_every_ask_to_a_person() {
         skills: None,
         computers: Arc::new(shiitake_ext_home::ComputerList::default()),
         directory: directory.clone(),
+        approval: shiitake_ext_approval::policy::Policy::asks_before_edits(),
     })
     .await
     .unwrap();
@@ -78,6 +79,7 @@ async fn the_hub_sends_every_ask_to_a_person() {
             "botanical-session-plan",
             "botanical-session-question",
             "botanical-session-subagents",
+            "shiitake-session-approval",
         ]
     );
     let session = new_session(hub.agent()).await;

@@ -325,6 +325,7 @@ async fn the_directory_lists_its_agents_and_every_extension_each_runs() {
             "botanical-session-question",
             "botanical-session-skills",
             "botanical-session-subagents",
+            "shiitake-session-approval",
         ]
     );
     // Routes without an Agent segment serve the default Agent.

@@ -1,5 +1,6 @@
 //! One module per capability, named for the behaviour it tests.
 
 mod agents_over_http;
+mod approvals;
 mod command_scope;
 mod extensions_as_a_client;

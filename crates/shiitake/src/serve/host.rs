@@ -9,6 +9,7 @@ use axum::Router;
 use knapsack::ui::UiBridge;
 use shiitake_capabilities::Catalog;
 use shiitake_core::{AgentConfig, ModelResolver, OfferedTools};
+use shiitake_ext_approval::policy::Policy;
 use shiitake_ext_home::ComputerList;
 use shiitake_ext_skills::SkillLibrary;
 use shiitake_protocol::AgentName;
@@ -33,6 +34,8 @@ pub struct HostParts {
     pub bridge: UiBridge,
     /// Which tools runs offer, by the profile of their model (`--tools`).
     pub offered_tools: OfferedTools,
+    /// Which tool calls wait for a person's approval (`--approve`, `--approve-tool`).
+    pub approval: Policy,
 }
 
 /// The Agents one `serve` process serves.
@@ -63,6 +66,7 @@ impl Host {
                 options.computers = parts.computers;
                 options.ui = Some(parts.bridge.clone());
                 options.offered_tools = parts.offered_tools;
+                options.approval = parts.approval;
                 let directory = LocalDirectory::open(options)
                     .await
                     .map_err(|error| setup(error.to_string()))?;
@@ -87,6 +91,7 @@ impl Host {
                     skills: parts.skills,
                     computers: parts.computers,
                     directory: directory.clone(),
+                    approval: parts.approval,
                 })
                 .await
                 .map_err(|error| setup(error.to_string()))?;

@@ -5,6 +5,7 @@
 //! Here are the options and the start in order (data directory, lock, port, Agents,
 //! server, shutdown); its parts:
 //!
+//! - [`approval`]: which tool calls wait for a person (`--approve`, `--approve-tool`);
 //! - [`connections`]: how many HTTP connections may be open and how long a request
 //!   head may take;
 //! - [`database`]: what `--database` names and the store opened there;
@@ -14,6 +15,7 @@
 //! - [`models`]: the default model (the bundled local one unless `--model` says
 //!   otherwise) and the models a Session may choose.
 
+mod approval;
 mod connections;
 mod database;
 mod datadir;
@@ -97,6 +99,14 @@ pub struct ServeArgs {
     /// The bounds on HTTP connections.
     #[command(flatten)]
     connections: connections::ConnectionArgs,
+    /// Before a tool not marked safe to repeat runs: `ask` a person or `allow` it.
+    /// Default: ask before the file tools that edit, allow the rest.
+    #[arg(long, value_enum, value_name = "ask|allow")]
+    approve: Option<approval::Approve>,
+    /// A rule for tools by name or pattern, `PATTERN=allow|ask|deny` (repeatable; `*`
+    /// matches any run of characters, `env__mcp__notes__*=allow`); the most specific wins.
+    #[arg(long = "approve-tool", value_name = "PATTERN=RULING")]
+    approve_tools: Vec<String>,
 }
 
 /// A `--mcp` value as typed; parsed after clap so no error message repeats it, and
@@ -310,6 +320,7 @@ pub async fn run(
     let attachments = attach(&dirs, &data_dir)?;
     let skills = skills(&args.skills).await;
     let offered_tools = models::offered_tools(args.tools.as_deref())?;
+    let approvals = approval::policy(args.approve, &args.approve_tools)?;
     let choice = ModelChoice::parse(args.model.as_deref())?;
     let (default_spec, started_local) = match &choice {
         ModelChoice::Spec(spec) => (Some(spec.clone()), None),
@@ -334,6 +345,7 @@ pub async fn run(
         computers: Arc::new(ComputerList::new(attachments)),
         bridge: UiBridge::default(),
         offered_tools: offered_tools.clone(),
+        approval: approvals.clone(),
     };
     let host = Host::open(&database, &data_dir, &args.agent, parts).await?;
     datadir::tighten(&data_dir)?;
@@ -357,6 +369,7 @@ pub async fn run(
         ),
     }
     println!("shiitake: tools {}", models::describe_offered(&offered_tools));
+    println!("shiitake: approvals: {}", approvals.describe());
     let mut signals = StopSignals::register()?;
     let limits = args.connections.limits();
     println!("{}", connections::describe(&limits));

@@ -172,6 +172,7 @@ async fn two_processes_on_postgres_share_sessions() {
             "botanical-session-plan",
             "botanical-session-question",
             "botanical-session-subagents",
+            "shiitake-session-approval",
         ]
     );
     let session = a
