@@ -51,6 +51,14 @@ pub const QUESTION_EXTENSION_ID: &str = shiitake_ext_question::contract::EXTENSI
 pub const QUESTION_ANSWER_FLOW: &str = "answer_flow";
 /// The question extension's command the flow ends with.
 pub const QUESTION_ANSWER_CALL: &str = "answer";
+/// The approval extension whose `/approve` flow a waiting tool call's Answer action runs.
+pub const APPROVAL_EXTENSION_ID: &str = shiitake_ext_approval::contract::EXTENSION_ID;
+/// The approval extension's flow command for `/approve`.
+pub const APPROVAL_ANSWER_FLOW: &str = shiitake_ext_approval::contract::ANSWER_FLOW;
+/// The approval extension's command the flow ends with.
+pub const APPROVAL_ANSWER_CALL: &str = "answer";
+/// Longest text of a waiting tool call a row carries, in characters.
+pub const MAX_APPROVAL_CHARS: usize = 200;
 
 extension_contract! {
     /// The subagents contract, for `bind_session_extension` and `view`.
@@ -134,12 +142,16 @@ pub enum ChildStatus {
         /// The Agent it waits on.
         agent: String,
     },
-    /// Attention waits on a person: a question (with its text and the Answer action)
-    /// or an approval another extension raised (`question` absent).
+    /// Attention waits on a person: a question (with its text and the Answer action),
+    /// a tool call waiting for approval (likewise), or other attention (both absent).
     NeedsYou {
         /// The question that needs a person, when it is one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         question: Option<NeedsYouQuestion>,
+        /// The tool call waiting for a person's approval, when it is one (and no
+        /// question needs the person); boxed, as rows without one are the many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<Box<NeedsYouApproval>>,
     },
     /// Its last work completed (or it never ran).
     Idle,
@@ -202,6 +214,40 @@ pub struct AnswerAction {
     pub call: String,
     /// The Ask, preset as the flow's `askId` argument.
     pub ask_id: String,
+}
+
+/// The tool call a `needs you` row shows, with the one action that answers it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NeedsYouApproval {
+    /// The approval.
+    pub approval_id: String,
+    /// What waits: `approve files__apply_patch? {…}`, at most [`MAX_APPROVAL_CHARS`]
+    /// characters.
+    pub text: String,
+    /// The Answer action.
+    pub answer: ApprovalAnswerAction,
+}
+
+/// Runs the approval extension's own `/approve` conversation on the child's Session: a
+/// client calls `flow` there (with `approvalId` preset) until it confirms, then `call`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalAnswerAction {
+    /// What the button says ([`ANSWER_ACTION_LABEL`]).
+    pub label: String,
+    /// The child Agent.
+    pub agent: String,
+    /// The child's Session.
+    pub session_id: String,
+    /// The approval extension ([`APPROVAL_EXTENSION_ID`]).
+    pub extension_id: String,
+    /// Its flow command ([`APPROVAL_ANSWER_FLOW`]).
+    pub flow: String,
+    /// Its answer command ([`APPROVAL_ANSWER_CALL`]).
+    pub call: String,
+    /// The approval, preset as the flow's `approvalId` argument.
+    pub approval_id: String,
 }
 
 /// `/agents`: collapses the rows to one summary row, or expands them again; per

@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use shiitake_core::Agent;
+use shiitake_ext_approval::contract::ApprovalContract;
 use shiitake_ext_question::contract::{QuestionContract, QuestionProjection};
 use shiitake_protocol::extension::{ExtensionViewV0, view};
 use shiitake_protocol::{AgentApi, PageLimit, ReadOptions, SessionApi, SessionId};
@@ -56,7 +57,8 @@ pub trait SubagentsSource: Send + Sync + 'static {
 }
 
 /// Reads a child Session of an in-process Agent: its inbox state and title from the
-/// committed header (without loading it), its open Asks from a one-message snapshot.
+/// committed header (without loading it), its open Asks and the tool calls waiting for
+/// approval from a one-message snapshot.
 pub async fn read_core_child(
     agent: &Agent,
     session_id: &SessionId,
@@ -83,9 +85,16 @@ pub async fn read_core_child(
         Ok(_) => QuestionProjection::default().asks,
         Err(error) => return Err(SourceError::Unreadable(error.to_string())),
     };
+    let approvals = match view::<ApprovalContract>(&snapshot.extensions) {
+        Ok(ExtensionViewV0::Running { value }) => value.unwrap_or_default().approvals,
+        // An Agent without approvals, or with them stopped: no calls to show.
+        Ok(_) => Vec::new(),
+        Err(error) => return Err(SourceError::Unreadable(error.to_string())),
+    };
     Ok(ChildState {
         inbox: summary.state,
         title: summary.title,
         asks,
+        approvals,
     })
 }

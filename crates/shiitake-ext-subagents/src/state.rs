@@ -1,13 +1,15 @@
 //! The rules, as plain functions: a child's status from what its Session reads, the
 //! collapsed summary, and when rows are read again. Nothing here does I/O.
 
+use shiitake_ext_approval::contract::ApprovalView;
 use shiitake_ext_question::contract::AskView;
 use shiitake_protocol::SessionInboxState;
 
 use crate::contract::{
-    ANSWER_ACTION_LABEL, AnswerAction, ChildRow, ChildStatus, FooterSummary, MAX_QUESTION_CHARS,
-    NeedsYouQuestion, POLL_EVERY_MS, QUESTION_ANSWER_CALL, QUESTION_ANSWER_FLOW,
-    QUESTION_EXTENSION_ID, QUIET_AFTER_MS, REFRESH_AFTER_MS, Tone,
+    ANSWER_ACTION_LABEL, APPROVAL_ANSWER_CALL, APPROVAL_ANSWER_FLOW, APPROVAL_EXTENSION_ID,
+    AnswerAction, ApprovalAnswerAction, ChildRow, ChildStatus, FooterSummary, MAX_APPROVAL_CHARS,
+    MAX_QUESTION_CHARS, NeedsYouApproval, NeedsYouQuestion, POLL_EVERY_MS, QUESTION_ANSWER_CALL,
+    QUESTION_ANSWER_FLOW, QUESTION_EXTENSION_ID, QUIET_AFTER_MS, REFRESH_AFTER_MS, Tone,
 };
 
 /// What a child's own Session says about it.
@@ -19,13 +21,17 @@ pub struct ChildState {
     pub title: String,
     /// Its open Asks (the question extension's projection), oldest first.
     pub asks: Vec<AskView>,
+    /// Its tool calls waiting for a person's approval (the approval extension's
+    /// projection), oldest first.
+    pub approvals: Vec<ApprovalView>,
 }
 
 /// The status a child shows, from what reading its Session gave (`Err`: why it could
 /// not be read).
 ///
 /// In order: a question that needs a person → needs you (with its text and the Answer
-/// action); other attention that waits on a person → needs you; a question that waits
+/// action); a tool call waiting for approval → needs you (likewise); other attention
+/// that waits on a person → needs you; a question that waits
 /// on the sending Agent → waiting on it; running → working; errored → failed; done →
 /// idle. A child that cannot be read is unavailable, never idle.
 pub fn status_of(agent: &str, session_id: &str, read: &Result<ChildState, String>) -> ChildStatus {
@@ -40,10 +46,20 @@ pub fn status_of(agent: &str, session_id: &str, read: &Result<ChildState, String
     if let Some(ask) = state.asks.iter().find(|ask| ask.needs_person()) {
         return ChildStatus::NeedsYou {
             question: Some(needs_you_question(agent, session_id, ask)),
+            approval: None,
+        };
+    }
+    if let Some(approval) = state.approvals.first() {
+        return ChildStatus::NeedsYou {
+            question: None,
+            approval: Some(Box::new(needs_you_approval(agent, session_id, approval))),
         };
     }
     if state.inbox == SessionInboxState::NeedsYou {
-        return ChildStatus::NeedsYou { question: None };
+        return ChildStatus::NeedsYou {
+            question: None,
+            approval: None,
+        };
     }
     if let Some(waiting) = state.asks.iter().find_map(|ask| ask.waiting_on.as_ref()) {
         return ChildStatus::WaitingOn {
@@ -75,6 +91,22 @@ fn needs_you_question(agent: &str, session_id: &str, ask: &AskView) -> NeedsYouQ
             flow: QUESTION_ANSWER_FLOW.into(),
             call: QUESTION_ANSWER_CALL.into(),
             ask_id: ask.ask_id.as_str().to_owned(),
+        },
+    }
+}
+
+fn needs_you_approval(agent: &str, session_id: &str, approval: &ApprovalView) -> NeedsYouApproval {
+    NeedsYouApproval {
+        approval_id: approval.approval_id.as_str().to_owned(),
+        text: cut(&approval.line(), MAX_APPROVAL_CHARS),
+        answer: ApprovalAnswerAction {
+            label: ANSWER_ACTION_LABEL.into(),
+            agent: agent.to_owned(),
+            session_id: session_id.to_owned(),
+            extension_id: APPROVAL_EXTENSION_ID.into(),
+            flow: APPROVAL_ANSWER_FLOW.into(),
+            call: APPROVAL_ANSWER_CALL.into(),
+            approval_id: approval.approval_id.as_str().to_owned(),
         },
     }
 }
@@ -227,7 +259,19 @@ mod tests {
             inbox,
             title: String::new(),
             asks,
+            approvals: Vec::new(),
         })
+    }
+
+    fn approval(id: &str) -> ApprovalView {
+        ApprovalView {
+            approval_id: shiitake_ext_approval::contract::ApprovalId::new(id),
+            tool: "files__apply_patch".into(),
+            arguments: serde_json::json!({"patch": "*** Begin Patch"}),
+            why: "the host asks before files__apply_patch".into(),
+            created_at: 1,
+            parked: false,
+        }
     }
 
     #[test]
@@ -239,8 +283,11 @@ mod tests {
         assert_eq!(status(state(Errored, vec![])), ChildStatus::Failed);
         assert_eq!(
             status(state(NeedsYou, vec![])),
-            ChildStatus::NeedsYou { question: None },
-            "an approval another extension raised"
+            ChildStatus::NeedsYou {
+                question: None,
+                approval: None
+            },
+            "attention another extension raised"
         );
         assert_eq!(
             status(state(Done, vec![ask("ask_1", Some(("A", false)))])),
@@ -253,6 +300,7 @@ mod tests {
         );
         let ChildStatus::NeedsYou {
             question: Some(question),
+            ..
         } = status(state(NeedsYou, vec![ask("ask_2", Some(("A", true)))]))
         else {
             panic!("an escalated question needs a person")
@@ -272,8 +320,44 @@ mod tests {
         );
         assert!(matches!(
             status(state(NeedsYou, vec![ask("ask_3", None)])),
-            ChildStatus::NeedsYou { question: Some(_) }
+            ChildStatus::NeedsYou {
+                question: Some(_),
+                ..
+            }
         ));
+        let mut approving = state(NeedsYou, vec![]).unwrap();
+        approving.approvals = vec![approval("ap2")];
+        assert_eq!(
+            status(Ok(approving.clone())),
+            ChildStatus::NeedsYou {
+                question: None,
+                approval: Some(Box::new(NeedsYouApproval {
+                    approval_id: "ap2".into(),
+                    text: r#"approve files__apply_patch? {"patch":"*** Begin Patch"}"#.into(),
+                    answer: ApprovalAnswerAction {
+                        label: "Answer".into(),
+                        agent: "B".into(),
+                        session_id: "s-b".into(),
+                        extension_id: "shiitake-session-approval".into(),
+                        flow: "answer_flow".into(),
+                        call: "answer".into(),
+                        approval_id: "ap2".into(),
+                    },
+                })),
+            },
+            "a tool call waiting for approval"
+        );
+        approving.asks = vec![ask("ask_4", None)];
+        assert!(
+            matches!(
+                status(Ok(approving)),
+                ChildStatus::NeedsYou {
+                    question: Some(_),
+                    approval: None
+                }
+            ),
+            "a question first"
+        );
         assert_eq!(
             status(Err("no Agent B".into())),
             ChildStatus::Unavailable {
@@ -291,6 +375,7 @@ mod tests {
         );
         let ChildStatus::NeedsYou {
             question: Some(question),
+            ..
         } = status_of("B", "s", &read)
         else {
             panic!("needs you")

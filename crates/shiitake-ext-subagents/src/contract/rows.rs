@@ -10,7 +10,10 @@ use shiitake_protocol::footer::{
     FooterActionKind, FooterActionV0, FooterRowV0, FooterTone, SessionTarget,
 };
 
-use super::{AnswerAction, ChildRow, ChildStatus, FooterSummary, FooterView, ToggleRows};
+use super::{
+    AnswerAction, ApprovalAnswerAction, ChildRow, ChildStatus, FooterSummary, FooterView,
+    ToggleRows,
+};
 
 /// The kind (a page's CSS family) of the collapsed summary row; its key is `summary`.
 pub const SUMMARY_ROW_KIND: &str = "subagents-summary";
@@ -90,23 +93,29 @@ fn child_row(row: &ChildRow, id: &ExtensionId) -> FooterRowV0 {
         format!(" ({})", row.title)
     };
     let who = format!("agent {}{title}", row.agent);
+    let needs_you = |text: &str, answer: Option<FooterActionV0>| {
+        let asks = FooterRowV0::new(
+            id.clone(),
+            &row.session_id,
+            CHILD_ROW_KIND,
+            format!("{who}: needs you: {text}"),
+        )
+        .with_tone(FooterTone::Attention)
+        .with_note(format!("/answer @{}", row.agent));
+        match answer {
+            Some(answer) => asks.with_action(answer),
+            None => asks,
+        }
+    };
     let shown = match &row.status {
         ChildStatus::NeedsYou {
             question: Some(question),
-        } => {
-            let asks = FooterRowV0::new(
-                id.clone(),
-                &row.session_id,
-                CHILD_ROW_KIND,
-                format!("{who}: needs you: {}", question.text),
-            )
-            .with_tone(FooterTone::Attention)
-            .with_note(format!("/answer @{}", row.agent));
-            match answer_action(&question.answer) {
-                Some(answer) => asks.with_action(answer),
-                None => asks,
-            }
-        }
+            ..
+        } => needs_you(&question.text, answer_action(&question.answer)),
+        ChildStatus::NeedsYou {
+            approval: Some(approval),
+            ..
+        } => needs_you(&approval.text, approve_action(&approval.answer)),
         status => FooterRowV0::new(
             id.clone(),
             &row.session_id,
@@ -150,10 +159,33 @@ fn answer_action(answer: &AnswerAction) -> Option<FooterActionV0> {
     )
 }
 
+/// The approval's own `/approve` flow on the child's Session, with the approval preset;
+/// none when the approval extension's id is not a valid id.
+fn approve_action(answer: &ApprovalAnswerAction) -> Option<FooterActionV0> {
+    Some(
+        FooterActionV0 {
+            label: answer.label.clone(),
+            name: "answer".into(),
+            primary: false,
+            kind: FooterActionKind::Flow {
+                extension_id: ExtensionId::new(answer.extension_id.as_str()).ok()?,
+                flow: answer.flow.clone(),
+                call: answer.call.clone(),
+                preset: json!({"approvalId": answer.approval_id}),
+                target: Some(SessionTarget {
+                    agent: answer.agent.clone(),
+                    session_id: answer.session_id.clone(),
+                }),
+            },
+        }
+        .primary(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{EXTENSION_ID, NeedsYouQuestion};
+    use crate::contract::{EXTENSION_ID, NeedsYouApproval, NeedsYouQuestion};
 
     fn id() -> ExtensionId {
         ExtensionId::new(EXTENSION_ID).unwrap_or_else(|error| panic!("{error}"))
@@ -193,6 +225,7 @@ mod tests {
 
     fn asking() -> ChildStatus {
         ChildStatus::NeedsYou {
+            approval: None,
             question: Some(NeedsYouQuestion {
                 ask_id: "ask_1".into(),
                 text: "Which tone?".into(),
@@ -206,6 +239,25 @@ mod tests {
                     ask_id: "ask_1".into(),
                 },
             }),
+        }
+    }
+
+    fn approving() -> ChildStatus {
+        ChildStatus::NeedsYou {
+            question: None,
+            approval: Some(Box::new(NeedsYouApproval {
+                approval_id: "ap1".into(),
+                text: "approve files__apply_patch? {}".into(),
+                answer: ApprovalAnswerAction {
+                    label: "Answer".into(),
+                    agent: "patcher".into(),
+                    session_id: "s8".into(),
+                    extension_id: "shiitake-session-approval".into(),
+                    flow: "answer_flow".into(),
+                    call: "answer".into(),
+                    approval_id: "ap1".into(),
+                },
+            })),
         }
     }
 
@@ -227,8 +279,12 @@ mod tests {
                     "approver",
                     "s4",
                     "",
-                    ChildStatus::NeedsYou { question: None },
+                    ChildStatus::NeedsYou {
+                        question: None,
+                        approval: None,
+                    },
                 ),
+                child("patcher", "s8", "", approving()),
                 child("idler", "s5", "", ChildStatus::Idle),
                 child("crasher", "s6", "", ChildStatus::Failed),
                 child(
@@ -265,6 +321,7 @@ mod tests {
                 "agent tester: waiting on main",
                 "! agent writer: needs you: Which tone? — /answer @writer",
                 "agent approver: needs you",
+                "! agent patcher: needs you: approve files__apply_patch? {} — /answer @patcher",
                 "agent idler: idle",
                 "agent crasher: failed",
                 "agent gone: unavailable",
@@ -317,7 +374,7 @@ mod tests {
     #[test]
     fn rows_carry_their_keys_kinds_and_actions() {
         let rows = expanded().footer_rows(&id());
-        assert_eq!(rows.len(), 8);
+        assert_eq!(rows.len(), 9);
         let writer = &rows[2];
         assert_eq!(
             (writer.key.as_str(), writer.kind.as_str()),
@@ -355,7 +412,25 @@ mod tests {
         assert_eq!(builder.tone, FooterTone::Calm);
         assert_eq!(builder.actions.len(), 1, "only Open");
         assert_eq!(builder.actions[0].name, "open");
-        let more = &rows[7];
+        let patcher = &rows[4];
+        assert_eq!(patcher.tone, FooterTone::Attention);
+        assert_eq!(
+            patcher.actions[0].kind,
+            FooterActionKind::Flow {
+                extension_id: ExtensionId::new("shiitake-session-approval")
+                    .unwrap_or_else(|error| panic!("{error}")),
+                flow: "answer_flow".into(),
+                call: "answer".into(),
+                preset: json!({"approvalId": "ap1"}),
+                target: Some(SessionTarget {
+                    agent: "patcher".into(),
+                    session_id: "s8".into(),
+                }),
+            },
+            "answered from the row with the approval's own flow"
+        );
+        assert_eq!(patcher.actions[0].name, "answer");
+        let more = &rows[8];
         assert_eq!(
             (more.key.as_str(), more.kind.as_str()),
             ("more", MORE_ROW_KIND)

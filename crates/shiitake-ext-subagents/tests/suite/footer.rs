@@ -152,6 +152,7 @@ async fn each_child_state_shows_its_status_and_an_unreadable_child_is_unavailabl
             "asking",
             &sessions[4].1,
             ChildStatus::NeedsYou {
+                approval: None,
                 question: Some(NeedsYouQuestion {
                     ask_id: ask_id.clone(),
                     text: "Which database should the service use?".into(),

@@ -165,6 +165,7 @@ async fn a_escalates_and_a_person_answers_over_http() {
     assert_eq!(inbox_state(&b, &child).await, SessionInboxState::NeedsYou);
     let Some(ChildStatus::NeedsYou {
         question: Some(question),
+        ..
     }) = status_of(&needs_you)
     else {
         panic!("the row carries the question")

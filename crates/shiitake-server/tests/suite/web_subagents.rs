@@ -197,6 +197,7 @@ async fn a_subagent_row_answers_the_childs_question_and_opens_it() {
                 session_id: child.as_str().into(),
                 title: "Researcher".into(),
                 status: ChildStatus::NeedsYou {
+                    approval: None,
                     question: Some(NeedsYouQuestion {
                         ask_id: ask_id.clone(),
                         text: "Which database?".into(),
