@@ -57,8 +57,8 @@ pub use shiitake_protocol::extension::{bind_agent_extension, bind_session_extens
 /// The codecs of the wire types a client reads, beside the binding, so a client app
 /// depends on this one crate.
 pub use shiitake_protocol::{
-    DecodeError, parse_accepted, parse_cancel_result, parse_session_summary_page,
-    parse_shiitake_error,
+    DecodeError, parse_accepted, parse_cancel_result, parse_session_frame, parse_session_snapshot,
+    parse_session_summary_page, parse_shiitake_error,
 };
 pub use transport::{ReqwestTransport, Transport, TransportError, WithHeaders};
 

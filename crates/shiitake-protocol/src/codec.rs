@@ -4,6 +4,8 @@ use std::cell::Cell;
 
 use crate::command::{Accepted, CancelResult};
 use crate::error::ShiitakeError;
+use crate::frame::SessionFrame;
+use crate::snapshot::SessionSnapshot;
 use crate::summary::SessionSummaryPage;
 
 /// Why a serialized value did not decode.
@@ -92,4 +94,14 @@ pub fn parse_shiitake_error(value: &str) -> Result<ShiitakeError, DecodeError> {
 /// Parses one serialized inbox page.
 pub fn parse_session_summary_page(value: &str) -> Result<SessionSummaryPage, DecodeError> {
     parse("SessionSummaryPage", value)
+}
+
+/// Parses one serialized Session snapshot (`GET .../snapshot`, a `watch`'s first event).
+pub fn parse_session_snapshot(value: &str) -> Result<SessionSnapshot, DecodeError> {
+    parse("SessionSnapshot", value)
+}
+
+/// Parses one serialized frame (the data of one `events` or `watch` event).
+pub fn parse_session_frame(value: &str) -> Result<SessionFrame, DecodeError> {
+    parse("SessionFrame", value)
 }

@@ -40,6 +40,7 @@ mod nullable;
 pub mod number;
 pub mod preference;
 pub mod snapshot;
+mod strict;
 pub mod summary;
 
 pub use activity::{QueueState, RetryState, SessionActivity, SessionProgress};
@@ -50,8 +51,8 @@ pub use bounded::{
 };
 pub use catalog::{CATALOG_FORMAT, Catalog};
 pub use codec::{
-    DecodeError, parse_accepted, parse_cancel_result, parse_session_summary_page,
-    parse_shiitake_error,
+    DecodeError, parse_accepted, parse_cancel_result, parse_session_frame, parse_session_snapshot,
+    parse_session_summary_page, parse_shiitake_error,
 };
 pub use command::{
     Accepted, CancelInput, CancelResult, CommandOutcome, ForkedSession, OperatorAuthor,

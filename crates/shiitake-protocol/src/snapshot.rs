@@ -48,7 +48,10 @@ pub struct SessionTerminal {
     pub outcome: TerminalOutcome,
     /// Position in the Session's order.
     pub sequence: u64,
-    /// What a person should know about the ending, if anything.
+    /// What a person should know about the ending, if anything. The key is always
+    /// written, `null` when there is nothing to say; a terminal without it is refused
+    /// (`diagnostic: string | null` in the seed's grammar).
+    #[serde(deserialize_with = "crate::strict::required_nullable")]
     pub diagnostic: Option<String>,
 }
 

@@ -169,8 +169,13 @@ impl TryFrom<RowWire> for SessionSummaryRow {
 pub struct SessionSummaryPage {
     /// The rows.
     pub sessions: Vec<SessionSummaryRow>,
-    /// Opaque cursor of the next page; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Opaque cursor of the next page; absent on the last page, never `null`
+    /// (`next: string | undefined` in the seed's grammar: `null` is refused).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::next_cursor"
+    )]
     pub next: Option<Cursor>,
 }
 

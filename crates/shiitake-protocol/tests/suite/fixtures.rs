@@ -177,3 +177,85 @@ fn an_unavailable_row_carries_nothing_else() {
         "lastActivityAt missing"
     );
 }
+
+/// What each fixture under a `refused/` folder is refused for: the grammar of seed 001
+/// refuses it, so the decoder (and every `parse_*` and client on it) must too.
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "session_terminal/refused/diagnostic_missing.json",
+        "missing field `diagnostic`",
+    ),
+    (
+        "session_snapshot/refused/terminal_without_diagnostic.json",
+        "missing field `diagnostic`",
+    ),
+    (
+        "session_summary_page/refused/next_null.json",
+        "`next` is null",
+    ),
+];
+
+/// The refusal of the fixture `file` by the public codec of its type, as text.
+fn refusal(file: &str) -> String {
+    let text = fs::read_to_string(fixture_root().join(file)).unwrap();
+    let refused = match file.split('/').next().unwrap() {
+        "session_terminal" => serde_json::from_str::<SessionTerminal>(&text)
+            .err()
+            .map(|error| error.to_string()),
+        "session_snapshot" => parse_session_snapshot(&text)
+            .err()
+            .map(|error| error.to_string()),
+        "session_summary_page" => parse_session_summary_page(&text)
+            .err()
+            .map(|error| error.to_string()),
+        other => panic!("no codec for refused fixtures of {other}"),
+    };
+    refused.unwrap_or_else(|| panic!("{file} decodes, but its grammar refuses it"))
+}
+
+#[test]
+fn what_the_grammar_refuses_does_not_decode() {
+    for (file, why) in REFUSED {
+        let refused = refusal(file);
+        assert!(refused.contains(why), "{file}: {refused}");
+    }
+    // Every refused fixture on disk is in the table.
+    let mut on_disk = BTreeSet::new();
+    for dir in COVERED {
+        let refused = fixture_root().join(dir).join("refused");
+        if let Ok(entries) = fs::read_dir(&refused) {
+            for entry in entries {
+                let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+                on_disk.insert(format!("{dir}/refused/{name}"));
+            }
+        }
+    }
+    let listed: BTreeSet<String> = REFUSED.iter().map(|(file, _)| (*file).to_owned()).collect();
+    assert_eq!(on_disk, listed);
+}
+
+#[test]
+fn the_strict_keys_still_take_what_the_grammar_allows() {
+    // `diagnostic` may be null or a string; `next` may be absent or a cursor.
+    let terminal = r#"{"commandId":"c","outcome":"failed","sequence":1,"diagnostic":"x"}"#;
+    let decoded: SessionTerminal = serde_json::from_str(terminal).unwrap();
+    assert_eq!(decoded.diagnostic.as_deref(), Some("x"));
+    let page = parse_session_summary_page(r#"{"sessions":[],"next":"p1"}"#).unwrap();
+    assert_eq!(
+        page.next.map(|next| next.as_str().to_owned()),
+        Some("p1".into())
+    );
+    assert_eq!(
+        parse_session_summary_page(r#"{"sessions":[]}"#)
+            .unwrap()
+            .next,
+        None
+    );
+    // What the server writes for a terminal without a diagnostic keeps the key.
+    let written = serde_json::to_string(&SessionTerminal {
+        diagnostic: None,
+        ..decoded
+    })
+    .unwrap();
+    assert!(written.ends_with(r#""diagnostic":null}"#), "{written}");
+}

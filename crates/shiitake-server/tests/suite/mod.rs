@@ -7,6 +7,7 @@ mod connection_limits;
 mod errors_and_bounds;
 mod server_limits;
 mod sse_resume;
+mod strict_answers;
 mod transport_seam;
 mod web_footer_rows;
 mod web_login;
