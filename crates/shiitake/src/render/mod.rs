@@ -427,7 +427,10 @@ impl Printer {
                 for terminal in &update.terminals {
                     self.terminal(terminal);
                 }
-                if !update.terminals.is_empty() || self.idle_after(update) {
+                if !update.terminals.is_empty()
+                    || self.idle_after(update)
+                    || asks_the_person(update)
+                {
                     self.footer(&update.footer, &update.extensions);
                 }
                 self.pending = update.pending.prompts.len();
@@ -441,6 +444,16 @@ impl Printer {
             }
         }
     }
+}
+
+/// Whether `update`'s footer holds a row in attention: something waits on the person
+/// now (a tool call waiting for approval), so the footer shows during the run, not
+/// only after it.
+fn asks_the_person(update: &shiitake_protocol::UpdateFrame) -> bool {
+    update
+        .footer
+        .iter()
+        .any(|row| row.tone == shiitake_protocol::footer::FooterTone::Attention)
 }
 
 #[cfg(test)]
