@@ -4,3 +4,4 @@ mod crash_points;
 mod over_http;
 mod parked;
 mod state_machine;
+mod web_page;
