@@ -133,6 +133,8 @@ struct Record {
     /// The message values of the run, in order.
     messages: Vec<Value>,
     first_answer: Option<Duration>,
+    /// The first streamed text of the run (after any tool call).
+    first_text: Option<Duration>,
     completed: Option<Duration>,
 }
 
@@ -305,6 +307,7 @@ fn send(server: &Server, session: &str, case: &Case, request: &str) -> Result<Re
                         .is_some_and(|t| !t.is_empty())
                 {
                     record.first_answer.get_or_insert(since);
+                    record.first_text.get_or_insert(since);
                 }
             }
             "update" => {
@@ -339,6 +342,8 @@ fn send(server: &Server, session: &str, case: &Case, request: &str) -> Result<Re
 struct Tally {
     /// Per case: (passed, within its bound, seconds) of each repetition.
     cases: Vec<Vec<(bool, bool, f64)>>,
+    /// Per case: seconds to the first streamed text of each repetition that had one.
+    first_text: Vec<Vec<f64>>,
     /// Repetitions in which every case passed (and in which every case also kept its bound).
     all_passed: u32,
     all_within: u32,
@@ -384,9 +389,9 @@ fn median(mut values: Vec<f64>) -> f64 {
 fn report(weights: Weights, cases: &Cases, tally: &Tally, agents: &str) {
     println!("\n{weights}: {} repetitions\n", tally.runs);
     println!(
-        "| case | timed to | passed | within bound | median s | max s | bound | prompt tokens from cache |"
+        "| case | timed to | passed | within bound | median s | max s | bound | first text, median s | prompt tokens from cache |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for (at, case) in cases.cases.iter().enumerate() {
         let rows = &tally.cases[at];
         let passed = rows.iter().filter(|(ok, _, _)| *ok).count();
@@ -404,13 +409,14 @@ fn report(weights: Weights, cases: &Cases, tally: &Tally, agents: &str) {
             format!("{:.0}% of {prompt}", 100.0 * cached as f64 / prompt as f64)
         };
         println!(
-            "| {} | {timed} | {passed}/{} | {within}/{} | {} | {} | ≤ {} s | {share} |",
+            "| {} | {timed} | {passed}/{} | {within}/{} | {} | {} | ≤ {} s | {} | {share} |",
             case.name,
             rows.len(),
             rows.len(),
             seconds(median(times)),
             seconds(max),
             case.bound.as_secs_f64(),
+            seconds(median(tally.first_text[at].clone())),
         );
     }
     println!(
@@ -420,10 +426,20 @@ fn report(weights: Weights, cases: &Cases, tally: &Tally, agents: &str) {
     );
 }
 
-/// Runs the eval for each of `candidates` and prints the tables.
-pub fn run(cache: &Cache, candidates: &[Weights], port: u16, runs: u32) -> Result<(), String> {
+/// Runs the eval for each of `candidates` with `binary` (else the release build) and
+/// prints the tables.
+pub fn run(
+    cache: &Cache,
+    candidates: &[Weights],
+    port: u16,
+    runs: u32,
+    binary: Option<PathBuf>,
+) -> Result<(), String> {
     let cases = load()?;
-    let binary = release_binary()?;
+    let binary = match binary {
+        Some(binary) => binary,
+        None => release_binary()?,
+    };
     for &weights in candidates {
         // A server left on the port from an earlier eval may hold other weights.
         if shiitake_local_model::healthy(port) {
@@ -461,6 +477,7 @@ fn measure(
     let server = &serve.server;
     let mut tally = Tally {
         cases: vec![Vec::new(); cases.cases.len()],
+        first_text: vec![Vec::new(); cases.cases.len()],
         prompt_tokens: vec![(0, 0); cases.cases.len()],
         ..Tally::default()
     };
@@ -502,6 +519,9 @@ fn measure(
             passed &= verdict.is_ok();
             within &= kept;
             tally.cases[at].push((verdict.is_ok(), kept, seconds));
+            if let Some(first) = record.first_text {
+                tally.first_text[at].push(first.as_secs_f64());
+            }
             tally.add_usage(at, &record.messages);
         }
         if run > 0 {

@@ -21,12 +21,12 @@ const USAGE: &str = "usage: cargo xtask local-model <command>
   stop [--port N]                  stop the server `start` started on that port (default 8090)
   status [--port N]                print the base URL if the server answers, fail otherwise
   spec [--port N] [--weights W]    print the model spec that reaches the server
-  eval [--port N] [--runs N] [--weights W]
+  eval [--port N] [--runs N] [--weights W] [--binary PATH]
                                    run the README's cases of xtask/local-model-eval.json
-                                   through the release `shiitake serve` with each weights
-                                   (or W) on a model server of its own (default port 8095),
-                                   N times after a warm-up (default 5); print pass rates
-                                   and times
+                                   through the release `shiitake serve` (built here, or
+                                   PATH) with each weights (or W) on a model server of its
+                                   own (default port 8095), N times after a warm-up
+                                   (default 5); print pass rates and times
 
   W is one of: smollm2 (the default), gemma3";
 
@@ -35,6 +35,7 @@ struct Options {
     port: Option<u16>,
     weights: Option<Weights>,
     runs: Option<u32>,
+    binary: Option<std::path::PathBuf>,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -42,6 +43,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         port: None,
         weights: None,
         runs: None,
+        binary: None,
     };
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
@@ -68,6 +70,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                         format!("--runs wants a count of 1 or more, got `{value}`")
                     })?);
             }
+            "--binary" => options.binary = Some(value.into()),
             _ => return Err(format!("unexpected argument `{flag}`\n\n{USAGE}")),
         }
     }
@@ -114,6 +117,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 &candidates,
                 options.port.unwrap_or(eval::DEFAULT_PORT),
                 options.runs.unwrap_or(5),
+                options.binary,
             )
         }
         other => Err(format!("unknown local-model command `{other}`\n\n{USAGE}")),

@@ -14,12 +14,16 @@ call's arguments follow the tool's JSON Schema) and, for a model this small
 (SmolLM2-135M; each choice measured in docs/models.md):
 
 - offers a tool only when the last user message names what it does (a word
-  of its name counts twice, a word of its description's first sentence once;
-  the best scores are the candidates): asked to choose among tools for a
-  greeting, the model calls the first tool listed. With no candidate the
-  answer is a message and the choosing step is skipped;
+  of its own name counts twice, a word of its description's first sentence
+  once; the best scores are the candidates): asked to choose among tools for
+  a greeting, the model calls the first tool listed. With no candidate the
+  answer is a message and the choosing step is skipped; with one candidate
+  named by its own name it is called without the choosing step (offered one,
+  the model chose the tool every time);
 - holds a `path` argument to the paths the request names (or leaves an
-  optional one out when it names none): left free, the model invents one;
+  optional one out when it names none): left free, the model invents one.
+  When that leaves one arguments object the grammar admits, it is the call's
+  arguments without a pass of the model (whose usage is then zero, truly);
 - writes a message without the tool schemas in view (it answers with pieces
   of them otherwise), from the conversation without its tool calls and
   results (it copies them), and right after a tool result from the request
@@ -42,6 +46,7 @@ small are only coherent that way, and answers repeat for a given build.
 
 import json
 import re
+import sys
 import threading
 import time
 import uuid
@@ -56,6 +61,9 @@ DEFAULT_MAX_TOKENS = 512
 MAX_ARGUMENT_TOKENS = 256
 END = "<|im_end|>"
 MESSAGE = "message:"
+# The score of a word of a tool's own name: a request that scores this for one tool
+# alone is taken to ask for it.
+NAMED = 2
 
 # Words that say nothing about which tool is meant.
 STOP_WORDS = frozenset(
@@ -69,6 +77,12 @@ STOP_WORDS = frozenset(
     with would yes you your four
     """.split()
 )
+
+
+def _note(began, what):
+    """One line per answer in the server's log: what it did and how long it took."""
+    print(f"shiitake-tools: {what} in {time.monotonic() - began:.2f} s", file=sys.stderr,
+          flush=True)
 
 
 def _text(content):
@@ -210,7 +224,8 @@ def _asked(messages):
 
 
 def candidates(messages, tools):
-    """The tools the last user message names best, in offered order; empty when none.
+    """The best score and the tools the last user message names best, in offered order
+    (none when it names none).
 
     A word of the tool's own name (`read` of `files__read`; the module's name is
     every tool's of that module, so it tells them apart from nothing) counts twice,
@@ -224,12 +239,12 @@ def candidates(messages, tools):
         own = function["name"].rsplit("__", 1)[-1]
         named = _words(own.replace("_", " "))
         described = _words(_first_sentence(function.get("description", "")))
-        score = sum(2 if word in named else 1 if word in described else 0 for word in words)
+        score = sum(NAMED if word in named else 1 if word in described else 0 for word in words)
         scored.append((score, tool))
     best = max((score for score, _ in scored), default=0)
     if best == 0:
-        return []
-    return [tool for score, tool in scored if score == best]
+        return 0, []
+    return best, [tool for score, tool in scored if score == best]
 
 
 def paths(messages):
@@ -314,6 +329,24 @@ def _grounded(schema, named):
     return dict(schema, properties={k: v for k, v in properties.items() if k != "path"})
 
 
+def _determined(schema):
+    """The one arguments object `schema` admits, when it admits one: every property it
+    has is required and held to a single value (a grounded `path`), or it has none."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return None
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    if schema.get("additionalProperties") is not False or set(properties) - required:
+        return None
+    arguments = {}
+    for name, property in properties.items():
+        values = property.get("enum") if isinstance(property, dict) else None
+        if not isinstance(values, list) or len(values) != 1:
+            return None
+        arguments[name] = values[0]
+    return arguments
+
+
 def _grammar_for(tool, named):
     schema = _grounded(_loosen(tool["function"].get("parameters", {})), named)
     try:
@@ -374,7 +407,7 @@ class _Trim:
         return kept
 
 
-def _stream_message(llama, head, prompt, limit, cached):
+def _stream_message(llama, head, prompt, limit, cached, began):
     """The message as chunks while it is generated: role, text deltas, finish, usage."""
     yield head.chunk([{"index": 0, "delta": {"role": "assistant", "content": ""},
                        "finish_reason": None}])
@@ -392,6 +425,7 @@ def _stream_message(llama, head, prompt, limit, cached):
     yield head.chunk([{"index": 0, "delta": {}, "finish_reason": finish}])
     prompt_tokens = len(_tokens(llama, prompt))
     generated = len(llama.tokenize("".join(text).encode("utf-8"), add_bos=False))
+    _note(began, f"message of {generated} tokens, prompt {prompt_tokens} ({cached} cached),")
     yield head.chunk([], usage=_usage(prompt_tokens, generated, cached))
 
 
@@ -423,12 +457,21 @@ def _decide(llama, prompt, tools, allow_message):
 
 def _call(llama, head, prompt, tool, named, limit, cached):
     name = tool["function"]["name"]
-    done = _complete(llama, prompt + f"functions.{name}:\n", min(limit, MAX_ARGUMENT_TOKENS),
-                     grammar=_grammar_for(tool, named))
-    arguments = done["choices"][0]["text"].strip() or "{}"
+    schema = _grounded(_loosen(tool["function"].get("parameters", {})), named)
+    determined = _determined(schema)
+    if determined is not None:
+        # The grammar would admit these arguments and nothing else: the model would only
+        # spend time spelling them out. It read and wrote nothing, and usage says so.
+        arguments = json.dumps(determined)
+        usage = _usage(0, 0, 0)
+    else:
+        done = _complete(llama, prompt + f"functions.{name}:\n",
+                         min(limit, MAX_ARGUMENT_TOKENS), grammar=_grammar_for(tool, named))
+        arguments = done["choices"][0]["text"].strip() or "{}"
+        usage = _usage(done["usage"]["prompt_tokens"], done["usage"]["completion_tokens"],
+                       cached)
     call = {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
             "function": {"name": name, "arguments": arguments}}
-    usage = _usage(done["usage"]["prompt_tokens"], done["usage"]["completion_tokens"], cached)
     return head.response(None, call, "tool_calls", usage)
 
 
@@ -454,20 +497,31 @@ def shiitake_tools(llama, messages, tools=None, tool_choice=None, max_tokens=Non
     forced = None
     if isinstance(tool_choice, dict):
         forced = tool_choice.get("function", {}).get("name")
+    began = time.monotonic()
     answering = bool(messages) and messages[-1]["role"] == "tool"
-    offered = []
+    best, offered = 0, []
     if tools and forced is None and not answering:
-        offered = tools if tool_choice == "required" else candidates(messages, tools)
+        if tool_choice == "required":
+            offered = tools
+        else:
+            best, offered = candidates(messages, tools)
+    if forced is None and len(offered) == 1 and best >= NAMED:
+        # The request names this one tool by its own name: asked anyway, the model chose
+        # the tool every time it was offered one (docs/models.md).
+        forced = offered[0]["function"]["name"]
     if forced is not None or offered:
         prompt = render(messages, tools)
         cached = _cached(llama, _tokens(llama, prompt))
         if forced is None:
             forced = _decide(llama, prompt, offered, allow_message=tool_choice != "required")
+            _note(began, f"chose {forced or 'a message'} among {len(offered)} candidates")
         if forced is not None:
             tool = next((t for t in tools if t["function"]["name"] == forced), None)
             if tool is None:
                 raise ValueError(f"no tool named {forced!r}")
             response = _call(llama, head, prompt, tool, paths(messages), limit, cached)
+            usage = response["usage"]
+            _note(began, f"call of {forced}, prompt {usage['prompt_tokens']} ({cached} cached),")
             return _whole_chunks(head, response) if stream else response
     # A message is written without the tool schemas in view: a model this small
     # otherwise answers with pieces of them. That prompt is short, and the server's
@@ -475,8 +529,10 @@ def shiitake_tools(llama, messages, tools=None, tool_choice=None, max_tokens=Non
     prompt = render_answer(messages) if answering else render_message(messages)
     cached = _cached(llama, _tokens(llama, prompt))
     if stream:
-        return _stream_message(llama, head, prompt, limit, cached)
-    return _message(llama, head, prompt, limit, cached)
+        return _stream_message(llama, head, prompt, limit, cached, began)
+    response = _message(llama, head, prompt, limit, cached)
+    _note(began, f"message, prompt {response['usage']['prompt_tokens']} ({cached} cached),")
+    return response
 
 
 class SlimRAMCache(llama_cpp.LlamaRAMCache):
