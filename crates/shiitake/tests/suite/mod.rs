@@ -14,7 +14,7 @@ mod serve_database;
 mod serve_hardening;
 mod serve_mcp;
 mod serve_roster;
-mod slash_flows;
 mod serve_slow_clients;
+mod slash_flows;
 mod small_model_tools;
 mod soak;
