@@ -50,6 +50,20 @@ async fn profiled_agent(
     (agent, model, counters)
 }
 
+/// What a model of `profile` reads in one run of "hello" (answered "hi"), the Agent
+/// configured by `configure`.
+async fn first_request(
+    profile: ModelProfile,
+    configure: impl FnOnce(&mut AgentConfig),
+) -> ModelContext {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model, _) = profiled_agent(&dir, vec![Turn::text("hi")], profile, configure).await;
+    let session = new_session(&agent).await;
+    let command = send(&session, "hello").await;
+    terminal_of(&session, &command).await;
+    model.requests().remove(0)
+}
+
 fn names(context: &ModelContext) -> Vec<&str> {
     context
         .tools
@@ -125,28 +139,16 @@ async fn a_small_model_gets_the_hosts_set_short_and_a_call_outside_it_is_not_run
 
 #[tokio::test]
 async fn by_default_a_small_model_gets_the_compact_set_and_no_section_about_other_tools() {
-    let dir = tempfile::tempdir().unwrap();
-    let (agent, model, _) =
-        profiled_agent(&dir, vec![Turn::text("hi")], ModelProfile::Small, |_| {}).await;
-    let session = new_session(&agent).await;
-    let command = send(&session, "hello").await;
-    terminal_of(&session, &command).await;
-    let request = &model.requests()[0];
+    let request = first_request(ModelProfile::Small, |_| {}).await;
     // Neither the test tools nor the probe's are files or question tools.
-    assert_eq!(names(request), Vec::<&str>::new());
+    assert_eq!(names(&request), Vec::<&str>::new());
     assert_eq!(request.system_prompt, SMALL_SYSTEM_PROMPT);
 }
 
 #[tokio::test]
 async fn a_full_model_gets_everything_in_full_unless_the_host_names_a_set() {
-    let dir = tempfile::tempdir().unwrap();
-    let (agent, model, _) =
-        profiled_agent(&dir, vec![Turn::text("hi")], ModelProfile::Full, |_| {}).await;
-    let session = new_session(&agent).await;
-    let command = send(&session, "hello").await;
-    terminal_of(&session, &command).await;
-    let request = &model.requests()[0];
-    assert_eq!(names(request), ["test__echo", "test__slow", "probe__bump"]);
+    let request = first_request(ModelProfile::Full, |_| {}).await;
+    assert_eq!(names(&request), ["test__echo", "test__slow", "probe__bump"]);
     assert!(
         request.system_prompt.ends_with("Probe one. Probe two."),
         "{}",
@@ -154,17 +156,11 @@ async fn a_full_model_gets_everything_in_full_unless_the_host_names_a_set() {
     );
     assert!(!request.system_prompt.starts_with(SMALL_SYSTEM_PROMPT));
 
-    let dir = tempfile::tempdir().unwrap();
-    let (agent, model, _) =
-        profiled_agent(&dir, vec![Turn::text("hi")], ModelProfile::Full, |config| {
-            config.offered_tools.full = ToolSet::parse("test").unwrap();
-        })
-        .await;
-    let session = new_session(&agent).await;
-    let command = send(&session, "hello").await;
-    terminal_of(&session, &command).await;
-    let request = &model.requests()[0];
-    assert_eq!(names(request), ["test__echo", "test__slow"]);
+    let request = first_request(ModelProfile::Full, |config| {
+        config.offered_tools.full = ToolSet::parse("test").unwrap();
+    })
+    .await;
+    assert_eq!(names(&request), ["test__echo", "test__slow"]);
     // The probe offers no tool to this model: its section is left out.
     assert!(
         !request.system_prompt.contains("Probe one."),

@@ -26,6 +26,14 @@ fn eager(dir: &std::path::Path) -> String {
     )
 }
 
+/// The workspace `serve` works in: one file, `notes.txt`.
+fn workspace(dir: &std::path::Path) -> std::path::PathBuf {
+    let workspace = dir.join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "The launch is on Tuesday.\n").unwrap();
+    workspace
+}
+
 fn result_line<'a>(printed: &'a str, tool: &str) -> &'a str {
     printed
         .lines()
@@ -46,9 +54,7 @@ fn the_bundled_model_spec_is_small() {
 #[test]
 fn a_small_model_creates_no_agent_loop_or_goal_but_reads_files() {
     let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(workspace.join("notes.txt"), "The launch is on Tuesday.\n").unwrap();
+    let workspace = workspace(dir.path());
     // The same profile as the bundled model's spec (`the_bundled_model_spec_is_small`).
     let model = format!("{}?profile=small", eager(dir.path()));
     let serve = Serve::start(
@@ -89,9 +95,7 @@ fn a_small_model_creates_no_agent_loop_or_goal_but_reads_files() {
 #[test]
 fn the_host_may_offer_a_small_model_more_with_tools() {
     let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(workspace.join("notes.txt"), "The launch is on Tuesday.\n").unwrap();
+    let workspace = workspace(dir.path());
     let model = format!("{}?profile=small", eager(dir.path()));
     let workspace_arg = workspace.display().to_string();
     let serve = Serve::start_with(
