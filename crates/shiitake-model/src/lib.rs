@@ -31,7 +31,13 @@
 //! [`replay::prepare`] turns a transcript into what the model reads (skips
 //! failed messages, answers dangling tool calls, strips signatures across
 //! models); both providers apply it. [`select`] builds a model from a spec
-//! such as `openai-compatible:http://127.0.0.1:8090/v1#smollm2`.
+//! such as `openai-compatible:http://127.0.0.1:8090/v1#smollm2`; a spec ending in
+//! `?profile=small` gives a model whose [`Model::profile`] is [`ModelProfile::Small`],
+//! which the runner offers a compact tool set and a short prompt.
+//!
+//! Usage on a message is what the provider reported, or explicitly unknown
+//! ([`Usage::unknown`](shiitake_protocol::message::Usage::unknown)) when it reported
+//! none: never a false zero.
 //!
 //! This crate knows nothing of sessions or storage; see `docs/models.md` for
 //! pointing the product at a provider.
