@@ -368,7 +368,10 @@ pub async fn run(
             "shiitake: no model (--model none): runs of Sessions without a model fail until one is given"
         ),
     }
-    println!("shiitake: tools {}", models::describe_offered(&offered_tools));
+    println!(
+        "shiitake: tools {}",
+        models::describe_offered(&offered_tools)
+    );
     println!("shiitake: approvals: {}", approvals.describe());
     let mut signals = StopSignals::register()?;
     let limits = args.connections.limits();
