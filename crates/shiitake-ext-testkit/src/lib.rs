@@ -12,7 +12,9 @@
 //! - the extension's projection decoded through its contract, read once
 //!   ([`projection::read`]) or awaited until a predicate holds ([`projection::until`]);
 //! - for client tests, an extension with a footer row of a kind no client knows
-//!   ([`sample::weather`]).
+//!   ([`sample::weather`]);
+//! - a host tool with a side effect that counts its runs, for tests of what decides
+//!   whether a call runs ([`side_effect::counted`]).
 //!
 //! ```no_run
 //! # async fn example(extension: impl shiitake_core::extension::Extension) {
@@ -39,6 +41,7 @@ mod agent;
 pub mod projection;
 mod run;
 pub mod sample;
+pub mod side_effect;
 mod sqlite;
 
 pub use agent::{START, TestAgent, TestAgentBuilder, fast_retry, paused_clock};

@@ -136,46 +136,58 @@ fn child_row(row: &ChildRow, id: &ExtensionId) -> FooterRowV0 {
     })
 }
 
-/// The question's own `/answer` flow on the child's Session, with the Ask preset; none
-/// when the question extension's id is not a valid id (nothing could run it).
+/// The question's own `/answer` flow on the child's Session, with the Ask preset.
 fn answer_action(answer: &AnswerAction) -> Option<FooterActionV0> {
-    Some(
-        FooterActionV0 {
-            label: answer.label.clone(),
-            name: "answer".into(),
-            primary: false,
-            kind: FooterActionKind::Flow {
-                extension_id: ExtensionId::new(answer.extension_id.as_str()).ok()?,
-                flow: answer.flow.clone(),
-                call: answer.call.clone(),
-                preset: json!({"askId": answer.ask_id}),
-                target: Some(SessionTarget {
-                    agent: answer.agent.clone(),
-                    session_id: answer.session_id.clone(),
-                }),
-            },
-        }
-        .primary(),
+    child_flow(
+        &answer.label,
+        &answer.extension_id,
+        &answer.flow,
+        &answer.call,
+        json!({"askId": answer.ask_id}),
+        SessionTarget {
+            agent: answer.agent.clone(),
+            session_id: answer.session_id.clone(),
+        },
     )
 }
 
-/// The approval's own `/approve` flow on the child's Session, with the approval preset;
-/// none when the approval extension's id is not a valid id.
+/// The approval's own `/approve` flow on the child's Session, with the approval preset.
 fn approve_action(answer: &ApprovalAnswerAction) -> Option<FooterActionV0> {
+    child_flow(
+        &answer.label,
+        &answer.extension_id,
+        &answer.flow,
+        &answer.call,
+        json!({"approvalId": answer.approval_id}),
+        SessionTarget {
+            agent: answer.agent.clone(),
+            session_id: answer.session_id.clone(),
+        },
+    )
+}
+
+/// The primary *Answer* action (named `answer`, which `/answer @agent` runs) that
+/// walks `flow` of `extension_id` on `target` from `preset`, then calls `call`; none
+/// when the extension's id is not a valid id (nothing could run it).
+fn child_flow(
+    label: &str,
+    extension_id: &str,
+    flow: &str,
+    call: &str,
+    preset: serde_json::Value,
+    target: SessionTarget,
+) -> Option<FooterActionV0> {
     Some(
         FooterActionV0 {
-            label: answer.label.clone(),
+            label: label.to_owned(),
             name: "answer".into(),
             primary: false,
             kind: FooterActionKind::Flow {
-                extension_id: ExtensionId::new(answer.extension_id.as_str()).ok()?,
-                flow: answer.flow.clone(),
-                call: answer.call.clone(),
-                preset: json!({"approvalId": answer.approval_id}),
-                target: Some(SessionTarget {
-                    agent: answer.agent.clone(),
-                    session_id: answer.session_id.clone(),
-                }),
+                extension_id: ExtensionId::new(extension_id).ok()?,
+                flow: flow.to_owned(),
+                call: call.to_owned(),
+                preset,
+                target: Some(target),
             },
         }
         .primary(),

@@ -4,65 +4,32 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::support::*;
 use serde_json::{Map, Value, json};
-use shiitake_capabilities::{
-    Catalog, Module, ModulePath, Operation, OperationName, Replay, SourceId, StaticSource,
-};
 use shiitake_conformance::support::*;
 use shiitake_ext_approval::contract::ApprovalContract;
 use shiitake_ext_approval::policy::{Policy, Ruling};
 use shiitake_ext_subagents::contract::ChildStatus;
-use shiitake_ext_testkit::{TestAgent, fast_retry, projection};
+use shiitake_ext_testkit::{TestAgent, fast_retry, projection, side_effect};
 use shiitake_model::Turn;
 use shiitake_protocol::catalog::FlowStep;
 use shiitake_protocol::footer::FooterActionKind;
 use shiitake_protocol::*;
 
-/// `deploy.run`, counting its runs; not safe to repeat.
-async fn deploy(runs: Arc<AtomicUsize>) -> Arc<Catalog> {
-    let run = Operation::from_fn(
-        OperationName::new("run").unwrap(),
-        "Deploys.",
-        move |_input: Value, _ctx| {
-            let runs = runs.clone();
-            async move {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok(Value::from("deployed"))
-            }
-        },
-    )
-    .with_replay(Replay::Unsafe);
-    let module = Module::new(ModulePath::new("deploy").unwrap(), "Deploys.")
-        .with_operation(run)
-        .unwrap();
-    let catalog = Catalog::new();
-    catalog
-        .add_source(Arc::new(StaticSource::new(
-            SourceId::new("deploy"),
-            vec![module],
-        )))
-        .await
-        .unwrap();
-    Arc::new(catalog)
-}
-
 #[tokio::test]
 async fn a_childs_waiting_tool_call_needs_you_and_is_answered_from_the_row() {
     let dir = tempfile::tempdir().unwrap();
     let parent = parent(&dir).await;
-    let runs = Arc::new(AtomicUsize::new(0));
+    let (tools, runs) = side_effect::counted("deploy", "run").await.unwrap();
     let patcher = TestAgent::builder()
         .file(dir.path().join("patcher.db"))
         .turns(vec![
             Turn::tool_call("deploy__run", json!({"target": "staging"})),
             Turn::text("Deployed."),
         ])
-        .tools(deploy(runs.clone()).await)
+        .tools(tools)
         .configure(|config| config.retry = fast_retry(1))
         .kit_extension(shiitake_ext_approval::extension(Policy::new(Ruling::Ask)).unwrap())
         .open()
@@ -152,7 +119,7 @@ async fn a_childs_waiting_tool_call_needs_you_and_is_answered_from_the_row() {
         terminal_of(&child, &work).await.outcome,
         TerminalOutcome::Completed
     );
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(runs.count(), 1);
     parent.clock.advance(Duration::from_secs(1));
     let idle = projection::until::<shiitake_ext_subagents::contract::SubagentsContract>(
         &parent_session,

@@ -11,8 +11,9 @@ use shiitake_conformance::support::*;
 use shiitake_core::FixedModel;
 use shiitake_ext_approval::contract::{AnswerApproval, ApprovalContract, Decision};
 use shiitake_ext_home::{Attachment, ComputerList};
+use shiitake_ext_testkit::projection;
 use shiitake_model::{Script, ScriptedModel, Turn};
-use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
+use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::*;
 use shiitake_roster_local::{LocalDirectory, LocalOptions};
 
@@ -37,19 +38,10 @@ async fn the_local_default_reads_freely_and_asks_before_a_patch() {
     let agent = directory.default_agent();
     let session = new_session(&agent).await;
     let command = send(&session, "Read the notes, then write the plan").await;
-    let mut waiting = Vec::new();
-    for _ in 0..150 {
-        let snapshot = session.read(ReadOptions::default()).await.unwrap();
-        if let Ok(ExtensionViewV0::Running { value: Some(found) }) =
-            view::<ApprovalContract>(&snapshot.extensions)
-            && !found.approvals.is_empty()
-        {
-            waiting = found.approvals;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(waiting.len(), 1, "the patch waits within 15 s");
+    let waiting = projection::until::<ApprovalContract>(&session, |p| !p.approvals.is_empty())
+        .await
+        .approvals;
+    assert_eq!(waiting.len(), 1, "the patch waits");
     assert_eq!(waiting[0].tool, "files__apply_patch");
     assert_eq!(waiting[0].why, "the host asks before files__apply_patch");
     assert!(!workspace.join("plan.txt").exists(), "not applied yet");
