@@ -20,7 +20,7 @@ use shiitake_core::extension::kit::{ExtensionKit, HELD_COLLECTION, KitExtension}
 use shiitake_core::extension::{
     GateMoment, GateVerdict, GatedCall, Grant, Grants, HookError, StateScope, Tx,
 };
-use shiitake_core::{Agent, AgentConfig};
+use shiitake_core::{Agent, AgentConfig, LocalSession};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::ExtensionContract;
 use shiitake_protocol::*;
@@ -184,6 +184,24 @@ async fn open(
     Gated { agent, jobs, model }
 }
 
+/// A fresh Agent with the gate (its own grants) answering `turns`, and a new Session.
+async fn fresh(
+    turns: Vec<Turn>,
+    tune: impl FnOnce(&mut AgentConfig),
+) -> (tempfile::TempDir, Gated, LocalSession) {
+    let dir = tempfile::tempdir().unwrap();
+    let gated = open(
+        &dir.path().join("agent.db"),
+        Arc::default(),
+        turns,
+        None,
+        tune,
+    )
+    .await;
+    let session = new_session(&gated.agent).await;
+    (dir, gated, session)
+}
+
 async fn set(session: &impl SessionApi, tool: &str, rule: Rule) {
     session
         .call_extension(&gate_id(), "set", json!({"tool": tool, "rule": rule}))
@@ -228,16 +246,7 @@ fn charge_then_done() -> Vec<Turn> {
 
 #[tokio::test]
 async fn a_denied_call_never_runs_and_the_model_reads_why() {
-    let dir = tempfile::tempdir().unwrap();
-    let gated = open(
-        &dir.path().join("agent.db"),
-        Arc::default(),
-        charge_then_done(),
-        None,
-        |_| {},
-    )
-    .await;
-    let session = new_session(&gated.agent).await;
+    let (_dir, gated, session) = fresh(charge_then_done(), |_| {}).await;
     set(&session, "jobs__charge", Rule::Deny).await;
     let command = send(&session, "charge it").await;
     assert_eq!(
@@ -258,20 +267,15 @@ async fn a_denied_call_never_runs_and_the_model_reads_why() {
 
 #[tokio::test]
 async fn a_call_the_gate_passes_or_allows_runs_and_a_gate_granted_by_all_is_never_asked() {
-    let dir = tempfile::tempdir().unwrap();
-    let gated = open(
-        &dir.path().join("agent.db"),
-        Arc::default(),
+    let (_dir, gated, session) = fresh(
         vec![
             Turn::tool_call("jobs__fetch", json!({})),
             Turn::tool_call("jobs__charge", json!({})),
             Turn::text("done"),
         ],
-        None,
         |_| {},
     )
     .await;
-    let session = new_session(&gated.agent).await;
     set(&session, "jobs__charge", Rule::Allow).await;
     let command = send(&session, "fetch and charge").await;
     terminal_of(&session, &command).await;
@@ -302,16 +306,7 @@ async fn a_call_the_gate_passes_or_allows_runs_and_a_gate_granted_by_all_is_neve
 
 #[tokio::test]
 async fn a_held_call_waits_in_turn_and_runs_once_when_allowed() {
-    let dir = tempfile::tempdir().unwrap();
-    let gated = open(
-        &dir.path().join("agent.db"),
-        Arc::default(),
-        charge_then_done(),
-        None,
-        |_| {},
-    )
-    .await;
-    let session = new_session(&gated.agent).await;
+    let (_dir, gated, session) = fresh(charge_then_done(), |_| {}).await;
     set(&session, "jobs__charge", Rule::Ask).await;
     let command = send(&session, "charge it").await;
     until_held(&session).await;
@@ -338,10 +333,7 @@ async fn a_held_call_waits_in_turn_and_runs_once_when_allowed() {
 
 #[tokio::test]
 async fn a_held_call_is_denied_parked_by_a_steer_or_aborted_with_its_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let gated = open(
-        &dir.path().join("agent.db"),
-        Arc::default(),
+    let (_dir, gated, session) = fresh(
         vec![
             Turn::tool_call("jobs__charge", json!({})),
             Turn::text("not charged"),
@@ -349,11 +341,9 @@ async fn a_held_call_is_denied_parked_by_a_steer_or_aborted_with_its_run() {
             Turn::text("steered"),
             Turn::tool_call("jobs__charge", json!({})),
         ],
-        None,
         |_| {},
     )
     .await;
-    let session = new_session(&gated.agent).await;
     set(&session, "jobs__charge", Rule::Ask).await;
 
     let denied = send(&session, "one").await;
@@ -463,10 +453,7 @@ async fn after_a_restart_a_held_call_runs_once_and_a_started_one_is_outcome_unkn
 
 #[tokio::test]
 async fn a_stopped_gate_refuses_calls_until_it_is_resumed() {
-    let dir = tempfile::tempdir().unwrap();
-    let gated = open(
-        &dir.path().join("agent.db"),
-        Arc::default(),
+    let (_dir, gated, session) = fresh(
         vec![
             Turn::tool_call("jobs__charge", json!({})),
             Turn::tool_call("jobs__fetch", json!({})),
@@ -474,11 +461,9 @@ async fn a_stopped_gate_refuses_calls_until_it_is_resumed() {
             Turn::tool_call("jobs__fetch", json!({})),
             Turn::text("done again"),
         ],
-        None,
         |_| {},
     )
     .await;
-    let session = new_session(&gated.agent).await;
     set(&session, "jobs__charge", Rule::Fail).await;
     let command = send(&session, "charge and fetch").await;
     terminal_of(&session, &command).await;
