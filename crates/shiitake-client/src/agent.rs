@@ -8,8 +8,8 @@ use reqwest::{Method, Url};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shiitake_protocol::{
-    AgentApi, AgentList, AgentName, Cursor, ExtensionId, ExtensionStatusV0, HubNodeList, RequestId,
-    SessionId, SessionSummaryPage, ShiitakeError,
+    AddressOrigin, AgentApi, AgentList, AgentName, Cursor, ExtensionId, ExtensionStatusV0,
+    HubNodeList, RequestId, SessionAddress, SessionId, SessionSummaryPage, ShiitakeError,
 };
 
 use crate::http::{Inner, NO_BODY};
@@ -77,9 +77,14 @@ impl RemoteAgent {
             .transport
             .clone()
             .unwrap_or_else(|| Arc::new(ReqwestTransport::default()));
+        let origin = origin_of(&base).map_err(|reason| ClientError::BaseUrl {
+            url: options.base_url.clone(),
+            reason,
+        })?;
         Ok(Self {
             inner: Arc::new(Inner {
                 base,
+                origin,
                 token,
                 transport,
                 options,
@@ -88,15 +93,27 @@ impl RemoteAgent {
     }
 }
 
+/// The origin of the Session addresses of a client of `base`: the base URL without its
+/// trailing `/`.
+fn origin_of(base: &Url) -> Result<AddressOrigin, String> {
+    AddressOrigin::http(base.as_str()).map_err(|error| error.to_string())
+}
+
 impl RemoteAgent {
     /// The Agent `name` of the same directory server, sharing this client's
     /// connection pool, token and transport; this does no I/O.
     pub fn agent(&self, name: AgentName) -> Self {
+        self.for_agent(Some(name))
+    }
+
+    /// This client bound to the Agent `agent` of its server (`None`: the default one).
+    fn for_agent(&self, agent: Option<AgentName>) -> Self {
         let mut options = self.inner.options.clone();
-        options.agent = Some(name);
+        options.agent = agent;
         Self {
             inner: Arc::new(Inner {
                 base: self.inner.base.clone(),
+                origin: self.inner.origin.clone(),
                 token: self.inner.token.clone(),
                 transport: self.inner.transport.clone(),
                 options,
@@ -171,6 +188,33 @@ impl AgentApi for RemoteAgent {
 
     fn session(&self, session_id: SessionId) -> RemoteSession {
         RemoteSession::new(self.inner.clone(), session_id)
+    }
+
+    /// The Session of `address` on its Agent of this client's server (another Agent of a
+    /// directory shares this client's pool and token); an address of another server or
+    /// of an in-process Agent is `invalid`.
+    fn session_at(&self, address: &SessionAddress) -> Result<RemoteSession, ShiitakeError> {
+        match address.origin() {
+            origin if origin == &self.inner.origin => {}
+            AddressOrigin::Local => {
+                return Err(ShiitakeError::invalid(format!(
+                    "{address} is a Session of an in-process Agent, not of the server at {}",
+                    self.inner.origin.base_url().unwrap_or_default()
+                )));
+            }
+            AddressOrigin::Http(base) => {
+                return Err(ShiitakeError::invalid(format!(
+                    "{address} is a Session of the server at {base}; this client talks to {}",
+                    self.inner.origin.base_url().unwrap_or_default()
+                )));
+            }
+        }
+        let agent = if address.agent() == self.inner.options.agent.as_ref() {
+            self.clone()
+        } else {
+            self.for_agent(address.agent().cloned())
+        };
+        Ok(agent.session(address.session_id().clone()))
     }
 
     async fn catalogs(&self) -> Result<shiitake_protocol::catalog::SessionCatalogs, ShiitakeError> {

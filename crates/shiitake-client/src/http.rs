@@ -6,7 +6,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, Response, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use shiitake_protocol::{ErrorCode, ShiitakeError, parse_shiitake_error};
+use shiitake_protocol::{AddressOrigin, ErrorCode, ShiitakeError, parse_shiitake_error};
 
 use crate::ClientOptions;
 use crate::transport::Transport;
@@ -14,6 +14,8 @@ use crate::transport::Transport;
 /// What every handle of one client shares.
 pub(crate) struct Inner {
     pub(crate) base: Url,
+    /// The base as the origin of this client's Session addresses.
+    pub(crate) origin: AddressOrigin,
     pub(crate) token: Option<HeaderValue>,
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) options: ClientOptions,

@@ -7,7 +7,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use shiitake_protocol::{
     Accepted, CancelResult, CommandOutcome, ExtensionId, ForkedSession, FrameStream,
-    ModelPreference, ReadOptions, RequestId, SessionApi, SessionCommand, SessionId,
+    ModelPreference, ReadOptions, RequestId, SessionAddress, SessionApi, SessionCommand, SessionId,
     SessionSnapshot, SessionWatch, ShiitakeError, SubscribeOptions, WatchOptions,
 };
 
@@ -45,6 +45,14 @@ impl RemoteSession {
 impl SessionApi for RemoteSession {
     fn session_id(&self) -> &SessionId {
         &self.session_id
+    }
+
+    fn address(&self) -> SessionAddress {
+        SessionAddress::new(
+            self.inner.origin.clone(),
+            self.inner.options.agent.clone(),
+            self.session_id.clone(),
+        )
     }
 
     fn new_request_id(&self) -> RequestId {

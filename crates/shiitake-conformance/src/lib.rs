@@ -58,6 +58,7 @@ macro_rules! conformance_tests {
             agent::unknown_sessions_are_not_found,
             agent::delete_removes_a_session,
             agent::list_orders_running_before_settled,
+            agent::an_address_leads_back_to_its_session,
             commands::a_prompt_runs_to_completion,
             commands::an_exact_retry_returns_the_original_acceptance,
             commands::a_changed_retry_is_a_conflict,

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use shiitake_capabilities::Catalog;
 use shiitake_protocol::{
-    AgentApi, Cursor, ExtensionId, ExtensionStatusV0, RequestId, SessionId, SessionSummary,
-    SessionSummaryPage, SessionSummaryRow, ShiitakeError,
+    AddressOrigin, AgentApi, AgentName, Cursor, ExtensionId, ExtensionStatusV0, RequestId,
+    SessionAddress, SessionId, SessionSummary, SessionSummaryPage, SessionSummaryRow,
+    ShiitakeError,
 };
 
 use crate::agent_core::AgentCore;
@@ -163,8 +164,14 @@ fn start_owners(core: std::sync::Weak<AgentCore>) -> registry::StartOwner {
             // The Agent is gone: dropping the mailbox's receiver refuses its callers.
             return;
         };
-        let span =
-            tracing::info_span!("owner", session = %slot.session_id, generation = slot.generation);
+        // `agent` is the host's name for the Agent (the tenant, on a Hub), when it has one.
+        let agent = core.config.name.as_ref().map(AgentName::as_str);
+        let span = tracing::info_span!(
+            "owner",
+            agent,
+            session = %slot.session_id,
+            generation = slot.generation
+        );
         tokio::spawn(crate::owner_task::run(core, slot).instrument(span));
     })
 }
@@ -314,7 +321,28 @@ impl AgentApi for Agent {
     }
 
     fn session(&self, session_id: SessionId) -> LocalSession {
-        LocalSession::new(self.core.owners.clone(), session_id)
+        LocalSession::new(
+            self.core.owners.clone(),
+            self.core.config.name.clone(),
+            session_id,
+        )
+    }
+
+    fn session_at(&self, address: &SessionAddress) -> Result<LocalSession, ShiitakeError> {
+        let name = self.core.config.name.as_ref();
+        match address.origin() {
+            AddressOrigin::Local if address.agent() == name => {
+                Ok(self.session(address.session_id().clone()))
+            }
+            AddressOrigin::Local => Err(ShiitakeError::invalid(format!(
+                "{address} names the Agent {}, and this is the Agent {}",
+                address.agent().map_or("without a name", AgentName::as_str),
+                name.map_or("without a name", AgentName::as_str),
+            ))),
+            AddressOrigin::Http(base) => Err(ShiitakeError::invalid(format!(
+                "{address} is a Session of the server at {base}; reach it with a RemoteAgent"
+            ))),
+        }
     }
 
     async fn catalogs(&self) -> Result<shiitake_protocol::catalog::SessionCatalogs, ShiitakeError> {

@@ -96,6 +96,10 @@ pub const SMALL_SYSTEM_PROMPT: &str =
 /// Everything an Agent needs besides its store and tools.
 #[derive(Clone)]
 pub struct AgentConfig {
+    /// The Agent's name in its host's directory (`None`: the host did not name it): the
+    /// Agent segment of its Sessions' addresses (`local:/v1/agents/{name}/...`) and
+    /// the `agent` field of its owners' log spans (the tenant, on a Hub).
+    pub name: Option<shiitake_protocol::AgentName>,
     /// Chooses each run's model.
     pub models: Arc<dyn ModelResolver>,
     /// The system prompt of every run whose model is of the full profile.
@@ -134,6 +138,7 @@ impl AgentConfig {
     /// Defaults around the given model resolver.
     pub fn new(models: Arc<dyn ModelResolver>) -> Self {
         Self {
+            name: None,
             models,
             system_prompt:
                 "You are a helpful assistant. Use the tools you are given when they help."
@@ -157,6 +162,7 @@ impl AgentConfig {
 impl std::fmt::Debug for AgentConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentConfig")
+            .field("name", &self.name)
             .field("owner_idle", &self.owner_idle)
             .field("retry", &self.retry)
             .field("tool_timeout", &self.tool_timeout)

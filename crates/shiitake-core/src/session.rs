@@ -6,9 +6,10 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::Value;
 use shiitake_protocol::{
-    CommandOutcome, ExtensionId, FrameStream, ModelPreference, ReadOptions, RequestId, ResetFrame,
-    ResetReason, SessionApi, SessionCommand, SessionFrame, SessionId, SessionSnapshot,
-    SessionWatch, ShiitakeError, SubscribeOptions, WatchOptions,
+    AddressOrigin, AgentName, CommandOutcome, ExtensionId, FrameStream, ModelPreference,
+    ReadOptions, RequestId, ResetFrame, ResetReason, SessionAddress, SessionApi, SessionCommand,
+    SessionFrame, SessionId, SessionSnapshot, SessionWatch, ShiitakeError, SubscribeOptions,
+    WatchOptions,
 };
 use tokio::sync::broadcast;
 
@@ -19,6 +20,8 @@ use crate::owner::{Published, Reply, Request};
 #[derive(Clone)]
 pub struct LocalSession {
     owners: Arc<Registry>,
+    /// The Agent's name, for [`SessionApi::address`].
+    agent: Option<AgentName>,
     session_id: SessionId,
 }
 
@@ -31,8 +34,16 @@ impl std::fmt::Debug for LocalSession {
 }
 
 impl LocalSession {
-    pub(crate) fn new(owners: Arc<Registry>, session_id: SessionId) -> Self {
-        Self { owners, session_id }
+    pub(crate) fn new(
+        owners: Arc<Registry>,
+        agent: Option<AgentName>,
+        session_id: SessionId,
+    ) -> Self {
+        Self {
+            owners,
+            agent,
+            session_id,
+        }
     }
 
     /// Sends one request to the owner, retrying when the owner retired before answering.
@@ -194,6 +205,14 @@ fn to_frame(published: Published, include_sandbox_failures: bool) -> SessionFram
 impl SessionApi for LocalSession {
     fn session_id(&self) -> &SessionId {
         &self.session_id
+    }
+
+    fn address(&self) -> SessionAddress {
+        SessionAddress::new(
+            AddressOrigin::Local,
+            self.agent.clone(),
+            self.session_id.clone(),
+        )
     }
 
     fn new_request_id(&self) -> RequestId {

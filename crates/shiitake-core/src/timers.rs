@@ -236,7 +236,11 @@ async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeE
         extension_id: timer.extension_id.clone(),
         correlation: delivery.correlation.clone(),
     };
-    let session = LocalSession::new(core.owners.clone(), delivery.session_id.clone());
+    let session = LocalSession::new(
+        core.owners.clone(),
+        core.config.name.clone(),
+        delivery.session_id.clone(),
+    );
     let outcome = match session.admit(delivery.clone(), origin).await {
         Ok(accepted) => AdmissionOutcome::Accepted(accepted.command_id),
         // Storage trouble or a retiring owner: leave the row due and try again.

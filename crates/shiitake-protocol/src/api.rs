@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use futures_core::Stream;
 use serde_json::Value;
 
+use crate::address::SessionAddress;
 use crate::bounded::{Cursor, EntryId, ExtensionId, PromptText, RequestId, SessionId};
 use crate::command::{
     Accepted, CancelInput, CancelResult, CommandOutcome, ForkedSession, OperatorAuthor,
@@ -62,6 +63,12 @@ pub trait AgentApi: Send + Sync {
     /// Addresses a Session. This performs no I/O; an unknown Session fails on first use.
     fn session(&self, session_id: SessionId) -> Self::Session;
 
+    /// The handle of the Session `address` names (a [`SessionApi::address`], maybe
+    /// read back from text), on the Agent it names. This performs no I/O: an unknown
+    /// Session fails on first use. An address this Agent cannot reach (another process's
+    /// `local:` Agent, another server, an Agent this one is not) is `invalid`.
+    fn session_at(&self, address: &SessionAddress) -> Result<Self::Session, ShiitakeError>;
+
     /// Lists the Agent's extensions and whether each runs.
     async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError>;
 
@@ -93,6 +100,11 @@ pub trait AgentApi: Send + Sync {
 pub trait SessionApi: Send + Sync {
     /// The Session this handle addresses.
     fn session_id(&self) -> &SessionId;
+
+    /// The Session and the Agent that holds it as one address (seed 001's
+    /// `ShiitakeSession.address`; grammar in [`crate::address`]); computing it performs
+    /// no I/O, and [`AgentApi::session_at`] turns it back into a handle.
+    fn address(&self) -> SessionAddress;
 
     /// A fresh request id, used by [`send`](Self::send) when the caller gives none.
     fn new_request_id(&self) -> RequestId;

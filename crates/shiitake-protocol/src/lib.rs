@@ -24,6 +24,7 @@
 //! ```
 
 pub mod activity;
+pub mod address;
 pub mod api;
 pub mod bounded;
 pub mod catalog;
@@ -44,6 +45,7 @@ mod strict;
 pub mod summary;
 
 pub use activity::{QueueState, RetryState, SessionActivity, SessionProgress};
+pub use address::{AddressError, AddressOrigin, SessionAddress};
 pub use api::{AgentApi, FrameStream, SessionApi, SessionWatch};
 pub use bounded::{
     BoundError, BoundedId, CommandId, Cursor, EntryId, EventId, ExtensionId, PageLimit, PromptText,

@@ -87,8 +87,11 @@ impl HubAgent {
             agent: name.clone(),
             reason,
         };
-        let clock = options.config.clock.clone();
-        let builder = Agent::builder(options.store, options.tools, options.config);
+        let mut config = options.config;
+        // The tenant names its Sessions' addresses and its owners' log spans.
+        config.name.get_or_insert_with(|| name.clone());
+        let clock = config.clock.clone();
+        let builder = Agent::builder(options.store, options.tools, config);
         let set = SharedSet {
             waits_on_sender: false,
             skills: options.skills,

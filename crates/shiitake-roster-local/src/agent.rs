@@ -58,6 +58,8 @@ pub(crate) async fn open(
         .map_err(|error| failed(format!("{}: {error}", path.display())))?;
     let mut config = (options.config)(name);
     config.offered_tools = options.offered_tools.clone();
+    // The Agent segment of its Sessions' addresses and its owners' log spans.
+    config.name = Some(name.clone());
     let clock = config.clock.clone();
     let builder = Agent::builder(Arc::new(store), options.tools.clone(), config);
     let set = SharedSet {

@@ -173,6 +173,32 @@ impl LocalDirectory {
         self.inner.find(name)
     }
 
+    /// The Session a local address of this directory names, on the Agent it names
+    /// (no Agent segment: the default Agent), without I/O: an unknown Session fails on
+    /// first use. An address of another origin, or of an Agent this directory does not
+    /// hold, is `invalid`.
+    pub fn session_at(
+        &self,
+        address: &shiitake_protocol::SessionAddress,
+    ) -> Result<shiitake_core::LocalSession, shiitake_protocol::ShiitakeError> {
+        use shiitake_protocol::{AddressOrigin, AgentApi, ShiitakeError};
+        if address.origin() != &AddressOrigin::Local {
+            return Err(ShiitakeError::invalid(format!(
+                "{address} is a Session of a server; reach it with a RemoteAgent"
+            )));
+        }
+        let name = address
+            .agent()
+            .cloned()
+            .unwrap_or_else(|| self.default_name());
+        let agent = self.agent(&name).ok_or_else(|| {
+            ShiitakeError::invalid(format!(
+                "{address} names the Agent {name}, which this directory does not hold"
+            ))
+        })?;
+        Ok(agent.session(address.session_id().clone()))
+    }
+
     /// The default Agent (`main` unless the options say otherwise).
     pub fn default_agent(&self) -> Agent {
         self.default.clone()

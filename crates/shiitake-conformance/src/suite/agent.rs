@@ -110,3 +110,60 @@ pub async fn list_orders_running_before_settled<F: Fixture>() {
     assert_eq!(states(&agent.list_sessions(None).await.unwrap()), expected);
     running.abort().await.unwrap();
 }
+
+/// A Session's address names it and its Agent; read back from text, it is a handle on
+/// the same Session of the same Agent, made without I/O (an unknown Session's address
+/// gives a handle that fails on first use); an address of another Agent or another
+/// origin never reaches this Agent's Session.
+pub async fn an_address_leads_back_to_its_session<F: Fixture>() {
+    let fixture = F::start(Script::new(vec![Turn::text("addressed")])).await;
+    let agent = fixture.agent();
+    let session = new_session(agent).await;
+    let command = send(&session, "hello").await;
+    terminal_of(&session, &command).await;
+
+    let address = session.address();
+    assert_eq!(address.session_id(), session.session_id());
+    let text = address.to_string();
+    let parsed: SessionAddress = text.parse().unwrap();
+    assert_eq!(parsed, address, "{text}");
+    let again = agent.session_at(&parsed).unwrap();
+    assert_eq!(again.session_id(), session.session_id());
+    assert_eq!(again.address(), address);
+    let first = session.read(ReadOptions::default()).await.unwrap();
+    let through_address = again.read(ReadOptions::default()).await.unwrap();
+    assert_eq!(through_address.messages, first.messages);
+    assert_eq!(through_address.terminals, first.terminals);
+
+    // No I/O: an unknown Session's address is a handle, which fails on first use.
+    let unknown = agent
+        .session_at(&address.for_session(SessionId::new("ses_never_created").unwrap()))
+        .unwrap();
+    let error = unknown.read(ReadOptions::default()).await.unwrap_err();
+    assert_eq!(error.code, ErrorCode::NotFound);
+
+    // Another Agent's address is refused, or names that Agent, which does not hold
+    // this Session: either way it does not reach it.
+    let elsewhere = address.for_agent(Some(AgentName::new("someone-else").unwrap()));
+    match agent.session_at(&elsewhere) {
+        Err(error) => assert_eq!(error.code, ErrorCode::Invalid, "{error:?}"),
+        Ok(handle) => {
+            assert_eq!(handle.address(), elsewhere);
+            let error = handle.read(ReadOptions::default()).await.unwrap_err();
+            assert_eq!(error.code, ErrorCode::NotFound, "{error:?}");
+        }
+    }
+    // An address of another origin (an in-process Agent for a client, a server for an
+    // in-process Agent) is refused before anything is sent.
+    let other_origin = match address.origin() {
+        AddressOrigin::Local => AddressOrigin::http("http://127.0.0.1:9").unwrap(),
+        AddressOrigin::Http(_) => AddressOrigin::Local,
+    };
+    let foreign = SessionAddress::new(
+        other_origin,
+        address.agent().cloned(),
+        address.session_id().clone(),
+    );
+    let refused = agent.session_at(&foreign).err().unwrap();
+    assert_eq!(refused.code, ErrorCode::Invalid, "{refused:?}");
+}

@@ -67,6 +67,9 @@ impl SessionApi for Recorder {
     fn session_id(&self) -> &SessionId {
         &self.id
     }
+    fn address(&self) -> SessionAddress {
+        SessionAddress::new(AddressOrigin::Local, None, self.id.clone())
+    }
     fn new_request_id(&self) -> RequestId {
         RequestId::new("minted").unwrap()
     }
