@@ -2,10 +2,12 @@
 //!
 //! Runs the bench targets (`cargo bench --workspace`: the core's acceptance,
 //! observation and whole-run benches), the server's SSE latency example and the Hub
-//! benchmark (`shiitake-store-postgres`'s `hub_bench` example: 1, 2 and 3 processes on
-//! one PostgreSQL database) in release mode. Each prints ratios measured within its own
-//! run; `docs/benchmarks.md` records them. `cargo xtask bench hub [ROUNDS]` runs the
-//! Hub benchmark alone.
+//! benchmark (`shiitake-store-postgres`'s `hub_bench` example, every phase: 1, 2 and 3
+//! processes on one PostgreSQL database; takeover after a kill; a rolling restart) in
+//! release mode. Each prints ratios or latencies measured within its own run;
+//! `docs/benchmarks.md` records them. `cargo xtask bench hub [PHASE] [N]` runs the Hub
+//! benchmark alone: `throughput [ROUNDS]` (the default), `takeover [KILLS]`,
+//! `rolling [ROUNDS]` or `all`.
 
 use std::process::Command;
 
@@ -36,7 +38,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "--example",
         "sse_latency",
     ]))?;
-    hub(&[])
+    hub(&["all".to_owned()])
 }
 
 /// The Hub benchmark on the PostgreSQL of `SHIITAKE_TEST_POSTGRES_URL`, or on a

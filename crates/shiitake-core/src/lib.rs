@@ -35,6 +35,7 @@ mod runner;
 mod session;
 mod shared;
 pub mod store;
+pub mod telemetry;
 mod timers;
 
 pub use agent::{Agent, AgentBuilder};

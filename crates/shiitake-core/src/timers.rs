@@ -92,7 +92,13 @@ async fn fire_due(core: &Arc<AgentCore>, now: u64) -> bool {
         // On a store other processes share, the owner of a timer's Session may be in
         // another process, whose scheduler fires it; this one looks again after a pause.
         let elsewhere_maybe = core.ownership.is_some() && timer.session_id.is_some();
-        if let Err(error) = fire(core, timer).await {
+        // Admissions are deliveries of prompts, not an extension's timer.
+        let counted = (timer.kind != TimerKind::Admission).then(|| timer.extension_id.clone());
+        let fired = fire(core, timer).await;
+        if let (Ok(()), Some(extension)) = (&fired, &counted) {
+            crate::telemetry::timer_fired(extension);
+        }
+        if let Err(error) = fired {
             match error.code {
                 // Another scheduler claimed it: that is the point.
                 ErrorCode::Conflict => {}

@@ -34,11 +34,12 @@ mod connections;
 mod directory;
 mod error;
 mod extract;
+mod hub;
 mod limits;
 mod routes;
 mod sse;
+pub mod telemetry;
 mod web;
-mod hub;
 mod web_auth;
 mod web_login;
 
@@ -59,6 +60,8 @@ pub use connections::{
 pub use directory::{AgentDirectoryApi, directory_router};
 pub use error::{HttpError, status_of};
 pub use extract::MAX_BODY_BYTES;
+pub use hub::HubNodes;
+pub use telemetry::MetricsText;
 pub use web_auth::{COOKIE_PREFIX, CSRF_HEADER};
 pub use web_login::{
     DEFAULT_CODE_TTL, DEFAULT_MAX_CODES, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL, WebLogin,
@@ -66,7 +69,6 @@ pub use web_login::{
 };
 
 /// How a server behaves besides the Agent it serves.
-pub use hub::HubNodes;
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     /// The bearer token every request must present.
@@ -84,6 +86,12 @@ pub struct ServerConfig {
     pub request_timeout: Duration,
     /// Most `events` and `watch` streams open at once in this process; one more is `unavailable`.
     pub max_subscribers: usize,
+    /// The processes of the Hub this Agent is served by, for `GET /v1/hub/nodes`
+    /// (the bearer token only); `None` mounts no such route.
+    pub hub_nodes: Option<Arc<dyn HubNodes>>,
+    /// The host's metrics exporter, scraped at `GET /metrics` (the bearer token
+    /// only, `docs/operations.md`); `None` mounts no such route.
+    pub metrics: Option<Arc<dyn MetricsText>>,
 }
 
 impl ServerConfig {
@@ -91,23 +99,21 @@ impl ServerConfig {
     /// 256 open event streams.
     pub fn new(token: Token) -> Self {
         Self {
-    /// The processes of the Hub this Agent is served by, for `GET /v1/hub/nodes`
-    /// (the bearer token only); `None` mounts no such route.
-    pub hub_nodes: Option<Arc<dyn HubNodes>>,
             token,
             keep_alive: Duration::from_secs(15),
             browser: None,
             web: None,
             request_timeout: Duration::from_secs(30),
             max_subscribers: 256,
+            hub_nodes: None,
+            metrics: None,
         }
     }
 
-    /// Mounts `bridge`'s routes too (`docs/http.md`, "Browser App bridge").
+    /// Serves `GET /metrics` from `exporter` (`docs/operations.md`).
     #[must_use]
-    pub fn with_browser(mut self, bridge: UiBridge) -> Self {
-        self.browser = Some(bridge);
-            hub_nodes: None,
+    pub fn with_metrics(mut self, exporter: Arc<dyn MetricsText>) -> Self {
+        self.metrics = Some(exporter);
         self
     }
 
@@ -115,6 +121,13 @@ impl ServerConfig {
     #[must_use]
     pub fn with_hub_nodes(mut self, nodes: Arc<dyn HubNodes>) -> Self {
         self.hub_nodes = Some(nodes);
+        self
+    }
+
+    /// Mounts `bridge`'s routes too (`docs/http.md`, "Browser App bridge").
+    #[must_use]
+    pub fn with_browser(mut self, bridge: UiBridge) -> Self {
+        self.browser = Some(bridge);
         self
     }
 
@@ -135,13 +148,6 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
     if let Some(bridge) = config.browser.clone() {
         app = app.merge(browser_routes(agent, bridge, config.keep_alive));
     }
-    guarded(app, config)
-}
-
-/// One Agent's `/v1` routes without authentication, for [`router`] and
-/// [`directory_router`]; `subscribers` bounds the event streams of every Agent served.
-pub(crate) fn agent_routes<A: AgentApi + 'static>(
-    agent: Arc<A>,
     if let Some(nodes) = config.hub_nodes.clone() {
         app = app.merge(
             Router::new()
@@ -149,6 +155,13 @@ pub(crate) fn agent_routes<A: AgentApi + 'static>(
                 .with_state(nodes),
         );
     }
+    guarded(app, config)
+}
+
+/// One Agent's `/v1` routes without authentication, for [`router`] and
+/// [`directory_router`]; `subscribers` bounds the event streams of every Agent served.
+pub(crate) fn agent_routes<A: AgentApi + 'static>(
+    agent: Arc<A>,
     keep_alive: Duration,
     subscribers: limits::Subscribers,
 ) -> Router {
@@ -202,6 +215,13 @@ pub(crate) fn agent_routes<A: AgentApi + 'static>(
 /// and logout routes, the time bound, the gate (token or cookie), the public page, and
 /// the request id with its span.
 pub(crate) fn guarded(mut app: Router, config: ServerConfig) -> Router {
+    if let Some(exporter) = config.metrics.clone() {
+        app = app.merge(
+            Router::new()
+                .route("/metrics", get(telemetry::scrape))
+                .with_state(exporter),
+        );
+    }
     if let Some(login) = &config.web {
         app = app.merge(
             Router::new()

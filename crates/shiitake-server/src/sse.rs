@@ -30,11 +30,7 @@ fn error_event(error: &ShiitakeError) -> Event {
 
 /// One frame as one event, or why it did not encode.
 fn frame_event(frame: &SessionFrame) -> Result<Event, ShiitakeError> {
-    let kind = match frame {
-        SessionFrame::Update(_) => "update",
-        SessionFrame::Progress(_) => "progress",
-        SessionFrame::Reset(_) => "reset",
-    };
+    let kind = crate::telemetry::frame_kind(frame);
     let event = Event::default()
         .event(kind)
         .json_data(frame)
@@ -77,12 +73,19 @@ pub(crate) fn respond<P: Send + 'static>(
     place: P,
 ) -> EventStream {
     // A comment first, so the response head and a first byte leave at once.
+    for _ in &first {
+        crate::telemetry::sent("snapshot");
+    }
     let opening = std::iter::once(Event::default().comment("ok")).chain(first);
+    let subscribed = crate::telemetry::Subscribed::new();
     let body = stream::unfold(Some(frames), |state| async move {
         let mut frames = state?;
         match frames.next().await {
             Some(Ok(frame)) => match frame_event(&frame) {
-                Ok(event) => Some((event, Some(frames))),
+                Ok(event) => {
+                    crate::telemetry::sent(crate::telemetry::frame_kind(&frame));
+                    Some((event, Some(frames)))
+                }
                 Err(error) => Some((error_event(&error), None)),
             },
             Some(Err(error)) => Some((error_event(&error), None)),
@@ -92,7 +95,7 @@ pub(crate) fn respond<P: Send + 'static>(
     let events = stream::iter(opening)
         .chain(body)
         .map(move |event| {
-            let _held = &place;
+            let _held = (&place, &subscribed);
             Ok(event)
         })
         .boxed();

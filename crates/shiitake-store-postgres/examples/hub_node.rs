@@ -365,8 +365,7 @@ async fn main() -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     // Registered before READY, so a SIGTERM sent at once drains rather than kills.
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "READY http://{address} {holder}")?;

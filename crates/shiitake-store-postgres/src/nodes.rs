@@ -89,7 +89,7 @@ pub(crate) async fn beat(
     agent: &str,
     holder: &str,
 ) -> Result<Beat, UpkeepError> {
-    let (registered, dead, released): (i64, i64, i64) = sqlx::query_as(concat!(
+    let (registered, dead, released): (i64, i64, i64) = sqlx::query_as(
         "WITH me AS ( \
            UPDATE hub_nodes SET heartbeat_at = clock_timestamp() \
            WHERE agent_id = $1 AND holder = $2 RETURNING 1 \
@@ -105,8 +105,8 @@ pub(crate) async fn beat(
          ), announced AS ( \
            SELECT pg_notify($3, format('r %s %s', $1::text, session_id)) FROM released \
          ) SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM dead), \
-             (SELECT count(*) FROM announced)"
-    ))
+             (SELECT count(*) FROM announced)",
+    )
     .bind(agent)
     .bind(holder)
     .bind(CHANNEL)

@@ -8,6 +8,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use shiitake_core::store::StoreError;
+use shiitake_core::telemetry;
 use tokio::sync::{mpsc, oneshot};
 
 /// Most requests committed in one transaction.
@@ -66,11 +67,14 @@ impl<T> Queue<T> {
             .clone()
             .ok_or(StoreError::Closed)?;
         let (reply, answer) = oneshot::channel();
+        let handed = std::time::Instant::now();
         sender
             .send(Request { work, reply })
             .await
             .map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
+        let answered = answer.await.map_err(|_| StoreError::Closed)?;
+        telemetry::store_commit(handed.elapsed());
+        answered
     }
 
     /// Takes no more commits, and waits until the writer committed what it was handed
@@ -121,6 +125,7 @@ impl<T> Groups<T> {
 
 /// Answers every request of `group` with its result, in order, and empties it.
 pub fn answer<T>(group: &mut Vec<Request<T>>, results: Vec<Result<(), StoreError>>) {
+    telemetry::store_group(group.len());
     for (request, result) in group.drain(..).zip(results) {
         // A caller that stopped waiting (its task was cancelled): what committed stands.
         if request.reply.send(result).is_err() {

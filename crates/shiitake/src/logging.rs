@@ -6,6 +6,8 @@
 use anstream::ColorChoice;
 use knapsack::mcp::Redactions;
 
+use crate::serve::LogFormat;
+
 /// The log filter: `SHIITAKE_LOG` when set (a filter that does not parse is an
 /// error, not a silent default), else `warn`.
 fn filter() -> Result<tracing_subscriber::EnvFilter, String> {
@@ -38,18 +40,30 @@ fn wants_colour(choice: ColorChoice) -> bool {
     }
 }
 
-/// Sends logs to stderr through the `SHIITAKE_LOG` filter; the message says why a
-/// filter was refused, so the command can stop before doing anything. Every line is
-/// written through the returned [`Redactions`], so a secret added to it later (an
-/// `--mcp` header value) never reaches the log, whatever the level or the target.
-pub fn init() -> Result<Redactions, String> {
+/// Sends logs to stderr through the `SHIITAKE_LOG` filter, as text or (`serve
+/// --log-format json`) one JSON object a line; the message says why a filter was
+/// refused, so the command can stop before doing anything. Every line is written
+/// through the returned [`Redactions`], so a secret added to it later (an `--mcp`
+/// header value) never reaches the log, whatever the level, the target or the format.
+pub fn init(format: LogFormat) -> Result<Redactions, String> {
     let redactions = Redactions::new();
     let scrubbing = redactions.clone();
-    tracing_subscriber::fmt()
-        .with_env_filter(filter()?)
-        .with_ansi(colour())
-        .with_writer(move || scrubbing.writer(std::io::stderr()))
-        .init();
+    let writer = move || scrubbing.writer(std::io::stderr());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter()?);
+    match format {
+        LogFormat::Text => logs.with_ansi(colour()).with_writer(writer).init(),
+        // The event's own fields at the top level, its span and every span above it
+        // (`http` with the request id, `owner` with the Session and the Agent, `run`
+        // with its command) under `span` and `spans`: what a log shipper indexes.
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_ansi(false)
+            .with_writer(writer)
+            .init(),
+    }
     Ok(redactions)
 }
 

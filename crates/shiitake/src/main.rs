@@ -72,7 +72,11 @@ pub enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let redactions = match logging::init() {
+    let format = match &cli.command {
+        Command::Serve(args) => args.log_format(),
+        _ => serve::LogFormat::Text,
+    };
+    let redactions = match logging::init(format) {
         Ok(redactions) => redactions,
         Err(message) => {
             eprintln!("shiitake: {message}");

@@ -104,6 +104,8 @@ pub(crate) enum Failure {
 pub(crate) struct Host {
     pub(crate) extensions: Vec<Registered>,
     stopped: Mutex<HashMap<ExtensionId, String>>,
+    /// This Agent's part of the stopped-extensions gauge, made at the first stop.
+    stopped_share: Mutex<Option<crate::telemetry::GaugeShare>>,
     /// Stopped because this build cannot read the stored state: resuming cannot help.
     unreadable: Mutex<std::collections::HashSet<ExtensionId>>,
     /// Committed Agent-scope rows of every extension; readers never wait on a commit.
@@ -177,6 +179,13 @@ impl Host {
             Some(reason) => stopped.insert(id.clone(), reason),
             None => stopped.remove(id),
         };
+        self.stopped_share
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| {
+                crate::telemetry::GaugeShare::new(crate::telemetry::EXTENSIONS_STOPPED)
+            })
+            .set(stopped.len());
     }
 
     /// Stops an extension whose stored state this build cannot read (until another build opens it).

@@ -37,13 +37,28 @@ impl Owner {
         command: SessionCommand,
         sender: Option<Sender>,
     ) -> Result<CommandOutcome, ShiitakeError> {
-        match &command {
+        let outcome = self.command_inner(&command, sender).await;
+        // Prompts are counted where they commit (a retry answers without committing).
+        match &outcome {
+            Ok(CommandOutcome::Accepted(_) | CommandOutcome::Cancel(CancelResult::TooLate(_))) => {}
+            Ok(_) => crate::telemetry::command_accepted(&command),
+            Err(_) => {}
+        }
+        outcome
+    }
+
+    async fn command_inner(
+        &mut self,
+        command: &SessionCommand,
+        sender: Option<Sender>,
+    ) -> Result<CommandOutcome, ShiitakeError> {
+        match command {
             SessionCommand::Prompt {
                 request_id,
                 text,
                 delivery,
             } => {
-                let payload = canonical(&command)?;
+                let payload = canonical(command)?;
                 let provenance = Provenance {
                     origin: None,
                     sender,
@@ -80,7 +95,7 @@ impl Owner {
                 author,
                 text,
             } => {
-                let payload = canonical(&command)?;
+                let payload = canonical(command)?;
                 self.operator(request_id.clone(), *author, text, payload)
                     .await
                     .map(|()| CommandOutcome::Done)
@@ -194,6 +209,7 @@ impl Owner {
             provenance,
         };
         self.queue.push(queued, self.work.running());
+        crate::telemetry::prompt_accepted();
         self.refresh_activity();
         self.publish_changes(Vec::new(), Vec::new());
         self.start_next_run().await;
@@ -238,6 +254,7 @@ impl Owner {
                 }
             };
             self.work.forget_origins([command_id]);
+            crate::telemetry::run_settled(TerminalOutcome::Cancelled);
             self.publish_committed(committed);
             self.adopt(staged).await;
             return Ok(CancelResult::Accepted(Accepted {

@@ -31,6 +31,8 @@ impl QueuedPrompt {
 pub(super) struct PromptQueue {
     prompts: VecDeque<QueuedPrompt>,
     steer_waiting: watch::Sender<bool>,
+    /// This queue's part of the process's queued-prompts gauge.
+    depth: crate::telemetry::GaugeShare,
 }
 
 impl PromptQueue {
@@ -38,6 +40,7 @@ impl PromptQueue {
         Self {
             prompts: VecDeque::new(),
             steer_waiting: watch::Sender::new(false),
+            depth: crate::telemetry::GaugeShare::new(crate::telemetry::QUEUED_PROMPTS),
         }
     }
 
@@ -54,6 +57,7 @@ impl PromptQueue {
             }
             self.prompts.push_back(prompt);
         }
+        self.depth.set(self.prompts.len());
     }
 
     /// Queues one prompt behind the others (see [`extend`](Self::extend)).
@@ -72,17 +76,22 @@ impl PromptQueue {
             .prompts
             .iter()
             .position(|queued| &queued.command_id == command_id)?;
-        self.prompts.remove(index).map(|prompt| (index, prompt))
+        let removed = self.prompts.remove(index).map(|prompt| (index, prompt));
+        self.depth.set(self.prompts.len());
+        removed
     }
 
     /// Puts a removed prompt back where it was (its removal was not committed).
     pub(super) fn restore(&mut self, index: usize, prompt: QueuedPrompt) {
         self.prompts.insert(index, prompt);
+        self.depth.set(self.prompts.len());
     }
 
     /// Takes the prompt that starts the next run off the front.
     pub(super) fn pop_front(&mut self) -> Option<QueuedPrompt> {
-        self.prompts.pop_front()
+        let front = self.prompts.pop_front();
+        self.depth.set(self.prompts.len());
+        front
     }
 
     /// The waiting steers, in order, for the running work's boundary.
@@ -97,6 +106,7 @@ impl PromptQueue {
     /// Forgets the steers: they entered the running work. The signal goes down.
     pub(super) fn drop_steers(&mut self) {
         self.prompts.retain(|queued| !queued.steers());
+        self.depth.set(self.prompts.len());
         self.steer_waiting.send_replace(false);
     }
 

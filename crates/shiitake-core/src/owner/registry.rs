@@ -40,6 +40,9 @@ struct Live {
 pub(crate) struct Registry {
     live: Mutex<(u64, HashMap<SessionId, Live>)>,
     start: StartOwner,
+    /// This registry's part of the open-Sessions gauge: its live owners. Locked only
+    /// while `live` is, after it.
+    open: Mutex<crate::telemetry::GaugeShare>,
 }
 
 impl Registry {
@@ -48,7 +51,18 @@ impl Registry {
         Self {
             live: Mutex::new((0, HashMap::new())),
             start,
+            open: Mutex::new(crate::telemetry::GaugeShare::new(
+                crate::telemetry::OPEN_SESSIONS,
+            )),
         }
+    }
+
+    /// Reports `live` owners to the open-Sessions gauge.
+    fn report(&self, live: usize) {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set(live);
     }
 
     /// The mailbox of the Session's owner, starting the owner if none is live.
@@ -70,6 +84,7 @@ impl Registry {
                 mailbox: mailbox.clone(),
             },
         );
+        self.report(live.len());
         (self.start)(OwnerSlot {
             session_id: session_id.clone(),
             generation,
@@ -109,6 +124,7 @@ impl Registry {
         match live.get(session_id) {
             Some(existing) if existing.generation == generation => {
                 live.remove(session_id);
+                self.report(live.len());
                 true
             }
             _ => false,

@@ -73,6 +73,7 @@ impl Owner {
         // A child of the owner's span: a run's lines carry its Session and command.
         let span = tracing::info_span!("run", command = %command_id, recovering);
         let task = tokio::spawn(runner::run(start).instrument(span));
+        crate::telemetry::run_started();
         self.publication.run_started();
         self.work.start(ActiveRun {
             command_id,
@@ -316,6 +317,9 @@ impl Owner {
         };
         self.work
             .forget_origins(std::iter::once(command_id).chain(absorbed));
+        for _ in std::iter::once(command_id).chain(absorbed) {
+            crate::telemetry::run_settled(outcome);
+        }
         self.publication.set_progress(None);
         self.publish_committed(committed);
         self.adopt(staged).await;

@@ -30,6 +30,7 @@ pub(crate) async fn complete(
     options: &ModelOptions,
 ) -> Result<Completion, ShiitakeError> {
     let policy = &start.agent.config.retry;
+    let mut timing = crate::telemetry::ModelCall::start(&model.describe().provider);
     let mut attempt = 1;
     let mut retrying = false;
     loop {
@@ -44,7 +45,8 @@ pub(crate) async fn complete(
                 if retrying {
                     link.tell(RunEvent::Retry(None)).await;
                 }
-                let (message, entry_id) = consume(start, link, events).await;
+                let (message, entry_id) = consume(start, link, events, &mut timing).await;
+                timing.finished(&message.usage);
                 return Ok(Completion::Message(message, entry_id));
             }
             Err(error) if error.kind() == ModelErrorKind::Aborted => {
@@ -90,9 +92,14 @@ async fn consume(
     start: &RunStart,
     link: &OwnerLink,
     mut events: shiitake_model::AssistantStream,
+    timing: &mut crate::telemetry::ModelCall,
 ) -> (AssistantMessage, shiitake_protocol::EntryId) {
     let mut progress = Progress::new(start.agent.config.progress_limit_bytes);
     while let Some(event) = events.next().await {
+        // The provider's `start` is not a token: the first content (or the end) is.
+        if !matches!(event, AssistantEvent::Start) {
+            timing.first_event();
+        }
         match event {
             AssistantEvent::TextDelta { delta, .. } => {
                 if let Some(update) = progress.text(&delta) {

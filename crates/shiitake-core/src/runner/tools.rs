@@ -147,7 +147,10 @@ async fn execute_one(
     }
     let context = invocation(start, call);
     let input = Value::Object(call.arguments.clone());
-    match catalog.execute_tool(&call.name, input, &context).await {
+    let started = std::time::Instant::now();
+    let executed = catalog.execute_tool(&call.name, input, &context).await;
+    crate::telemetry::tool_call(&call.name, started.elapsed(), executed.is_ok());
+    match executed {
         Ok(output) => Ok(result_message(call, output_text(&output), false, None)),
         Err(ToolError::ForModel(error)) => {
             if error.kind == ForModelKind::SandboxDenied {

@@ -1,6 +1,8 @@
 //! This process's side of shared ownership: wakes owners here for requests
 //! forwarded to them, stops owners whose lease was taken over, and adopts
-//! Sessions with work whose owner went away.
+//! Sessions with something to do whose owner went away: it looks when a lease is
+//! announced free (given back, or its holder died) and shortly after the next lease
+//! it knows of would lapse unrenewed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +32,9 @@ pub(crate) async fn watch(core: Arc<AgentCore>, ownership: Arc<dyn Ownership>) {
                 Ok(OwnershipEvent::Lost { session_id, token }) => {
                     wake(&core, &session_id, Request::LeaseLost(token));
                 }
-                Ok(OwnershipEvent::Released { .. }) => look_at = Instant::now(),
+                // A process that drains or dies frees many Sessions at once: one look
+                // a moment later adopts them all.
+                Ok(OwnershipEvent::Released { .. }) => look_at = look_at.min(Instant::now() + GATHER),
                 Ok(OwnershipEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
                     for mailbox in core.owners.all() {
                         if mailbox.try_send(Request::Drain).is_err() {
@@ -48,6 +52,10 @@ pub(crate) async fn watch(core: Arc<AgentCore>, ownership: Arc<dyn Ownership>) {
         }
     }
 }
+
+/// How long adoption waits after a Session is announced free before it looks, so
+/// the announcements of one drain or death (one per Session) make one look.
+const GATHER: Duration = Duration::from_millis(20);
 
 /// Sends a live owner (or stand-in) of this process a wake-up, if it has one.
 fn wake(core: &AgentCore, session_id: &SessionId, request: Request) {

@@ -16,6 +16,7 @@ use serde_json::Value;
 use shiitake_protocol::{CommandOutcome, SessionId, SessionSnapshot, ShiitakeError};
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::follower::follow;
 use super::forwarded::{Forwarded, Outcome, Replayed, decode};
@@ -104,7 +105,15 @@ pub(crate) async fn stand_in(
         };
         // Subscribe before forwarding, so no announcement after the answer is missed.
         let events = ownership.events();
-        match call(ownership, session_id, &forwarded, events.resubscribe()).await {
+        match call(
+            ownership,
+            session_id,
+            &forwarded,
+            events.resubscribe(),
+            &core.closing,
+        )
+        .await
+        {
             Call::TookOver(lease) => {
                 return StandIn::Owner {
                     lease,
@@ -206,12 +215,13 @@ enum Call {
 }
 
 /// Forwards `request` to the owner and waits for its answer, taking the lease when
-/// the owner goes away first.
+/// the owner goes away first; withdraws it and gives up when the Agent closes.
 async fn call(
     ownership: &Arc<dyn Ownership>,
     session_id: &SessionId,
     request: &Forwarded,
     mut events: broadcast::Receiver<OwnershipEvent>,
+    closing: &CancellationToken,
 ) -> Call {
     // The lease may be free (its owner left, or died): take it rather than wait.
     let mut look_at = match ownership.claim(session_id).await {
@@ -232,6 +242,12 @@ async fn call(
     };
     loop {
         let look = tokio::select! {
+            () = closing.cancelled() => {
+                if let Err(error) = ownership.withdraw(id).await {
+                    tracing::debug!(%error, "a forwarded request outlives the closing Agent");
+                }
+                return Call::Failed(ShiitakeError::unavailable("the Agent is closing; ask again"));
+            }
             event = events.recv() => match event {
                 Ok(OwnershipEvent::Answered { id: answered }) => answered == id,
                 Ok(OwnershipEvent::Released { session_id: released }) => &released == session_id,

@@ -5,6 +5,7 @@ mod browser_routes;
 mod conformance;
 mod connection_limits;
 mod errors_and_bounds;
+mod hub_nodes;
 mod server_limits;
 mod sse_resume;
 mod strict_answers;

@@ -1,10 +1,8 @@
-//! The Hub benchmark: acceptances/s and 10-step runs/s with 1, 2 and 3 processes
-//! on one PostgreSQL database, printed as ratios to one process
-//! (`cargo xtask bench` runs it; `docs/benchmarks.md` records the figures).
+//! The throughput phase: acceptances/s and 10-step runs/s with 1, 2 and 3
+//! processes on one PostgreSQL database, printed as ratios to one process.
 //!
-//! Usage: `hub_bench <database url> [rounds]` (built with `--release`, next to
-//! `hub_node`, which it starts: one cluster of 1, 2 and 3 processes, each cluster
-//! its own Agent key on the database, all up at once).
+//! One cluster of 1, 2 and 3 processes each (each cluster its own Agent key on the
+//! database, all up at once):
 //!
 //! - **Acceptance.** `CALLERS` callers, each on its own Session whose run never
 //!   gets an answer (its prompt starts with `hold`), so every further prompt only
@@ -21,20 +19,19 @@
 //! the machine's speed affects each alike; a rate is the total count over the total
 //! time of its rounds.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::future::join_all;
-use shiitake_client::{ClientOptions, RemoteAgent};
+use shiitake_client::RemoteAgent;
 use shiitake_protocol::{
     AgentApi, PromptText, RequestId, SendOptions, SessionApi, SessionFrame, SessionId, WatchOptions,
 };
 
-/// The token of every Hub node (see `hub_node.rs`).
-const TOKEN: &str = "hub-test-token-0123456789abcdef";
+use crate::Failure;
+use crate::cluster::{Node, NodeSpec, client, spawn_node_at};
+
 /// Concurrent callers of the acceptance phase.
 const CALLERS: usize = 48;
 /// Prompts each caller sends in one round.
@@ -44,63 +41,11 @@ const RUNS: usize = 30;
 /// Tool calls of a run.
 const STEPS: usize = 10;
 /// Lease period of the nodes (no failover here; long enough not to matter).
-const LEASE_MS: &str = "5000";
-
-type Failure = Box<dyn std::error::Error + Send + Sync>;
-
-/// One Hub process, killed when dropped.
-struct Node {
-    child: Child,
-    client: RemoteAgent,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        if let Err(error) = self.child.kill() {
-            eprintln!("hub_bench: could not stop a node: {error}");
-        }
-        // Reaps it; its status does not matter.
-        let _status = self.child.wait();
-    }
-}
-
-fn node_binary() -> Result<PathBuf, Failure> {
-    let exe = std::env::current_exe()?;
-    let dir = exe
-        .parent()
-        .ok_or("the benchmark binary has no directory")?;
-    Ok(dir.join("hub_node"))
-}
-
-fn spawn_node(binary: &Path, database: &str, key: &str) -> Result<Node, Failure> {
-    let mut child = Command::new(binary)
-        .args([database, key, LEASE_MS, "-", &STEPS.to_string()])
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|error| format!("cannot start {}: {error}", binary.display()))?;
-    let stdout = child.stdout.take().ok_or("no stdout of the node")?;
-    let mut lines = BufReader::new(stdout).lines();
-    let ready = loop {
-        match lines.next() {
-            Some(line) => {
-                let line = line?;
-                if let Some(rest) = line.strip_prefix("READY ") {
-                    break rest.to_owned();
-                }
-            }
-            None => return Err("a node exited before it was ready".into()),
-        }
-    };
-    let url = ready.split(' ').next().ok_or("READY without a url")?;
-    let client = RemoteAgent::new(ClientOptions::new(url).with_token(TOKEN))?;
-    Ok(Node { child, client })
-}
+const LEASE_MS: u64 = 5000;
 
 /// The processes of one Agent and the Sessions the phases use.
 struct Cluster {
-    nodes: Vec<Node>,
+    nodes: Vec<(Node, RemoteAgent)>,
     /// The acceptance Sessions, each held by a run that never ends.
     held: Vec<SessionId>,
     /// Phase totals: (count, time).
@@ -110,14 +55,34 @@ struct Cluster {
 }
 
 impl Cluster {
-    async fn start(binary: &Path, database: &str, processes: usize) -> Result<Self, Failure> {
+    async fn start(
+        binary: &Path,
+        database: &str,
+        logs: &Path,
+        processes: usize,
+    ) -> Result<Self, Failure> {
         let key = format!(
             "bench-{processes}-{}",
             ulid::Ulid::generate().to_string().to_lowercase()
         );
+        let spec = NodeSpec {
+            marks: false,
+            ..NodeSpec::new(LEASE_MS, STEPS)
+        };
         let nodes = (0..processes)
-            .map(|_| spawn_node(binary, database, &key))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|n| {
+                let node = spawn_node_at(
+                    binary,
+                    database,
+                    &key,
+                    logs,
+                    &format!("{processes}-{n}"),
+                    spec,
+                );
+                let agent = client(&node.url);
+                (node, agent)
+            })
+            .collect();
         let mut cluster = Self {
             nodes,
             held: Vec::new(),
@@ -140,7 +105,7 @@ impl Cluster {
     }
 
     fn client(&self, index: usize) -> RemoteAgent {
-        self.nodes[index % self.nodes.len()].client.clone()
+        self.nodes[index % self.nodes.len()].1.clone()
     }
 
     /// One round of the acceptance phase.
@@ -218,17 +183,13 @@ fn rate((count, time): (usize, Duration)) -> f64 {
     count / time.as_secs_f64().max(f64::MIN_POSITIVE)
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Failure> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let database = args
-        .first()
-        .ok_or("usage: hub_bench <database url> [rounds]")?;
-    let rounds: usize = args.get(1).map_or(Ok(5), |rounds| rounds.parse())?;
-    let binary = node_binary()?;
+/// Runs `rounds` rounds of both phases on clusters of 1, 2 and 3 processes and
+/// prints the table of `docs/benchmarks.md`.
+pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Failure> {
+    let logs = tempfile::tempdir()?;
     let mut clusters = Vec::new();
     for processes in 1..=3 {
-        clusters.push(Cluster::start(&binary, database, processes).await?);
+        clusters.push(Cluster::start(binary, database, logs.path(), processes).await?);
     }
     for round in 0..rounds {
         for cluster in &mut clusters {

@@ -19,16 +19,15 @@
 
 use crate::support;
 use crate::support::cluster::{
-    Cluster, Node, NodeSpec, Seen, assert_nothing_lost_or_doubled, assert_saw_everything,
-    committed, drive, marks, now_ms, query_rows, scratch, spawn_node, subscribe,
+    NodeSpec, assert_nothing_lost_or_doubled, assert_saw_everything, committed, create_sessions,
+    drive, marks, node_binary, now_ms, query_rows, scratch, start_three, watch_all,
 };
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shiitake_protocol::{AgentApi, ExtensionId, RequestId};
+use shiitake_protocol::{AgentApi, ExtensionId};
 use sqlx::{Connection, Row};
 use support::fresh_key;
 
@@ -47,15 +46,8 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
     };
     let key = fresh_key();
     let (effects, _scratch) = scratch();
-    let spec = NodeSpec {
-        lease_ms: LEASE_MS,
-        steps: STEPS,
-        heartbeat_ms: None,
-    };
-    let mut nodes: Vec<Node> = (0..3)
-        .map(|n| spawn_node(&database, key.as_str(), &effects, &format!("node{n}"), spec))
-        .collect();
-    let cluster = Arc::new(Cluster::new(&nodes));
+    let spec = NodeSpec::new(LEASE_MS, STEPS);
+    let (mut nodes, cluster) = start_three(&node_binary(), &database, key.as_str(), &effects, spec);
 
     // Three Agent-scope timers firing every second, armed through process 1.
     let ticker = ExtensionId::new("example-ticker").unwrap();
@@ -69,23 +61,8 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
         .await
         .unwrap();
 
-    let mut sessions = Vec::new();
-    for index in 0..SESSIONS {
-        let request = RequestId::new(format!("create-{index}")).unwrap();
-        let id = cluster
-            .client(index % 3)
-            .create_session(request)
-            .await
-            .unwrap();
-        sessions.push(id);
-    }
-    let seen: Vec<Arc<Mutex<Seen>>> = (0..WATCHED).map(|_| Arc::default()).collect();
-    let subscribers: Vec<_> = sessions
-        .iter()
-        .take(WATCHED)
-        .zip(&seen)
-        .map(|(id, seen)| tokio::spawn(subscribe(cluster.client(2), id.clone(), seen.clone())))
-        .collect();
+    let sessions = create_sessions(&cluster, SESSIONS).await;
+    let watchers = watch_all(&cluster, 2, &sessions[..WATCHED]);
 
     let drivers: Vec<_> = sessions
         .iter()
@@ -144,7 +121,7 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
     assert_eq!(accepted.len(), SESSIONS * PROMPTS);
 
     // Every watched Session's subscriber catches up with the database.
-    for (session, seen) in sessions.iter().zip(&seen) {
+    for (session, seen, task) in &watchers {
         let committed = committed(&database, key.as_str(), session).await;
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
@@ -169,9 +146,7 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
             "session {session}: the watch began at the first message"
         );
         assert_saw_everything(session, &seen, &committed, None);
-    }
-    for subscriber in subscribers {
-        subscriber.abort();
+        task.abort();
     }
 
     // Let the timers fire a little longer, then stop everything.

@@ -16,7 +16,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
-use crate::support::cluster::{Cluster, Node, NodeSpec, query_rows, scratch, spawn_node};
+use crate::support::cluster::{
+    Node, NodeSpec, node_binary, query_rows, scratch, spawn_node, start_three,
+};
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -120,15 +122,8 @@ async fn loop_and_almanac_occurrences_fire_once_across_kills_and_restarts() {
     };
     let key = fresh_key();
     let (effects, _scratch) = scratch();
-    let spec = NodeSpec {
-        lease_ms: LEASE_MS,
-        steps: 2,
-        heartbeat_ms: None,
-    };
-    let mut nodes: Vec<Node> = (0..3)
-        .map(|n| spawn_node(&database, key.as_str(), &effects, &format!("node{n}"), spec))
-        .collect();
-    let cluster = Cluster::new(&nodes);
+    let spec = NodeSpec::new(LEASE_MS, 2);
+    let (mut nodes, cluster) = start_three(&node_binary(), &database, key.as_str(), &effects, spec);
     let looped = cluster
         .client(0)
         .create_session(RequestId::new("loop-session").unwrap())

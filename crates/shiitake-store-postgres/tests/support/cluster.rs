@@ -1,7 +1,8 @@
-//! Hub processes for the multi-process tests: `examples/hub_node.rs` children on
-//! one database, clients that move on from a dead or stalled process, Sessions
-//! driven through all of them, subscribers that record what they saw, and the
-//! checks every such test makes on the database afterwards.
+//! Hub processes for the multi-process tests and the Hub benchmark's failover
+//! phases (`examples/hub_bench/`, which includes this file): `examples/hub_node.rs`
+//! children on one database, clients that move on from a dead or stalled process,
+//! Sessions driven through all of them, subscribers that record what they saw, and
+//! the checks every such run makes on the database afterwards.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -18,7 +19,7 @@ use futures::StreamExt;
 use shiitake_client::{ClientOptions, ReconnectPolicy, RemoteAgent};
 use shiitake_protocol::{
     AgentApi, CommandId, EntryId, PromptText, ReadOptions, RequestId, SendOptions, SessionApi,
-    SessionFrame, SessionId, WatchOptions,
+    SessionFrame, SessionId, SessionMessage, SessionTerminal, WatchOptions,
 };
 use sqlx::{Connection, Row};
 
@@ -34,6 +35,22 @@ pub struct NodeSpec {
     pub steps: usize,
     /// The heartbeat, in milliseconds; `None` is the store's default for the lease.
     pub heartbeat_ms: Option<u64>,
+    /// Whether `hub.mark` records each execution in `<dir>/marks` (else it does
+    /// nothing, as the throughput benchmark wants).
+    pub marks: bool,
+}
+
+impl NodeSpec {
+    /// Nodes with leases of `lease_ms`, runs of `steps` marks, the default
+    /// heartbeat, recording marks.
+    pub fn new(lease_ms: u64, steps: usize) -> Self {
+        Self {
+            lease_ms,
+            steps,
+            heartbeat_ms: None,
+            marks: true,
+        }
+    }
 }
 
 /// One Hub process.
@@ -44,6 +61,16 @@ pub struct Node {
     pub log: PathBuf,
     /// Lines it printed on stdout after `READY` (`DRAINED`).
     pub lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Drop for Node {
+    /// A test that fails midway leaves no process behind.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) && self.child.kill().is_ok() {
+            // Reaped; how it ended does not matter any more.
+            drop(self.child.wait());
+        }
+    }
 }
 
 impl Node {
@@ -99,17 +126,34 @@ pub fn node_binary() -> PathBuf {
     debug.join("examples").join("hub_node")
 }
 
-/// Starts a `hub_node` of `key` and waits for its `READY`; its stderr goes to
-/// `<effects>/<name>.log`.
-pub fn spawn_node(database: &str, key: &str, effects: &Path, name: &str, spec: NodeSpec) -> Node {
-    let log = effects.join(format!("{name}.log"));
-    let mut command = Command::new(node_binary());
+/// Starts a `hub_node` of `key` (built now) and waits for its `READY`; its stderr
+/// goes to `<dir>/<name>.log`, its marks to `<dir>/marks`.
+pub fn spawn_node(database: &str, key: &str, dir: &Path, name: &str, spec: NodeSpec) -> Node {
+    spawn_node_at(&node_binary(), database, key, dir, name, spec)
+}
+
+/// [`spawn_node`] with the `hub_node` at `binary` (the benchmark's release build).
+pub fn spawn_node_at(
+    binary: &Path,
+    database: &str,
+    key: &str,
+    dir: &Path,
+    name: &str,
+    spec: NodeSpec,
+) -> Node {
+    let log = dir.join(format!("{name}.log"));
+    let effects = if spec.marks {
+        dir.to_str().unwrap()
+    } else {
+        "-"
+    };
+    let mut command = Command::new(binary);
     command
         .args([
             database,
             key,
             &spec.lease_ms.to_string(),
-            effects.to_str().unwrap(),
+            effects,
             &spec.steps.to_string(),
         ])
         .args(spec.heartbeat_ms.map(|ms| ms.to_string()))
@@ -127,7 +171,7 @@ pub fn spawn_node(database: &str, key: &str, effects: &Path, name: &str, spec: N
         );
     let mut child = command
         .spawn()
-        .unwrap_or_else(|error| panic!("cannot start {}: {error}", node_binary().display()));
+        .unwrap_or_else(|error| panic!("cannot start {}: {error}", binary.display()));
     let stdout = child.stdout.take().unwrap();
     let (ready, seen) = std::sync::mpsc::channel();
     let (later, lines) = std::sync::mpsc::channel();
@@ -163,6 +207,119 @@ pub fn spawn_node(database: &str, key: &str, effects: &Path, name: &str, spec: N
         log,
         lines,
     }
+}
+
+/// Starts three nodes (`node0`..`node2`, with [`spawn_node_at`]) and the cluster of them.
+pub fn start_three(
+    binary: &Path,
+    database: &str,
+    key: &str,
+    dir: &Path,
+    spec: NodeSpec,
+) -> (Vec<Node>, Arc<Cluster>) {
+    let nodes: Vec<Node> = (0..3)
+        .map(|n| spawn_node_at(binary, database, key, dir, &format!("node{n}"), spec))
+        .collect();
+    let cluster = Arc::new(Cluster::new(&nodes));
+    (nodes, cluster)
+}
+
+/// Creates `count` Sessions, the `i`-th through process `i % 3`.
+pub async fn create_sessions(cluster: &Cluster, count: usize) -> Vec<SessionId> {
+    let mut sessions = Vec::with_capacity(count);
+    for index in 0..count {
+        let request = RequestId::new(format!("create-{index}")).unwrap();
+        sessions.push(
+            cluster
+                .client(index % 3)
+                .create_session(request)
+                .await
+                .unwrap(),
+        );
+    }
+    sessions
+}
+
+/// Drives each of `sessions` with [`drive_until`] until `stop`.
+pub fn drive_all(
+    cluster: &Arc<Cluster>,
+    sessions: &[SessionId],
+    stop: &Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<Vec<(CommandId, Duration)>>> {
+    sessions
+        .iter()
+        .enumerate()
+        .map(|(index, id)| {
+            tokio::spawn(drive_until(
+                cluster.clone(),
+                index,
+                id.clone(),
+                stop.clone(),
+            ))
+        })
+        .collect()
+}
+
+/// Stops the drivers and gathers every prompt they had acknowledged, with how long
+/// its acceptance took.
+pub async fn stop_driving(
+    stop: &AtomicBool,
+    drivers: Vec<tokio::task::JoinHandle<Vec<(CommandId, Duration)>>>,
+) -> Vec<(CommandId, Duration)> {
+    stop.store(true, Ordering::SeqCst);
+    let mut accepted = Vec::new();
+    for driver in drivers {
+        accepted.extend(driver.await.unwrap());
+    }
+    accepted
+}
+
+/// Subscribers, one per Session, on process `process`.
+pub type Watchers = Vec<(SessionId, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>)>;
+
+/// Starts a subscriber on process `process` for each of `sessions`.
+pub fn watch_all(cluster: &Cluster, process: usize, sessions: &[SessionId]) -> Watchers {
+    sessions
+        .iter()
+        .map(|session| {
+            let seen: Arc<Mutex<Seen>> = Arc::default();
+            let task = tokio::spawn(subscribe(
+                cluster.client(process),
+                session.clone(),
+                seen.clone(),
+            ));
+            (session.clone(), seen, task)
+        })
+        .collect()
+}
+
+/// Checks each subscriber against the database up to what it has seen now (see
+/// [`assert_saw_everything`]), then stops it; the frames it had seen.
+pub async fn check_and_stop(database: &str, key: &str, watchers: Watchers) -> usize {
+    let mut frames = 0;
+    for (session, seen, task) in watchers {
+        // What it saw up to now, then the database, which holds at least that much.
+        let through = seen
+            .lock()
+            .unwrap()
+            .messages
+            .last()
+            .map(|(sequence, _)| *sequence);
+        assert!(
+            through.is_some(),
+            "session {session}: its subscriber saw nothing"
+        );
+        let committed = committed(database, key, &session).await;
+        let seen = seen.lock().unwrap();
+        assert!(
+            !seen.cut,
+            "session {session}: the subscription failed on a surviving process"
+        );
+        assert_saw_everything(&session, &seen, &committed, through);
+        frames += seen.messages.len() + seen.terminals.len();
+        task.abort();
+    }
+    frames
 }
 
 /// A client of one node that retries quickly.
@@ -254,8 +411,21 @@ pub async fn prompt_and_settle(
     request: &str,
     text: &str,
 ) -> CommandId {
+    prompt_timed(cluster, start, session, request, text).await.0
+}
+
+/// [`prompt_and_settle`], also saying how long the prompt took to be accepted
+/// (retries on other processes included).
+pub async fn prompt_timed(
+    cluster: &Cluster,
+    start: usize,
+    session: &SessionId,
+    request: &str,
+    text: &str,
+) -> (CommandId, Duration) {
     let request = RequestId::new(request).unwrap();
     let text = PromptText::new(text).unwrap();
+    let sent = Instant::now();
     let acceptance = cluster
         .call(start, |client| {
             let (id, text, request) = (session.clone(), text.clone(), request.clone());
@@ -268,6 +438,7 @@ pub async fn prompt_and_settle(
             }
         })
         .await;
+    let accepted_after = sent.elapsed();
     let command = acceptance.command_id;
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
@@ -278,7 +449,7 @@ pub async fn prompt_and_settle(
             })
             .await;
         if snapshot.terminals.iter().any(|t| t.command_id == command) {
-            return command;
+            return (command, accepted_after);
         }
         assert!(
             Instant::now() < deadline,
@@ -311,6 +482,31 @@ pub async fn drive(
     accepted
 }
 
+/// Prompts one after the other on `session` until `stop`, each through another
+/// process; every command and how long its acceptance took.
+pub async fn drive_until(
+    cluster: Arc<Cluster>,
+    index: usize,
+    session: SessionId,
+    stop: Arc<AtomicBool>,
+) -> Vec<(CommandId, Duration)> {
+    let mut accepted = Vec::new();
+    let mut prompt = 0;
+    while !stop.load(Ordering::SeqCst) {
+        let prompted = prompt_timed(
+            &cluster,
+            index + prompt,
+            &session,
+            &format!("s{index}-p{prompt}"),
+            &format!("prompt {prompt} of session {index}"),
+        )
+        .await;
+        accepted.push(prompted);
+        prompt += 1;
+    }
+    accepted
+}
+
 /// What a subscriber received for one Session.
 #[derive(Default)]
 pub struct Seen {
@@ -329,48 +525,19 @@ pub async fn subscribe(client: RemoteAgent, session: SessionId, seen: Arc<Mutex<
         .watch(WatchOptions::default())
         .await
         .unwrap();
-    {
-        let mut seen = seen.lock().unwrap();
-        for message in &watch.snapshot.messages {
-            seen.messages.push((message.sequence, message.id.clone()));
-        }
-        seen.terminals.extend(
-            watch
-                .snapshot
-                .terminals
-                .iter()
-                .map(|t| (t.sequence, t.command_id.clone())),
-        );
-    }
+    seen.lock()
+        .unwrap()
+        .record(&watch.snapshot.messages, &watch.snapshot.terminals);
     let mut changes = watch.changes;
     while let Some(frame) = changes.next().await {
         let mut seen = seen.lock().unwrap();
         match frame {
-            Ok(SessionFrame::Update(update)) => {
-                for message in &update.messages {
-                    seen.messages.push((message.sequence, message.id.clone()));
-                }
-                seen.terminals.extend(
-                    update
-                        .terminals
-                        .iter()
-                        .map(|t| (t.sequence, t.command_id.clone())),
-                );
-            }
+            Ok(SessionFrame::Update(update)) => seen.record(&update.messages, &update.terminals),
             Ok(SessionFrame::Reset(reset)) => {
                 seen.resets += 1;
-                seen.messages = reset
-                    .baseline
-                    .messages
-                    .iter()
-                    .map(|m| (m.sequence, m.id.clone()))
-                    .collect();
-                seen.terminals = reset
-                    .baseline
-                    .terminals
-                    .iter()
-                    .map(|t| (t.sequence, t.command_id.clone()))
-                    .collect();
+                seen.messages.clear();
+                seen.terminals.clear();
+                seen.record(&reset.baseline.messages, &reset.baseline.terminals);
             }
             Ok(SessionFrame::Progress(_)) => {}
             Err(_) => {
@@ -378,6 +545,15 @@ pub async fn subscribe(client: RemoteAgent, session: SessionId, seen: Arc<Mutex<
                 return;
             }
         }
+    }
+}
+
+impl Seen {
+    fn record(&mut self, messages: &[SessionMessage], terminals: &[SessionTerminal]) {
+        self.messages
+            .extend(messages.iter().map(|m| (m.sequence, m.id.clone())));
+        self.terminals
+            .extend(terminals.iter().map(|t| (t.sequence, t.command_id.clone())));
     }
 }
 
@@ -392,11 +568,10 @@ pub async fn query_rows(database: &str, sql: &str, key: &str) -> Vec<sqlx::postg
 }
 
 /// A Session's committed entries (sequence, id) and terminals (sequence, command), in order.
-pub async fn committed(
-    database: &str,
-    key: &str,
-    session: &SessionId,
-) -> (Vec<(u64, EntryId)>, Vec<(u64, String)>) {
+pub type Committed = (Vec<(u64, EntryId)>, Vec<(u64, String)>);
+
+/// Reads a Session's [`Committed`] rows straight from the database.
+pub async fn committed(database: &str, key: &str, session: &SessionId) -> Committed {
     let mut conn = sqlx::PgConnection::connect(database).await.unwrap();
     let entries: Vec<(i64, String)> = sqlx::query_as(
         "SELECT sequence, id FROM entries WHERE agent_id = $1 AND session_id = $2 \
@@ -434,7 +609,7 @@ pub async fn committed(
 pub fn assert_saw_everything(
     session: &SessionId,
     seen: &Seen,
-    committed: &(Vec<(u64, EntryId)>, Vec<(u64, String)>),
+    committed: &Committed,
     through: Option<u64>,
 ) {
     let (entries, terminals) = committed;

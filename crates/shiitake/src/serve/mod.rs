@@ -13,7 +13,8 @@
 //! - [`host`]: which roster runs (Local's directory of Agents, or one Hub Agent) and
 //!   the router in front of it;
 //! - [`models`]: the default model (the bundled local one unless `--model` says
-//!   otherwise) and the models a Session may choose.
+//!   otherwise) and the models a Session may choose;
+//! - [`operations`]: what an operator watches: `--metrics` and `--log-format`.
 
 mod approval;
 mod connections;
@@ -21,6 +22,9 @@ mod database;
 mod datadir;
 mod host;
 mod models;
+mod operations;
+
+pub use operations::LogFormat;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -107,6 +111,16 @@ pub struct ServeArgs {
     /// matches any run of characters, `env__mcp__notes__*=allow`); the most specific wins.
     #[arg(long = "approve-tool", value_name = "PATTERN=RULING")]
     approve_tools: Vec<String>,
+    /// Metrics and the log format.
+    #[command(flatten)]
+    operations: operations::OperationsArgs,
+}
+
+impl ServeArgs {
+    /// How `serve` writes its log lines (`--log-format`).
+    pub fn log_format(&self) -> LogFormat {
+        self.operations.log_format()
+    }
 }
 
 /// A `--mcp` value as typed; parsed after clap so no error message repeats it, and
@@ -315,6 +329,9 @@ pub async fn run(
         .map_err(|error| setup("listen")(format!("127.0.0.1:{}: {error}", args.port)))?;
     let address = listener.local_addr()?;
     let (token, token_from) = server_token(context, args.token_file.as_deref(), &data_dir)?;
+    // Before the Agents open: what they record from their first step is kept.
+    let tenant = matches!(database, Database::Postgres(_)).then_some(args.agent.as_str());
+    let exporter = args.operations.exporter(tenant)?;
     let tools = catalog(&args.mcp, redactions).await?;
     let dirs = computer_dirs(args.workspace, args.computers)?;
     let attachments = attach(&dirs, &data_dir)?;
@@ -383,7 +400,12 @@ pub async fn run(
         .login_url(&format!("http://{address}"))
         .map_err(|error| setup("login link")(error.to_string()))?;
     println!("shiitake: web page: open {login} (the link works once)");
-    let app = host.router(ServerConfig::new(token).with_web(web));
+    let mut config = ServerConfig::new(token).with_web(web);
+    if let Some(exporter) = exporter {
+        println!("shiitake: metrics at http://{address}/metrics (the bearer token only)");
+        config = config.with_metrics(exporter);
+    }
+    let app = host.router(config);
     let served = tokio::select! {
         served = shiitake_server::serve(listener, app, limits) => served.map_err(CliError::from),
         stop = signals.wait() => stop.map(|signal| {

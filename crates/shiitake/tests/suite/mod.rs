@@ -12,6 +12,7 @@ mod real_local_model;
 mod scripted_place;
 mod serve_database;
 mod serve_hardening;
+mod serve_hub;
 mod serve_mcp;
 mod serve_roster;
 mod serve_slow_clients;

@@ -1,0 +1,122 @@
+//! What an operator asks of `serve` to watch it run (`docs/operations.md`): metrics at
+//! `GET /metrics` (`--metrics`) and the log format (`--log-format`).
+//!
+//! Core, the stores and the server record through the `metrics` facade; this is the one
+//! place that installs a recorder: `metrics-exporter-prometheus`'s, without its HTTP
+//! listener (the server's own `/metrics` route, behind the bearer token, renders it).
+//! Without `--metrics` nothing is installed and every recording is a no-op.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use shiitake_core::telemetry;
+use shiitake_server::MetricsText;
+
+use crate::error::CliError;
+
+/// The operator's options of `serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OperationsArgs {
+    /// Serve metrics in the Prometheus text format at `GET /metrics` (the bearer
+    /// token only; docs/operations.md lists them).
+    #[arg(long)]
+    metrics: bool,
+    /// Label every metric `tenant=<--agent>`: a Hub process serves one tenant
+    /// (with --database postgres:// only; a Local host's Agents share one process).
+    #[arg(long, requires = "metrics")]
+    metrics_tenant_label: bool,
+    /// How log lines are written on stderr: `text` (colour only on a terminal) or
+    /// `json`, one object a line with the fields of its spans (request id, Session,
+    /// run, Agent), for a log shipper.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human lines, coloured only on a terminal.
+    Text,
+    /// One JSON object a line, with the current span and every span above it.
+    Json,
+}
+
+impl OperationsArgs {
+    /// The log format asked for.
+    pub fn log_format(&self) -> LogFormat {
+        self.log_format
+    }
+
+    /// Installs the Prometheus recorder when `--metrics` asks for it, with a tenant
+    /// label on a Hub when asked; the exporter for the server's `/metrics` route.
+    pub fn exporter(&self, tenant: Option<&str>) -> Result<Option<Arc<dyn MetricsText>>, CliError> {
+        if !self.metrics {
+            return Ok(None);
+        }
+        let tenant = match (self.metrics_tenant_label, tenant) {
+            (false, _) => None,
+            (true, Some(tenant)) => Some(tenant),
+            (true, None) => {
+                return Err(CliError::Setup(
+                    "--metrics-tenant-label: a Local host's Agents share this process, so one \
+                     label cannot name their tenant; it needs --database postgres://"
+                        .to_owned(),
+                ));
+            }
+        };
+        let handle = install(tenant)?;
+        // Histograms keep their samples until drained: drain them even if nobody scrapes.
+        let upkeep = handle.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(5));
+            loop {
+                every.tick().await;
+                upkeep.run_upkeep();
+            }
+        });
+        Ok(Some(Arc::new(Prometheus(handle))))
+    }
+}
+
+/// Installs the Prometheus recorder for this process with the buckets of core's
+/// histograms and every metric described; `tenant` labels every metric when given.
+pub fn install(tenant: Option<&str>) -> Result<PrometheusHandle, CliError> {
+    let failed = |error: metrics_exporter_prometheus::BuildError| {
+        CliError::Setup(format!("--metrics: {error}"))
+    };
+    let mut builder = PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Suffix("_seconds".to_owned()),
+            telemetry::SECONDS_BUCKETS,
+        )
+        .map_err(failed)?
+        .set_buckets_for_metric(
+            Matcher::Full(telemetry::STORE_COMMIT_GROUP.to_owned()),
+            telemetry::GROUP_BUCKETS,
+        )
+        .map_err(failed)?;
+    if let Some(tenant) = tenant {
+        builder = builder.add_global_label("tenant", tenant);
+    }
+    let handle = builder.install_recorder().map_err(failed)?;
+    telemetry::describe();
+    shiitake_server::telemetry::describe();
+    Ok(handle)
+}
+
+/// The installed recorder, rendered at each scrape.
+#[derive(Clone)]
+struct Prometheus(PrometheusHandle);
+
+impl std::fmt::Debug for Prometheus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prometheus(..)")
+    }
+}
+
+impl MetricsText for Prometheus {
+    fn render(&self) -> String {
+        self.0.render()
+    }
+}

@@ -1,0 +1,174 @@
+//! `serve --database postgres://` as its operator runs it: `--lease-ttl` and
+//! `--heartbeat` checked before anything starts, `shiitake hub nodes` listing every
+//! process, and SIGTERM draining one cleanly (it leaves the list, and says nothing
+//! about its listener as its pool closes).
+//!
+//! Reads `SHIITAKE_TEST_POSTGRES_URL`; without it, or when it does not answer, the
+//! PostgreSQL test prints one `SKIPPED` line, or fails when `SHIITAKE_REQUIRE_SERVICES=1`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::binary;
+use shiitake_test_services::Service;
+
+const TOKEN: &str = "serve-hub-token-0123456789abcdef";
+
+/// A `serve` child, its address, and where its stderr goes.
+struct Served {
+    child: Child,
+    url: String,
+    log: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) && self.child.kill().is_ok() {
+            drop(self.child.wait());
+        }
+    }
+}
+
+fn serve(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) -> Command {
+    let mut command = Command::new(binary());
+    command
+        .args(["serve", "--port", "0", "--model", "none"])
+        .arg("--data-dir")
+        .arg(dir.join(name))
+        .args(["--database", database, "--agent", agent])
+        .arg("--workspace")
+        .arg(dir)
+        .args(extra)
+        .env_remove("SHIITAKE_DATABASE")
+        .env_remove("SHIITAKE_AGENT")
+        .env("SHIITAKE_TOKEN", TOKEN);
+    command
+}
+
+fn start(dir: &Path, name: &str, database: &str, agent: &str) -> Served {
+    let log = dir.join(format!("{name}.log"));
+    let mut child = serve(dir, name, database, agent, &["--heartbeat", "200ms"])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if let Some(url) = line.strip_prefix("shiitake: listening on ")
+                && tx.send(url.to_owned()).is_err()
+            {
+                return;
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("serve printed its address");
+    Served { child, url, log }
+}
+
+/// `shiitake hub nodes` against `url`: its stdout.
+fn hub_nodes(url: &str, dir: &Path) -> String {
+    let listed = Command::new(binary())
+        .args(["hub", "nodes", "--url", url, "--token", TOKEN])
+        .arg("--data-dir")
+        .arg(dir.join("client"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    String::from_utf8(listed.stdout).unwrap()
+}
+
+#[test]
+fn lease_and_heartbeat_out_of_bounds_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    for (database, flags, says) in [
+        (
+            "sqlite:x.db",
+            vec!["--lease-ttl", "10s"],
+            "apply to a PostgreSQL database",
+        ),
+        (
+            "postgres://nobody@127.0.0.1:1/none",
+            vec!["--heartbeat", "6s"],
+            "half the lease",
+        ),
+        (
+            "postgres://nobody@127.0.0.1:1/none",
+            vec!["--lease-ttl", "499ms"],
+            "outside 500 ms",
+        ),
+        (
+            "postgres://nobody@127.0.0.1:1/none",
+            vec!["--heartbeat", "1.5s"],
+            "whole number",
+        ),
+    ] {
+        let output = serve(dir.path(), "refused", database, "default", &flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{flags:?} started: {stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+        assert!(
+            !dir.path().join("refused").join("token").exists(),
+            "a refused start created the token"
+        );
+    }
+}
+
+#[test]
+fn the_operator_lists_the_processes_and_a_sigterm_drains_one() {
+    let Some(database) = Service::Postgres.url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let agent = format!("hub-{}", std::process::id());
+    let mut first = start(dir.path(), "a", &database, &agent);
+    let second = start(dir.path(), "b", &database, &agent);
+
+    let listed = hub_nodes(&second.url, dir.path());
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 3, "a header and two processes:\n{listed}");
+    assert!(lines[0].starts_with("holder"), "{listed}");
+    for line in &lines[1..] {
+        assert!(
+            line.contains(&agent) && line.contains("serving"),
+            "{listed}"
+        );
+    }
+
+    let status = Command::new("kill")
+        .args(["-TERM", &first.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let exited = loop {
+        if let Some(exited) = first.child.try_wait().unwrap() {
+            break exited;
+        }
+        assert!(Instant::now() < deadline, "serve did not exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exited.success(), "{exited}");
+    let log = std::fs::read_to_string(&first.log).unwrap();
+    assert!(
+        !log.contains("listener failed") && !log.contains("WARN"),
+        "the drained process complained:\n{log}"
+    );
+    let listed = hub_nodes(&second.url, dir.path());
+    assert_eq!(
+        listed.lines().count(),
+        2,
+        "the drained process left:\n{listed}"
+    );
+}
