@@ -13,7 +13,9 @@ use crate::module::{Module, ModuleDescriptor};
 use crate::names::OperationPath;
 use crate::operation::{OperationDescriptor, Replay};
 use crate::snapshot::{CatalogDiff, CatalogProblem, Snapshot, ToolSpec};
-use crate::source::{CapabilitySource, Invalidations, SourceError, SourceId, SourceState};
+use crate::source::{
+    CapabilitySource, Invalidations, LeftOutPart, SourceError, SourceId, SourceState,
+};
 
 /// Why a catalog refused a change to its set of sources.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -185,6 +187,32 @@ impl Catalog {
     pub async fn source_ids(&self) -> Vec<SourceId> {
         let slots = self.slots.lock().await;
         slots.iter().map(|s| s.source.id().clone()).collect()
+    }
+
+    /// What the sources could not offer now, each with its source: their own
+    /// [`CapabilitySource::left_out`], and a source whose last read failed whole.
+    pub async fn left_out(&self) -> Vec<(SourceId, LeftOutPart)> {
+        let slots = self.slots.lock().await;
+        let mut out = Vec::new();
+        for slot in slots.iter() {
+            let id = slot.source.id();
+            out.extend(
+                slot.source
+                    .left_out()
+                    .into_iter()
+                    .map(|part| (id.clone(), part)),
+            );
+            if slot.failed {
+                out.push((
+                    id.clone(),
+                    LeftOutPart {
+                        name: id.to_string(),
+                        reason: "the source could not list its modules".to_owned(),
+                    },
+                ));
+            }
+        }
+        out
     }
 
     /// Every live module, sorted by path.

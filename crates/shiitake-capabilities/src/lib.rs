@@ -84,6 +84,7 @@ pub use operation::{Operation, OperationDescriptor, OperationHandler, Replay, ha
 pub use schema::{Schema, SchemaError, ValidationError};
 pub use snapshot::{CatalogDiff, CatalogProblem, ToolSpec};
 pub use source::{
-    CapabilitySource, Invalidations, Invalidator, SourceError, SourceId, SourceState, StaticSource,
+    CapabilitySource, Invalidations, Invalidator, LeftOutPart, SourceError, SourceId, SourceState,
+    StaticSource,
 };
 pub use tool_name::{ToolName, flatten, unflatten};

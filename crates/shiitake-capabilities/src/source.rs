@@ -74,6 +74,22 @@ pub trait CapabilitySource: Send + Sync {
 
     /// Releases the source's resources; called when the catalog drops it. Idempotent.
     async fn close(&self);
+
+    /// What the source could not offer now, and why (an MCP server that refused its
+    /// credential), for an operator's view of the tools; none by default.
+    fn left_out(&self) -> Vec<LeftOutPart> {
+        Vec::new()
+    }
+}
+
+/// A part of a source it could not offer: its name and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOutPart {
+    /// The module it would have offered (`env.mcp.locked`), or the source's id when
+    /// the whole source failed.
+    pub name: String,
+    /// Why, in the source's words.
+    pub reason: String,
 }
 
 /// The sending side of a source's invalidation channel, kept by the source.

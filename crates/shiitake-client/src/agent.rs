@@ -223,6 +223,20 @@ impl AgentApi for RemoteAgent {
             .await
     }
 
+    async fn tools(
+        &self,
+        profile: shiitake_protocol::ToolProfile,
+    ) -> Result<shiitake_protocol::ToolList, ShiitakeError> {
+        let profile = match profile {
+            shiitake_protocol::ToolProfile::Full => "full",
+            shiitake_protocol::ToolProfile::Small => "small",
+        };
+        let query = vec![("profile", profile.to_owned())];
+        self.inner
+            .call(Method::GET, &["v1", "tools"], &query, NO_BODY)
+            .await
+    }
+
     async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError> {
         self.inner
             .call(Method::GET, &["v1", "extensions"], &Vec::new(), NO_BODY)

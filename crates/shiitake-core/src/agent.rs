@@ -349,6 +349,13 @@ impl AgentApi for Agent {
         Ok(lifecycle::catalogs(&self.core.host))
     }
 
+    async fn tools(
+        &self,
+        profile: shiitake_protocol::ToolProfile,
+    ) -> Result<shiitake_protocol::ToolList, ShiitakeError> {
+        crate::tool_list::list(&self.core, profile).await
+    }
+
     async fn list_extensions(&self) -> Result<Vec<ExtensionStatusV0>, ShiitakeError> {
         Ok(self
             .core

@@ -37,6 +37,7 @@ mod shared;
 pub mod store;
 pub mod telemetry;
 mod timers;
+mod tool_list;
 
 pub use agent::{Agent, AgentBuilder};
 pub use config::{AgentConfig, FixedModel, ModelResolver, RetryPolicy, SpecResolver};

@@ -64,7 +64,7 @@ pub const TIMER_FIRINGS: &str = "shiitake_extension_timer_firings_total";
 pub const EXTENSIONS_STOPPED: &str = "shiitake_extensions_stopped";
 /// Session leases this process holds on a shared store.
 pub const HUB_LEASES_HELD: &str = "shiitake_hub_leases_held";
-/// Sessions this process took over from a process that went away.
+/// Sessions taken from a process that went away without handing them over.
 pub const HUB_TAKEOVERS: &str = "shiitake_hub_takeovers_total";
 /// Commits refused because another process holds the Session's lease now.
 pub const HUB_FENCED_COMMITS: &str = "shiitake_hub_fenced_commits_total";
@@ -161,7 +161,7 @@ pub const METRICS: &[Metric] = &[
         name: HUB_TAKEOVERS,
         kind: MetricKind::Counter,
         labels: &[],
-        help: "Sessions this process took over whose previous owner went away without handing them over.",
+        help: "Sessions taken from a process that went away without handing them over: a lapsed lease this process claimed, or leases its heartbeat freed because their holder's connection is gone (summed over the processes: every takeover once).",
     },
     Metric {
         name: HUB_FENCED_COMMITS,
@@ -336,14 +336,25 @@ pub fn store_group(commits: usize) {
     metrics::histogram!(STORE_COMMIT_GROUP).record(commits as f64);
 }
 
-/// This process took a lease (`+1`) or let one go (`-1`) on a shared store.
-pub fn lease_held(change: i8) {
-    metrics::gauge!(HUB_LEASES_HELD).increment(f64::from(change));
+/// This process took (`taken`) or let go of `count` leases on a shared store.
+pub fn leases_held(count: usize, taken: bool) {
+    // Counts far below 2^53: exact as f64.
+    #[allow(clippy::cast_precision_loss)]
+    let count = count as f64;
+    let gauge = metrics::gauge!(HUB_LEASES_HELD);
+    if taken {
+        gauge.increment(count);
+    } else {
+        gauge.decrement(count);
+    }
 }
 
-/// This process took over a Session whose previous owner went away.
-pub fn takeover() {
-    metrics::counter!(HUB_TAKEOVERS).increment(1);
+/// This process took `count` Sessions from processes that went away (a lapsed lease
+/// it claimed, or leases its heartbeat freed because their holder died).
+pub fn takeovers(count: u64) {
+    if count > 0 {
+        metrics::counter!(HUB_TAKEOVERS).increment(count);
+    }
 }
 
 /// A commit was fenced: the Session's lease moved on.

@@ -77,6 +77,13 @@ pub trait AgentApi: Send + Sync {
     /// knowing the extensions.
     async fn catalogs(&self) -> Result<crate::catalog::SessionCatalogs, ShiitakeError>;
 
+    /// The tools a run of a new Session would see with a model of `profile`, and the
+    /// sources left out with their reason (`GET /v1/tools`): what only a model saw.
+    async fn tools(
+        &self,
+        profile: crate::tools::ToolProfile,
+    ) -> Result<crate::tools::ToolList, ShiitakeError>;
+
     /// Restarts a stopped extension.
     async fn resume_extension(
         &self,

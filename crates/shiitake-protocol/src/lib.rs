@@ -43,6 +43,7 @@ pub mod preference;
 pub mod snapshot;
 mod strict;
 pub mod summary;
+pub mod tools;
 
 pub use activity::{QueueState, RetryState, SessionActivity, SessionProgress};
 pub use address::{AddressError, AddressOrigin, SessionAddress};
@@ -80,3 +81,6 @@ pub use snapshot::{
     SubscribeOptions, TerminalOutcome, WatchOptions,
 };
 pub use summary::{SessionInboxState, SessionSummary, SessionSummaryPage, SessionSummaryRow};
+pub use tools::{
+    LeftOutReason, LeftOutSource, ReplaySafety, ToolEntry, ToolList, ToolProfile, ToolSource,
+};

@@ -199,6 +199,7 @@ pub(crate) fn agent_routes<A: AgentApi + 'static>(
         )
         .route("/v1/extensions", get(routes::list_extensions::<A>))
         .route("/v1/catalogs", get(routes::catalogs::<A>))
+        .route("/v1/tools", get(routes::tools::<A>))
         .route(
             "/v1/extensions/{extension}/resume",
             post(routes::resume_extension::<A>),

@@ -180,6 +180,21 @@ pub(crate) async fn catalogs<A: AgentApi>(
     Ok(Json(shared.agent.catalogs().await?))
 }
 
+/// Query of `GET /v1/tools`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolsQuery {
+    #[serde(default)]
+    profile: shiitake_protocol::ToolProfile,
+}
+
+pub(crate) async fn tools<A: AgentApi>(
+    State(shared): AppState<A>,
+    QueryParams(query): QueryParams<ToolsQuery>,
+) -> Answer<Json<shiitake_protocol::ToolList>> {
+    Ok(Json(shared.agent.tools(query.profile).await?))
+}
+
 pub(crate) async fn list_extensions<A: AgentApi>(
     State(shared): AppState<A>,
 ) -> Answer<Json<Vec<ExtensionStatusV0>>> {

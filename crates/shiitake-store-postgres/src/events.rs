@@ -100,7 +100,10 @@ pub(crate) async fn run(mut listener: PgListener, shared: Weak<Shared>) {
             },
             // The connection dropped; the next receive reconnects. Whatever was
             // announced in between is lost, so waiters look again.
-            Ok(None) => OwnershipEvent::Resync,
+            Ok(None) => {
+                shiitake_core::telemetry::notify_reconnect();
+                OwnershipEvent::Resync
+            }
             // The store is closing (its pool went first): nothing failed.
             Err(_) if closing.is_cancelled() => return,
             Err(sqlx::Error::PoolClosed) => return,

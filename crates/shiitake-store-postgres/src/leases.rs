@@ -39,10 +39,12 @@ pub(crate) struct Held(Mutex<HashMap<SessionId, (FencingToken, Instant)>>);
 impl Held {
     pub(crate) fn set(&self, session_id: &SessionId, token: Option<FencingToken>) {
         let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = held.len();
         match token {
             Some(token) => held.insert(session_id.clone(), (token, Instant::now())),
             None => held.remove(session_id),
         };
+        leases_changed(before, held.len());
     }
 
     /// The tenures to renew: (Session ids, tokens).
@@ -69,10 +71,21 @@ impl Held {
             })
             .map(|(session_id, (token, _))| (session_id.clone(), *token))
             .collect();
+        let before = held.len();
         for (session_id, _) in &lost {
             held.remove(session_id);
         }
+        leases_changed(before, held.len());
         lost
+    }
+}
+
+/// Moves the process's gauge of held leases by one map's change in size.
+fn leases_changed(before: usize, after: usize) {
+    if after > before {
+        shiitake_core::telemetry::leases_held(after - before, true);
+    } else if before > after {
+        shiitake_core::telemetry::leases_held(before - after, false);
     }
 }
 
@@ -130,14 +143,17 @@ impl PostgresStore {
                 Claim::Missing
             });
         }
-        let (present, token, handed_over, lapses_ms): (
+        let (present, token, handed_over, lapses_ms, held_by_another): (
             i64,
             Option<i64>,
             Option<bool>,
             Option<f64>,
+            Option<bool>,
         ) = sqlx::query_as(concat!(
             "WITH present AS ( \
                    SELECT 1 FROM sessions WHERE agent_id = $1 AND id = $2 \
+                 ), prior AS ( \
+                   SELECT holder FROM session_leases WHERE agent_id = $1 AND session_id = $2 \
                  ), claimed AS ( \
                    INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
                    SELECT $1, $2, $3, 1, clock_timestamp() + $4 * interval '1 millisecond' \
@@ -154,7 +170,8 @@ impl PostgresStore {
                  ) SELECT (SELECT count(*) FROM present), (SELECT token FROM claimed), \
                      (SELECT handed_over FROM claimed), \
                      (SELECT EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8 * 1000 \
-                      FROM session_leases WHERE agent_id = $1 AND session_id = $2)"
+                      FROM session_leases WHERE agent_id = $1 AND session_id = $2), \
+                     (SELECT holder IS NOT NULL AND holder <> $3 FROM prior)"
         ))
         .bind(shared.agent.as_str())
         .bind(session_id.as_str())
@@ -170,10 +187,13 @@ impl PostgresStore {
             Some(token) => {
                 let token = FencingToken(uint(token, "lease token")?);
                 shared.leases.set(session_id, Some(token));
-                Ok(Claim::Held(Lease {
-                    token,
-                    handed_over: handed_over.unwrap_or(false),
-                }))
+                let handed_over = handed_over.unwrap_or(false);
+                // Another process held it and neither gave it back nor handed it over:
+                // it lapsed, or its holder died.
+                if held_by_another == Some(true) && !handed_over {
+                    shiitake_core::telemetry::takeovers(1);
+                }
+                Ok(Claim::Held(Lease { token, handed_over }))
             }
             None => Ok(Claim::Elsewhere {
                 lapses_in: lapse(lapses_ms).unwrap_or(Duration::ZERO),

@@ -112,6 +112,8 @@ pub(crate) async fn beat(
     .bind(CHANNEL)
     .fetch_one(&mut *conn)
     .await?;
+    // The dead holders' Sessions are taken over: counted here, once, whoever claims them.
+    shiitake_core::telemetry::takeovers(u64::try_from(released).unwrap_or(0));
     Ok(Beat {
         registered: registered > 0,
         dead,

@@ -1,14 +1,14 @@
 //! `Knapsack::mcp_servers`: a capability source over a host-owned list of MCP servers.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::future::join_all;
 use shiitake_capabilities::{
-    CapabilitySource, Invalidations, Invalidator, Module, SourceError, SourceId,
+    CapabilitySource, Invalidations, Invalidator, LeftOutPart, Module, SourceError, SourceId,
 };
 use tokio::sync::{Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -101,7 +101,12 @@ pub struct McpServersSource {
     /// `None` until the first acquisition (or the background connecting) starts;
     /// shared with the background connections, which add themselves.
     connections: Arc<Mutex<Option<Vec<Connection>>>>,
+    /// The servers reported unavailable and not connected since.
+    left_out: LeftOut,
 }
+
+/// The servers a source left out, shared with its reporting callbacks.
+type LeftOut = Arc<std::sync::Mutex<Vec<LeftOutPart>>>;
 
 impl std::fmt::Debug for McpServersSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -114,7 +119,42 @@ impl std::fmt::Debug for McpServersSource {
 
 impl McpServersSource {
     /// A source over `servers`; nothing connects until the first acquisition.
-    pub fn new(id: SourceId, servers: Vec<McpServer>, options: McpServersOptions) -> Self {
+    pub fn new(id: SourceId, servers: Vec<McpServer>, mut options: McpServersOptions) -> Self {
+        // Every report also lands in `left_out`, for the operator's view of the tools;
+        // a server that connects later (after a listing error) leaves it.
+        let left_out: LeftOut = Arc::default();
+        let paths: Arc<HashMap<String, String>> = Arc::new(
+            servers
+                .iter()
+                .map(|server| (server.name().to_owned(), server.module_path().to_string()))
+                .collect(),
+        );
+        let path_of = move |name: &str| paths.get(name).cloned().unwrap_or_else(|| name.to_owned());
+        let (unavailable, record, path) = (
+            options.on_unavailable.clone(),
+            left_out.clone(),
+            path_of.clone(),
+        );
+        options.on_unavailable = Arc::new(move |report: McpUnavailable| {
+            let name = path(&report.name);
+            let mut parts = record.lock().unwrap_or_else(PoisonError::into_inner);
+            parts.retain(|part: &LeftOutPart| part.name != name);
+            parts.push(LeftOutPart {
+                name,
+                reason: report.error.to_string(),
+            });
+            drop(parts);
+            unavailable(report);
+        });
+        let (connected, record) = (options.on_connected.clone(), left_out.clone());
+        options.on_connected = Arc::new(move |report: McpConnected| {
+            let name = path_of(&report.name);
+            record
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|part| part.name != name);
+            connected(report);
+        });
         Self {
             id,
             servers,
@@ -122,6 +162,7 @@ impl McpServersSource {
             invalidator: Arc::new(Invalidator::new()),
             closed: CancellationToken::new(),
             connections: Arc::new(Mutex::new(None)),
+            left_out,
         }
     }
 
@@ -391,6 +432,13 @@ impl CapabilitySource for McpServersSource {
 
     fn subscribe(&self) -> Invalidations {
         self.invalidator.subscribe()
+    }
+
+    fn left_out(&self) -> Vec<LeftOutPart> {
+        self.left_out
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     async fn close(&self) {

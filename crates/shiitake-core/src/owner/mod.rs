@@ -26,7 +26,7 @@
 
 mod change;
 mod commands;
-mod contributions;
+pub(crate) mod contributions;
 mod extension_state;
 mod gates;
 mod hooks;

@@ -11,7 +11,7 @@
 mod compact;
 pub(crate) mod compaction;
 mod gate;
-mod offered;
+pub(crate) mod offered;
 mod recovery;
 mod stream;
 mod tools;

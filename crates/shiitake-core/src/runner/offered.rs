@@ -15,8 +15,8 @@ use shiitake_capabilities::{Catalog, ModulePath, SourceId, StaticSource};
 use shiitake_model::{ModelProfile, ToolSpec};
 use shiitake_protocol::{ExtensionId, ShiitakeError};
 
-use super::RunStart;
 use super::compact::{compact_schema, first_sentence};
+use super::{RunStart, ToolModules};
 use crate::config::AgentConfig;
 use crate::offer::ToolSet;
 
@@ -42,42 +42,10 @@ impl RunTools {
         set: &ToolSet,
         profile: ModelProfile,
     ) -> Result<Self, ShiitakeError> {
-        let contributed = if start.modules.is_empty() {
-            None
-        } else {
-            let catalog = Catalog::new();
-            let source = StaticSource::new(
-                SourceId::new("extensions"),
-                start
-                    .modules
-                    .iter()
-                    .map(|(_, module)| module.clone())
-                    .collect(),
-            );
-            catalog
-                .add_source(Arc::new(source))
-                .await
-                .map_err(|error| ShiitakeError::internal(format!("extension tools: {error}")))?;
-            Some(catalog)
-        };
-        let owners: HashMap<ModulePath, ExtensionId> = start
-            .modules
-            .iter()
-            .map(|(extension, module)| (module.path().clone(), extension.clone()))
-            .collect();
+        let assembled = Assembled::new(start.agent.tools.clone(), &start.modules).await?;
         let mut extensions: HashMap<ExtensionId, bool> = HashMap::new();
         let mut specs = Vec::new();
-        let shared = start
-            .agent
-            .tools
-            .tools()
-            .into_iter()
-            .map(|tool| (tool, None));
-        let own = contributed.iter().flat_map(Catalog::tools).map(|tool| {
-            let owner = owners.get(tool.path.module()).cloned();
-            (tool, owner)
-        });
-        for (tool, owner) in shared.chain(own) {
+        for (tool, owner) in assembled.each_tool() {
             let offered = set.offers(&tool.path);
             if let Some(owner) = owner {
                 *extensions.entry(owner).or_default() |= offered;
@@ -88,9 +56,9 @@ impl RunTools {
         }
         let offered = specs.iter().map(|spec| spec.name.clone()).collect();
         Ok(Self {
-            shared: start.agent.tools.clone(),
-            contributed,
-            owners,
+            shared: assembled.shared,
+            contributed: assembled.contributed,
+            owners: assembled.owners,
             specs,
             offered,
             extensions,
@@ -126,6 +94,73 @@ impl RunTools {
     /// does not have, such as `agents.create` for a small model).
     fn keeps_section_of(&self, extension: &ExtensionId) -> bool {
         self.extensions.get(extension).copied().unwrap_or(true)
+    }
+}
+
+/// The tools of a run before its tool set chooses: the Agent's catalog and the
+/// modules extensions contributed, with the extension of each module. A run's
+/// [`RunTools`] and the operator's list (`GET /v1/tools`) both read it.
+pub(crate) struct Assembled {
+    pub(crate) shared: Arc<Catalog>,
+    pub(crate) contributed: Option<Catalog>,
+    /// Which extension contributed each module of `contributed`.
+    pub(crate) owners: HashMap<ModulePath, ExtensionId>,
+}
+
+impl Assembled {
+    /// The Agent's catalog `shared` and the extensions' `modules`.
+    pub(crate) async fn new(
+        shared: Arc<Catalog>,
+        modules: &ToolModules,
+    ) -> Result<Self, ShiitakeError> {
+        let contributed = if modules.is_empty() {
+            None
+        } else {
+            let catalog = Catalog::new();
+            let source = StaticSource::new(
+                SourceId::new("extensions"),
+                modules.iter().map(|(_, module)| module.clone()).collect(),
+            );
+            catalog
+                .add_source(Arc::new(source))
+                .await
+                .map_err(|error| ShiitakeError::internal(format!("extension tools: {error}")))?;
+            Some(catalog)
+        };
+        let owners = modules
+            .iter()
+            .map(|(extension, module)| (module.path().clone(), extension.clone()))
+            .collect();
+        Ok(Self {
+            shared,
+            contributed,
+            owners,
+        })
+    }
+
+    /// Every tool in the run's fixed order (the Agent's by module path, then the
+    /// extensions' by module path), with the extension that contributed it.
+    pub(crate) fn each_tool(
+        &self,
+    ) -> impl Iterator<Item = (shiitake_capabilities::ToolSpec, Option<ExtensionId>)> + '_ {
+        let shared = self.shared.tools().into_iter().map(|tool| (tool, None));
+        let own = self
+            .contributed
+            .iter()
+            .flat_map(Catalog::tools)
+            .map(|tool| {
+                let owner = self.owners.get(tool.path.module()).cloned();
+                (tool, owner)
+            });
+        shared.chain(own)
+    }
+
+    /// The catalog that knows `path`: an extension's first, then the Agent's.
+    pub(crate) fn catalog_of(&self, path: &shiitake_capabilities::OperationPath) -> &Catalog {
+        match &self.contributed {
+            Some(catalog) if catalog.describe(path).is_some() => catalog,
+            _ => &self.shared,
+        }
     }
 }
 
