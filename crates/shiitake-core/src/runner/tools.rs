@@ -149,7 +149,10 @@ async fn execute_one(
     let input = Value::Object(call.arguments.clone());
     let started = std::time::Instant::now();
     let executed = catalog.execute_tool(&call.name, input, &context).await;
-    crate::telemetry::tool_call(&call.name, started.elapsed(), executed.is_ok());
+    let elapsed = started.elapsed();
+    crate::telemetry::tool_call(&call.name, elapsed, executed.is_ok());
+    // In the run's span: an operator's log line carries the Session and the run.
+    tracing::debug!(tool = %call.name, ok = executed.is_ok(), ms = elapsed.as_millis(), "tool call");
     match executed {
         Ok(output) => Ok(result_message(call, output_text(&output), false, None)),
         Err(ToolError::ForModel(error)) => {
