@@ -136,7 +136,7 @@ async fn fire(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeErro
             let mailbox = core.owners.mailbox(&session_id);
             let (reply, answer) = oneshot::channel();
             mailbox
-                .send(Request::FireTimer(timer, reply))
+                .send(Request::FireTimer(Box::new(timer), reply))
                 .await
                 .map_err(|_| ShiitakeError::unavailable("the Session's owner stopped"))?;
             answer

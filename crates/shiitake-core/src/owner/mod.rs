@@ -306,7 +306,7 @@ impl Owner {
                 self.answer(reply, result);
             }
             Request::FireTimer(timer, reply) => {
-                let result = self.fire_timer(timer).await;
+                let result = self.fire_timer(*timer).await;
                 self.answer(reply, result);
             }
             Request::Admit {
@@ -331,6 +331,7 @@ impl Owner {
             }
             Request::Run(event) => self.run_event(event).await,
         }
+        self.publication.release_unwatched();
         if self.tenure.fenced() {
             self.work.stop_without_terminal();
             return Flow::Exit;

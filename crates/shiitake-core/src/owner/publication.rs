@@ -14,7 +14,9 @@ pub(crate) const PUBLISH_BUFFER: usize = 1024;
 /// The publication channel, created with the first subscriber, and the live view
 /// of the work that every frame carries.
 pub(super) struct Publication {
-    /// Created with the first subscriber, so an owner nobody watches costs no buffer.
+    /// Created with the first subscriber and let go after the last
+    /// ([`release_unwatched`](Self::release_unwatched)), so an owner nobody watches
+    /// costs no buffer.
     publisher: Option<broadcast::Sender<Published>>,
     activity: SessionActivity,
     progress: Option<SessionProgress>,
@@ -45,6 +47,20 @@ impl Publication {
                 self.publisher = Some(publisher);
                 receiver
             }
+        }
+    }
+
+    /// Lets the channel go once its last receiver has: its buffer (1,024 slots, about
+    /// 48 KB, and the frames still in them) is not held by an owner nobody watches, and
+    /// the next subscriber makes a fresh one. Nothing is lost, since a frame sent with
+    /// no receiver is dropped anyway.
+    pub(super) fn release_unwatched(&mut self) {
+        if self
+            .publisher
+            .as_ref()
+            .is_some_and(|publisher| publisher.receiver_count() == 0)
+        {
+            self.publisher = None;
         }
     }
 

@@ -16,7 +16,9 @@ use crate::store::FencingToken;
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, ShiitakeError>>;
 
 /// What an owner can be asked.
-#[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
+///
+/// Kept small: a mailbox is allocated in blocks of 32 requests of the largest
+/// variant's size, so large and rare payloads (a timer row, a run's message) are boxed.
 pub(crate) enum Request {
     /// Execute one command; a prompt may carry the Agent that sent it (host only).
     Command(
@@ -65,7 +67,7 @@ pub(crate) enum Request {
     /// Publish the extension slots again without a change; answers whether anyone watched.
     Republish(Reply<bool>),
     /// Fire a due timer of this Session in the transaction that claims it.
-    FireTimer(crate::store::TimerRow, Reply<()>),
+    FireTimer(Box<crate::store::TimerRow>, Reply<()>),
     /// Stop now (the Session is being deleted, or the Agent closes): runs are
     /// stopped without a terminal, so recovery resumes them on the next open.
     Stop(oneshot::Sender<()>),

@@ -140,7 +140,9 @@ impl Owner {
                 tool,
                 reply,
             } => {
-                let result = self.commit_message(entry_id, message, tool).await;
+                let result = self
+                    .commit_message(entry_id, *message, tool.map(|tool| *tool))
+                    .await;
                 if reply.send(result).is_err() {
                     tracing::trace!("runner left before its commit answer");
                 }
@@ -187,7 +189,8 @@ impl Owner {
                 let Some(run) = self.work.finish() else {
                     return;
                 };
-                self.work.keep_transcript(transcript);
+                self.work
+                    .keep_transcript(transcript.map(|transcript| *transcript));
                 self.settle(&run.command_id, &run.absorbed, (outcome, diagnostic), tally)
                     .await;
                 self.append_waiting_lines().await;

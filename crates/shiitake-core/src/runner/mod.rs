@@ -129,16 +129,20 @@ impl Settled {
 }
 
 /// What the runner tells its owner.
-#[allow(clippy::large_enum_variant)] // moved once through a channel; boxing would only add an allocation
+///
+/// Its large payloads (a message, a transcript) are boxed: every request of an owner's
+/// mailbox takes the size of the largest, and the mailbox is allocated in blocks of 32
+/// requests, so one inline message (440 bytes) made each owner's mailbox 18 KB
+/// (docs/benchmarks.md, "CPU per committed message").
 pub(crate) enum RunEvent {
     /// At a model-call boundary: take waiting steers and operator lines into the lineage.
     Boundary(oneshot::Sender<Result<Vec<(EntryId, Message)>, ShiitakeError>>),
     /// Commit one completed message under the given entry id.
     Commit {
         entry_id: EntryId,
-        message: Message,
+        message: Box<Message>,
         /// Set for the result of an extension's tool: its tool-result hook runs in this commit.
-        tool: Option<crate::extension::ToolOutcome>,
+        tool: Option<Box<crate::extension::ToolOutcome>>,
         reply: oneshot::Sender<Result<(), ShiitakeError>>,
     },
     /// The streaming message moved on (never stored).
@@ -162,7 +166,7 @@ pub(crate) enum RunEvent {
         outcome: TerminalOutcome,
         diagnostic: Option<String>,
         tally: RunTally,
-        transcript: Option<Transcript>,
+        transcript: Option<Box<Transcript>>,
     },
 }
 
@@ -203,8 +207,8 @@ impl OwnerLink {
         let id = entry_id.clone();
         self.ask(|reply| RunEvent::Commit {
             entry_id,
-            message,
-            tool: outcome,
+            message: Box::new(message),
+            tool: outcome.map(Box::new),
             reply,
         })
         .await?;
@@ -220,7 +224,7 @@ impl OwnerLink {
         let id = entry_id.clone();
         self.ask(|reply| RunEvent::Commit {
             entry_id,
-            message,
+            message: Box::new(message),
             tool: None,
             reply,
         })
@@ -267,7 +271,7 @@ pub(crate) async fn run(mut start: RunStart) {
         outcome: settled.outcome,
         diagnostic: settled.diagnostic,
         tally,
-        transcript,
+        transcript: transcript.map(Box::new),
     })
     .await;
 }
