@@ -11,7 +11,8 @@
 //! or the prompt's acceptance). The process is started again before the next kill.
 //!
 //! Reported: p50, p90 and max of those times, for Sessions with open work, idle-held
-//! ones, and all; and, checked on the database at the end, that no acknowledged
+//! ones, and all; where the time goes (to the lease seen off the dead process, to a
+//! live process seen holding it); and, checked on the database at the end, that no acknowledged
 //! prompt was lost, none ran again after it settled, and no `hub.mark` execution
 //! ran twice.
 
@@ -63,25 +64,46 @@ async fn held_by(
         .collect())
 }
 
-/// The head sequence of each Session.
+/// The head sequence of each Session, and who holds its lease now.
 async fn heads(
     conn: &mut sqlx::PgConnection,
     key: &str,
     sessions: &[String],
-) -> Result<HashMap<String, i64>, Failure> {
-    let rows: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT id, head_sequence FROM sessions WHERE agent_id = $1 AND id = ANY($2)",
+) -> Result<HashMap<String, (i64, Option<String>)>, Failure> {
+    let rows: Vec<(String, i64, Option<String>)> = sqlx::query_as(
+        "SELECT s.id, s.head_sequence, l.holder FROM sessions s LEFT JOIN session_leases l \
+           ON l.agent_id = s.agent_id AND l.session_id = s.id \
+         WHERE s.agent_id = $1 AND s.id = ANY($2)",
     )
     .bind(key)
     .bind(sessions)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(rows.into_iter().collect())
+    Ok(rows
+        .into_iter()
+        .map(|(id, head, holder)| (id, (head, holder)))
+        .collect())
+}
+
+/// The times of one kill, each a list over the Sessions the dead process held.
+#[derive(Default)]
+struct Kill {
+    /// From the kill to the first commit by the new owner, for Sessions with open work.
+    open_work: Vec<Duration>,
+    /// The same for idle-held Sessions sent a prompt at the kill.
+    idle: Vec<Duration>,
+    /// From the kill to the moment its lease was seen off the dead process (freed by a
+    /// heartbeat, or claimed from the dead holder): where the takeover's time goes.
+    freed: Vec<Duration>,
+    /// From the kill to the moment a live process was seen holding its lease.
+    claimed: Vec<Duration>,
+    /// Sessions with no commit by a new owner within [`GIVE_UP`].
+    stalled: usize,
 }
 
 /// Kills `nodes[victim]` and measures, per Session it held, the time to the first
-/// commit by the new owner; idle ones get a prompt through the survivors. Returns
-/// (with open work, idle) latencies, the stalled count, and the probes' commands.
+/// commit by the new owner (and to its lease's freeing and claim on the way); idle
+/// ones get a prompt through the survivors. Returns the times and the probes' commands.
 async fn one_kill(
     cluster: &Arc<Cluster>,
     nodes: &mut [Node],
@@ -89,16 +111,9 @@ async fn one_kill(
     database: &str,
     key: &str,
     round: usize,
-) -> Result<
-    (
-        Vec<Duration>,
-        Vec<Duration>,
-        usize,
-        Vec<tokio::task::JoinHandle<CommandId>>,
-    ),
-    Failure,
-> {
-    let held = held_by(database, key, &nodes[victim].holder).await?;
+) -> Result<(Kill, Vec<tokio::task::JoinHandle<CommandId>>), Failure> {
+    let dead = nodes[victim].holder.clone();
+    let held = held_by(database, key, &dead).await?;
     cluster.set(victim, None);
     let killed = Instant::now();
     nodes[victim].kill();
@@ -124,20 +139,42 @@ async fn one_kill(
         .iter()
         .map(|(id, open)| (id.as_str().to_owned(), *open))
         .collect();
-    let (mut open_work, mut idle) = (Vec::new(), Vec::new());
+    let (mut unfreed, mut unclaimed) = (waiting.clone(), waiting.clone());
+    let mut kill = Kill::default();
     while !waiting.is_empty() && killed.elapsed() < GIVE_UP {
         tokio::time::sleep(Duration::from_millis(10)).await;
         let now = heads(&mut conn, key, &ids).await?;
         let at = killed.elapsed();
+        let holder = |id: &String| now.get(id).and_then(|(_, holder)| holder.as_deref());
+        unfreed.retain(|id, _| {
+            let freed = holder(id) != Some(dead.as_str());
+            if freed {
+                kill.freed.push(at);
+            }
+            !freed
+        });
+        unclaimed.retain(|id, _| {
+            let claimed = holder(id).is_some_and(|holder| holder != dead);
+            if claimed {
+                kill.claimed.push(at);
+            }
+            !claimed
+        });
         waiting.retain(|id, open| {
-            let moved = now.get(id) != before.get(id);
+            let moved = now.get(id).map(|(head, _)| head) != before.get(id).map(|(head, _)| head);
             if moved {
-                if *open { &mut open_work } else { &mut idle }.push(at);
+                if *open {
+                    &mut kill.open_work
+                } else {
+                    &mut kill.idle
+                }
+                .push(at);
             }
             !moved
         });
     }
-    Ok((open_work, idle, waiting.len(), probes))
+    kill.stalled = waiting.len();
+    Ok((kill, probes))
 }
 
 /// Runs the phase and prints its table.
@@ -189,23 +226,27 @@ pub async fn run(binary: &Path, database: &str, kills: usize) -> Result<(), Fail
         })
         .collect();
     let load = load_average();
-    let (mut open_work, mut idle, mut stalled, mut probes) =
-        (Vec::new(), Vec::new(), 0, Vec::new());
+    let (mut all_kills, mut probes) = (Kill::default(), Vec::new());
     for round in 0..kills {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let victim = round % 3;
-        let (open, quiet, lost, sent) =
-            one_kill(&cluster, &mut nodes, victim, database, &key, round).await?;
+        let (kill, sent) = one_kill(&cluster, &mut nodes, victim, database, &key, round).await?;
         eprintln!(
-            "hub_bench: kill {} of {kills}: {} Sessions with work, {} idle, {lost} stalled; slowest {}",
+            "hub_bench: kill {} of {kills}: {} Sessions with work, {} idle, {} stalled; freed by {}, claimed by {}, slowest {}; load average {}",
             round + 1,
-            open.len(),
-            quiet.len(),
-            secs(open.iter().chain(&quiet).max().copied())
+            kill.open_work.len(),
+            kill.idle.len(),
+            kill.stalled,
+            secs(kill.freed.iter().max().copied()),
+            secs(kill.claimed.iter().max().copied()),
+            secs(kill.open_work.iter().chain(&kill.idle).max().copied()),
+            load_average()
         );
-        open_work.extend(open);
-        idle.extend(quiet);
-        stalled += lost;
+        all_kills.open_work.extend(kill.open_work);
+        all_kills.idle.extend(kill.idle);
+        all_kills.freed.extend(kill.freed);
+        all_kills.claimed.extend(kill.claimed);
+        all_kills.stalled += kill.stalled;
         probes.extend(sent);
         nodes[victim] = spawn_node_at(
             binary,
@@ -228,17 +269,27 @@ pub async fn run(binary: &Path, database: &str, kills: usize) -> Result<(), Fail
         node.kill();
     }
     assert_nothing_lost_or_doubled(database, &key, dir.path(), &accepted).await;
+    let Kill {
+        open_work,
+        idle,
+        freed,
+        claimed,
+        stalled,
+    } = all_kills;
     let all: Vec<Duration> = open_work.iter().chain(&idle).copied().collect();
     println!(
-        "Hub takeover, {kills} kills of 1 of 3 processes under load ({DRIVEN} Sessions driven, {IDLE} idle-held; lease {} s, heartbeat 500 ms; load average {load} at the start)",
-        LEASE_MS / 1000
+        "Hub takeover, {kills} kills of 1 of 3 processes under load ({DRIVEN} Sessions driven, {IDLE} idle-held; lease {} s, heartbeat 500 ms; load average {load} at the start, {} at the end)",
+        LEASE_MS / 1000,
+        load_average()
     );
     println!("| Sessions of the killed process | taken over | p50 | p90 | max |");
     println!("| --- | --- | --- | --- | --- |");
     for (what, samples) in [
         ("with open work", &open_work),
         ("idle-held, a prompt sent at the kill", &idle),
-        ("all", &all),
+        ("all: the first commit by the new owner", &all),
+        ("all: the lease off the dead process", &freed),
+        ("all: the lease held by a live process", &claimed),
     ] {
         println!(
             "| {what} | {} | {} | {} | {} |",
