@@ -24,24 +24,26 @@ pub const SSE_SUBSCRIBERS: &str = "shiitake_sse_subscribers";
 /// Events sent on event streams, by `kind`.
 pub const SSE_FRAMES_SENT: &str = "shiitake_sse_frames_sent_total";
 
-/// Every metric the server records: name, kind and meaning (`docs/operations.md`).
-pub const METRICS: &[(&str, &str, &str)] = &[
+/// Every metric the server records: name, kind, labels and meaning (`docs/operations.md`).
+pub const METRICS: &[(&str, &str, &[&str], &str)] = &[
     (
         SSE_SUBSCRIBERS,
         "gauge",
+        &[],
         "Event streams (`events` and `watch`) open now on this server.",
     ),
     (
         SSE_FRAMES_SENT,
         "counter",
+        &["kind"],
         "Events sent on event streams, by kind (snapshot, update, progress, reset); a reset is a subscriber that fell behind or asked after a cursor the Session no longer has.",
     ),
 ];
 
 /// Registers the help text of [`METRICS`] with the installed recorder.
 pub fn describe() {
-    metrics::describe_gauge!(SSE_SUBSCRIBERS, METRICS[0].2);
-    metrics::describe_counter!(SSE_FRAMES_SENT, METRICS[1].2);
+    metrics::describe_gauge!(SSE_SUBSCRIBERS, METRICS[0].3);
+    metrics::describe_counter!(SSE_FRAMES_SENT, METRICS[1].3);
 }
 
 /// A host's metrics in the Prometheus text format, rendered on each scrape.

@@ -120,3 +120,57 @@ impl MetricsText for Prometheus {
         self.0.render()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use shiitake_core::telemetry::{METRICS, MetricKind};
+
+    /// The metric rows of docs/operations.md: (name, kind, labels).
+    fn documented() -> Vec<(String, String, Vec<String>)> {
+        include_str!("../../../../docs/operations.md")
+            .lines()
+            .filter_map(|line| {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                let name = cells
+                    .get(1)?
+                    .strip_prefix("`shiitake_")?
+                    .strip_suffix('`')?;
+                let labels = cells
+                    .get(3)?
+                    .split(',')
+                    .map(|label| label.trim().trim_matches('`').to_owned())
+                    .filter(|label| !label.is_empty())
+                    .collect();
+                Some((
+                    format!("shiitake_{name}"),
+                    (*cells.get(2)?).to_owned(),
+                    labels,
+                ))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_operations_page_lists_every_metric_with_its_kind_and_labels() {
+        let mut recorded: Vec<(String, String, Vec<String>)> = METRICS
+            .iter()
+            .map(|metric| {
+                let kind = match metric.kind {
+                    MetricKind::Counter => "counter",
+                    MetricKind::Gauge => "gauge",
+                    MetricKind::Histogram => "histogram",
+                };
+                let labels = metric.labels.iter().map(|l| (*l).to_owned()).collect();
+                (metric.name.to_owned(), kind.to_owned(), labels)
+            })
+            .collect();
+        for (name, kind, labels, _) in shiitake_server::telemetry::METRICS {
+            let labels = labels.iter().map(|l| (*l).to_owned()).collect();
+            recorded.push(((*name).to_owned(), (*kind).to_owned(), labels));
+        }
+        let mut documented = documented();
+        recorded.sort();
+        documented.sort();
+        assert_eq!(documented, recorded);
+    }
+}
