@@ -81,6 +81,7 @@ macro_rules! conformance_tests {
             observe::read_pages_backwards,
             extensions::catalogs_list_the_human_command_flows,
             extensions::a_flow_runs_its_command_with_a_request_id,
+            extensions::the_tools_list_says_what_a_run_sees,
         );
     };
     (@each $fixture:ty, $ready:expr; $($module:ident :: $name:ident),+ $(,)?) => {

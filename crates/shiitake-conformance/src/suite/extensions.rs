@@ -88,3 +88,47 @@ pub async fn a_flow_runs_its_command_with_a_request_id<F: Fixture>() {
         })
     );
 }
+
+/// The tools a run would see: each with its source and replay safety; for a small
+/// model the compact set, the rest left out as not offered.
+pub async fn the_tools_list_says_what_a_run_sees<F: Fixture>() {
+    use shiitake_protocol::{LeftOutReason, ReplaySafety, ToolProfile, ToolSource};
+    let fixture = F::start(Script::new(vec![])).await;
+    let full = fixture
+        .agent()
+        .tools(ToolProfile::Full)
+        .await
+        .expect("tools");
+    assert_eq!(full.profile, ToolProfile::Full);
+    let tool = |name: &str| {
+        full.tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {full:?}"))
+    };
+    let (echo, slow) = (tool("test__echo"), tool("test__slow"));
+    assert_eq!(
+        (
+            echo.path.as_str(),
+            echo.source,
+            echo.replay,
+            &echo.extension
+        ),
+        ("test.echo", ToolSource::Host, ReplaySafety::Safe, &None)
+    );
+    assert_eq!(slow.replay, ReplaySafety::Unsafe);
+    assert!(echo.schema.is_object(), "{:?}", echo.schema);
+    let small = fixture
+        .agent()
+        .tools(ToolProfile::Small)
+        .await
+        .expect("tools");
+    assert!(!small.tools.iter().any(|tool| tool.name == "test__echo"));
+    let left = small
+        .left_out
+        .iter()
+        .find(|left| left.name == "test")
+        .unwrap_or_else(|| panic!("test left out in {small:?}"));
+    assert_eq!(left.reason, LeftOutReason::NotOffered);
+    assert_eq!(left.tools, vec!["test__echo", "test__slow"]);
+}
