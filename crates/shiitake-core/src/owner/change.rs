@@ -11,7 +11,9 @@ use shiitake_protocol::{CommandId, EntryId, ShiitakeError, TerminalOutcome};
 
 use super::Owner;
 use super::record::take;
-use crate::store::{CommandState, Op, SessionHeader, StoredCommand, StoredEntry, StoredTerminal};
+use crate::store::{
+    CommandState, Op, SessionHeader, StoreError, StoredCommand, StoredEntry, StoredTerminal,
+};
 
 /// Rows of one change of one Session, not yet committed.
 pub(super) struct Change {
@@ -129,7 +131,16 @@ impl Owner {
         &mut self,
         change: Change,
     ) -> Result<Committed, ShiitakeError> {
-        self.commit(change.ops, change.header).await?;
+        Ok(self.commit_change_raw(change).await?)
+    }
+
+    /// [`commit_change`](Self::commit_change), keeping the store's error for callers
+    /// that inspect it (a reused request id).
+    pub(super) async fn commit_change_raw(
+        &mut self,
+        change: Change,
+    ) -> Result<Committed, StoreError> {
+        self.commit_raw(change.ops, change.header).await?;
         self.work.extend_transcript(&change.entries);
         Ok(Committed {
             entries: change.entries,

@@ -6,7 +6,7 @@ use shiitake_protocol::{
     TerminalOutcome, TooLate,
 };
 
-use super::lines::operator_message;
+use super::lines::{operator_message, prompt_message};
 use super::record::take;
 use super::{Owner, Published, QueuedPrompt, WaitingLine};
 use crate::clock::now_ms;
@@ -163,11 +163,15 @@ impl Owner {
                  run or cancel some, then send again"
             )));
         }
-        let mut header = self.next_header();
-        if header.title.is_empty() {
-            header.title = title_from(&text);
+        // A prompt that finds nothing running and nothing queued starts its run in its
+        // own commit: accepted running, with its prompt on the lineage. One commit and one
+        // frame instead of two (acceptance, then the run's start), and the same rows.
+        let starts_now = !self.work.running() && self.queue.is_empty();
+        let mut change = self.change();
+        if change.header.title.is_empty() {
+            change.header.title = title_from(&text);
         }
-        header.inbox_state = SessionInboxState::Running;
+        change.header.inbox_state = SessionInboxState::Running;
         let (request_id_for_retry, payload_for_retry) = (request_id.clone(), payload.clone());
         let command = StoredCommand {
             id: ids::command_id(),
@@ -175,32 +179,40 @@ impl Owner {
             origin: provenance.to_stored(),
             kind: CommandKind::Prompt,
             payload,
-            accepted_sequence: take(&mut header),
-            state: CommandState::Pending,
+            accepted_sequence: change.sequence(),
+            state: if starts_now {
+                CommandState::Running
+            } else {
+                CommandState::Pending
+            },
             run_id: None,
             recoveries: 0,
         };
         let command_id = command.id.clone();
-        let session_id = self.record.id().clone();
-        let committed = self
-            .commit_raw(
-                vec![Op::InsertCommand {
-                    session_id,
-                    command,
-                }],
-                header,
-            )
-            .await;
-        if let Err(error) = committed {
-            // The unique request index refused it: this request id was used before.
-            if error.is_unique_violation()
-                && let Some(command_id) = self
-                    .replayed(&request_id_for_retry, &payload_for_retry)
-                    .await?
-            {
-                return Ok(Accepted { command_id });
+        change.command(command);
+        if starts_now {
+            change.entry(Some(command_id.clone()), prompt_message(&text));
+        }
+        let committed = match self.commit_change_raw(change).await {
+            Ok(committed) => committed,
+            Err(error) => {
+                // The unique request index refused it: this request id was used before.
+                if error.is_unique_violation()
+                    && let Some(command_id) = self
+                        .replayed(&request_id_for_retry, &payload_for_retry)
+                        .await?
+                {
+                    return Ok(Accepted { command_id });
+                }
+                return Err(error.into());
             }
-            return Err(error.into());
+        };
+        crate::telemetry::prompt_accepted();
+        if starts_now {
+            self.work.note_origin(&command_id, &provenance);
+            self.spawn_runner(command_id.clone(), false);
+            self.publish_committed(committed);
+            return Ok(Accepted { command_id });
         }
         let queued = QueuedPrompt {
             command_id: command_id.clone(),
@@ -209,7 +221,6 @@ impl Owner {
             provenance,
         };
         self.queue.push(queued, self.work.running());
-        crate::telemetry::prompt_accepted();
         self.refresh_activity();
         self.publish_changes(Vec::new(), Vec::new());
         self.start_next_run().await;

@@ -44,7 +44,7 @@ impl Owner {
         }
     }
 
-    fn spawn_runner(&mut self, command_id: CommandId, recovering: bool) {
+    pub(super) fn spawn_runner(&mut self, command_id: CommandId, recovering: bool) {
         let cancel = CancellationToken::new();
         let provenance = self.work.provenance_of(&command_id);
         self.extensions.prepare_change_signals(&self.deps.host);

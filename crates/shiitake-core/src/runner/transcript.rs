@@ -104,9 +104,28 @@ impl Transcript {
     }
 }
 
-/// Estimated tokens of a message.
+/// Estimated tokens of a message: a quarter of its JSON, counted as it is written
+/// rather than kept (the store serialises the message again to pack it).
 pub(crate) fn estimate_tokens(message: &Message) -> usize {
-    serde_json::to_string(message).map_or(0, |json| json.len().div_ceil(4))
+    let mut counted = Counted(0);
+    match serde_json::to_writer(&mut counted, message) {
+        Ok(()) => counted.0.div_ceil(4),
+        Err(_) => 0,
+    }
+}
+
+/// Counts the bytes written to it and keeps none.
+struct Counted(usize);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// How a summary enters the model's context.
