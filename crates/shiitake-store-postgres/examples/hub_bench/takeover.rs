@@ -4,17 +4,21 @@
 //! `DRIVEN` Sessions, each driven one prompt after another through all three (each
 //! run calls the unsafe `hub.mark` `STEPS` times), and `IDLE` Sessions that ran one
 //! prompt and were left idle, held by the process that ran it. Then, `kills` times,
-//! one process (in turn) is SIGKILLed: at that moment the Sessions whose lease it
-//! held are read, a prompt is sent to each idle one through a surviving process,
-//! and the database is watched (every 10 ms) until each of those Sessions has a
-//! commit by its new owner (its head sequence moves: the resumed run's next message,
-//! or the prompt's acceptance). The process is started again before the next kill.
+//! one process (in turn) is SIGKILLed: the Sessions whose lease it holds are read
+//! just before, and just after it which of them it left with open work (one it
+//! settled in between has nothing for a new owner to do: it counts as idle). A
+//! prompt is sent to each idle one through a surviving process, and the database is
+//! watched (every 10 ms) until each of those Sessions has a commit by its new owner
+//! (its head sequence moves: the resumed run's next message, or the prompt's
+//! acceptance). The process is started again before the next kill. A Session with
+//! no such commit within `GIVE_UP` is printed with what the database says of it,
+//! and the node logs are kept.
 //!
 //! Reported: p50, p90 and max of those times, for Sessions with open work, idle-held
 //! ones, and all; where the time goes (to the lease seen off the dead process, to a
-//! live process seen holding it); and, checked on the database at the end, that no acknowledged
-//! prompt was lost, none ran again after it settled, and no `hub.mark` execution
-//! ran twice.
+//! live process seen holding it); and, checked on the database at the end, that no
+//! acknowledged prompt was lost, none ran again after it settled, and no `hub.mark`
+//! execution ran twice.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -42,36 +46,39 @@ const LEASE_MS: u64 = 10_000;
 /// How long a Session may wait before it counts as stalled.
 const GIVE_UP: Duration = Duration::from_secs(30);
 
-/// The Sessions a process holds now: (Session, has open work).
-async fn held_by(
-    database: &str,
-    key: &str,
-    holder: &str,
-) -> Result<Vec<(SessionId, bool)>, Failure> {
+/// The Sessions whose lease a process holds now.
+async fn held_by(database: &str, key: &str, holder: &str) -> Result<Vec<String>, Failure> {
     let mut conn = sqlx::PgConnection::connect(database).await?;
-    let rows: Vec<(String, bool)> = sqlx::query_as(
-        "SELECT l.session_id, s.open_from IS NOT NULL FROM session_leases l \
-         JOIN sessions s ON s.agent_id = l.agent_id AND s.id = l.session_id \
-         WHERE l.agent_id = $1 AND l.holder = $2",
+    let rows: Vec<String> = sqlx::query_scalar(
+        "SELECT session_id FROM session_leases WHERE agent_id = $1 AND holder = $2",
     )
     .bind(key)
     .bind(holder)
     .fetch_all(&mut conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(id, open)| SessionId::new(id).ok().map(|id| (id, open)))
-        .collect())
+    Ok(rows)
 }
 
-/// The head sequence of each Session, and who holds its lease now.
+/// One Session as the watch of a takeover reads it.
+#[derive(Debug)]
+struct Head {
+    /// Its head sequence: it moves with every commit.
+    sequence: i64,
+    /// Who holds its lease.
+    holder: Option<String>,
+    /// Whether it has open work.
+    open: bool,
+}
+
+/// Each Session's [`Head`].
 async fn heads(
     conn: &mut sqlx::PgConnection,
     key: &str,
     sessions: &[String],
-) -> Result<HashMap<String, (i64, Option<String>)>, Failure> {
-    let rows: Vec<(String, i64, Option<String>)> = sqlx::query_as(
-        "SELECT s.id, s.head_sequence, l.holder FROM sessions s LEFT JOIN session_leases l \
+) -> Result<HashMap<String, Head>, Failure> {
+    let rows: Vec<(String, i64, Option<String>, bool)> = sqlx::query_as(
+        "SELECT s.id, s.head_sequence, l.holder, s.open_from IS NOT NULL \
+         FROM sessions s LEFT JOIN session_leases l \
            ON l.agent_id = s.agent_id AND l.session_id = s.id \
          WHERE s.agent_id = $1 AND s.id = ANY($2)",
     )
@@ -81,7 +88,16 @@ async fn heads(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, head, holder)| (id, (head, holder)))
+        .map(|(id, sequence, holder, open)| {
+            (
+                id,
+                Head {
+                    sequence,
+                    holder,
+                    open,
+                },
+            )
+        })
         .collect())
 }
 
@@ -113,20 +129,25 @@ async fn one_kill(
     round: usize,
 ) -> Result<(Kill, Vec<tokio::task::JoinHandle<CommandId>>), Failure> {
     let dead = nodes[victim].holder.clone();
-    let held = held_by(database, key, &dead).await?;
+    let ids = held_by(database, key, &dead).await?;
     cluster.set(victim, None);
     let killed = Instant::now();
     nodes[victim].kill();
-    let ids: Vec<String> = held.iter().map(|(id, _)| id.as_str().to_owned()).collect();
     let mut conn = sqlx::PgConnection::connect(database).await?;
-    // Read once the process is gone: whatever moves from here is the new owner's.
+    // Read once the process is gone: whatever moves from here is the new owner's, and
+    // what is open now is what it left unfinished (work it settled between the read of
+    // its leases and the kill is not; such a Session is idle and gets a prompt).
     let before = heads(&mut conn, key, &ids).await?;
-    let probes: Vec<_> = held
+    let idle: Vec<SessionId> = before
         .iter()
-        .filter(|(_, open)| !open)
+        .filter(|(_, head)| !head.open)
+        .filter_map(|(id, _)| SessionId::new(id.clone()).ok())
+        .collect();
+    let probes: Vec<_> = idle
+        .into_iter()
         .enumerate()
-        .map(|(n, (session, _))| {
-            let (cluster, session) = (cluster.clone(), session.clone());
+        .map(|(n, session)| {
+            let cluster = cluster.clone();
             tokio::spawn(async move {
                 let request = format!("probe-{round}-{n}");
                 prompt_timed(&cluster, victim + 1, &session, &request, "probe")
@@ -135,9 +156,9 @@ async fn one_kill(
             })
         })
         .collect();
-    let mut waiting: HashMap<String, bool> = held
+    let mut waiting: HashMap<String, bool> = before
         .iter()
-        .map(|(id, open)| (id.as_str().to_owned(), *open))
+        .map(|(id, head)| (id.clone(), head.open))
         .collect();
     let (mut unfreed, mut unclaimed) = (waiting.clone(), waiting.clone());
     let mut kill = Kill::default();
@@ -145,7 +166,7 @@ async fn one_kill(
         tokio::time::sleep(Duration::from_millis(10)).await;
         let now = heads(&mut conn, key, &ids).await?;
         let at = killed.elapsed();
-        let holder = |id: &String| now.get(id).and_then(|(_, holder)| holder.as_deref());
+        let holder = |id: &String| now.get(id).and_then(|head| head.holder.as_deref());
         unfreed.retain(|id, _| {
             let freed = holder(id) != Some(dead.as_str());
             if freed {
@@ -161,7 +182,8 @@ async fn one_kill(
             !claimed
         });
         waiting.retain(|id, open| {
-            let moved = now.get(id).map(|(head, _)| head) != before.get(id).map(|(head, _)| head);
+            let moved =
+                now.get(id).map(|head| head.sequence) != before.get(id).map(|head| head.sequence);
             if moved {
                 if *open {
                     &mut kill.open_work
@@ -174,7 +196,55 @@ async fn one_kill(
         });
     }
     kill.stalled = waiting.len();
+    for (session, open) in &waiting {
+        describe_stall(&mut conn, key, session, *open, before.get(session)).await?;
+    }
     Ok((kill, probes))
+}
+
+/// Prints what the database says of a Session that no new owner committed to, so a
+/// stall explains itself: who holds it, its open work, its last commands and the
+/// requests forwarded to it that nobody answered.
+async fn describe_stall(
+    conn: &mut sqlx::PgConnection,
+    key: &str,
+    session: &str,
+    open: bool,
+    before: Option<&Head>,
+) -> Result<(), Failure> {
+    let (head, open_from, holder, lapses_ms): (i64, Option<String>, Option<String>, Option<f64>) =
+        sqlx::query_as(
+            "SELECT s.head_sequence, s.open_from, l.holder, \
+               EXTRACT(EPOCH FROM (l.expires_at - clock_timestamp()))::float8 * 1000 \
+             FROM sessions s LEFT JOIN session_leases l \
+               ON l.agent_id = s.agent_id AND l.session_id = s.id \
+             WHERE s.agent_id = $1 AND s.id = $2",
+        )
+        .bind(key)
+        .bind(session)
+        .fetch_one(&mut *conn)
+        .await?;
+    let commands: Vec<(String, Option<String>, String, i64)> = sqlx::query_as(
+        "SELECT id, request_id, state, accepted_sequence FROM commands \
+         WHERE agent_id = $1 AND session_id = $2 ORDER BY accepted_sequence DESC LIMIT 3",
+    )
+    .bind(key)
+    .bind(session)
+    .fetch_all(&mut *conn)
+    .await?;
+    let forwarded: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT id, left(request, 120) FROM forwarded_requests \
+         WHERE agent_id = $1 AND session_id = $2 AND answer IS NULL ORDER BY id",
+    )
+    .bind(key)
+    .bind(session)
+    .fetch_all(&mut *conn)
+    .await?;
+    eprintln!(
+        "hub_bench: stalled {session} (open work at the kill: {open}): head {head} (at the kill {:?}), open_from {open_from:?}, held by {holder:?} (lapses in {lapses_ms:?} ms); last commands {commands:?}; unanswered forwarded requests {forwarded:?}",
+        before.map(|head| head.sequence)
+    );
+    Ok(())
 }
 
 /// Runs the phase and prints its table.
@@ -305,5 +375,12 @@ pub async fn run(binary: &Path, database: &str, kills: usize) -> Result<(), Fail
         marks(dir.path()),
         GIVE_UP.as_secs()
     );
+    if stalled > 0 {
+        // The node logs are what explains a stall: kept, not deleted with the phase.
+        eprintln!(
+            "hub_bench: {stalled} Sessions stalled; the node logs are kept in {}",
+            dir.keep().display()
+        );
+    }
     Ok(())
 }
