@@ -7,7 +7,8 @@
 //! release mode. Each prints ratios or latencies measured within its own run;
 //! `docs/benchmarks.md` records them. `cargo xtask bench hub [PHASE] [N]` runs the Hub
 //! benchmark alone: `throughput [ROUNDS]` (the default), `takeover [KILLS]`,
-//! `rolling [ROUNDS]` or `all`.
+//! `rolling [ROUNDS]`, `profile [ROUNDS]` (one process's statements and commits per
+//! run, not in `all`) or `all`.
 
 use std::process::Command;
 

@@ -169,10 +169,18 @@ pub fn start(port: u16) -> Result<String, String> {
             ])
             .arg("--no-instructions"),
     )?;
-    let options = format!(
+    let mut options = format!(
         "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300",
         data.display()
     );
+    // `pg_stat_statements` (in Debian's package) lets `hub_bench profile` count the
+    // statements of a run; it only loads at start.
+    if bin
+        .parent()
+        .is_some_and(|version| version.join("lib/pg_stat_statements.so").exists())
+    {
+        options.push_str(" -c shared_preload_libraries=pg_stat_statements");
+    }
     run_checked(
         as_server_user(&bin, "pg_ctl")
             .arg("-D")

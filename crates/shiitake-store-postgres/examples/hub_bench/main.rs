@@ -9,14 +9,18 @@
 //!   first commit by its new owner (`takeover.rs`);
 //! - `rolling [rounds]`: three processes under load, each in turn sent SIGTERM,
 //!   waited for and started again; the longest stall of a Session with work, and
-//!   whether subscribers on the other processes missed a frame (`rolling.rs`).
+//!   whether subscribers on the other processes missed a frame (`rolling.rs`);
+//! - `profile [rounds]`: one process, the statements, round trips and commits of a
+//!   10-step run, counted by the server (`profile.rs`; not part of `all`).
 //!
 //! Usage: `hub_bench <database url> [throughput [rounds] | takeover [kills] |
-//! rolling [rounds] | all]`; a bare number is the throughput phase's rounds, as
+//! rolling [rounds] | profile [rounds] | all]`; a bare number is the throughput phase's rounds, as
 //! before the phases.
 
 #[path = "../../tests/support/cluster.rs"]
 mod cluster;
+mod pgstat;
+mod profile;
 mod rolling;
 mod takeover;
 mod throughput;
@@ -61,7 +65,7 @@ fn secs(duration: Option<Duration>) -> String {
     duration.map_or_else(|| "-".to_owned(), |d| format!("{:.2} s", d.as_secs_f64()))
 }
 
-const USAGE: &str = "usage: hub_bench <database url> [throughput [rounds] | takeover [kills] | rolling [rounds] | all]";
+const USAGE: &str = "usage: hub_bench <database url> [throughput [rounds] | takeover [kills] | rolling [rounds] | profile [rounds] | all]";
 
 #[tokio::main]
 async fn main() -> Result<(), Failure> {
@@ -77,6 +81,7 @@ async fn main() -> Result<(), Failure> {
         Some("throughput") => throughput::run(&binary, database, count(2, 5)?).await,
         Some("takeover") => takeover::run(&binary, database, count(2, 10)?).await,
         Some("rolling") => rolling::run(&binary, database, count(2, 3)?).await,
+        Some("profile") => profile::run(&binary, database, count(2, 2)?).await,
         Some("all") => {
             throughput::run(&binary, database, 5).await?;
             takeover::run(&binary, database, 10).await?;

@@ -18,8 +18,16 @@
 //! The phases of the three clusters are interleaved round by round, so a drift of
 //! the machine's speed affects each alike; a rate is the total count over the total
 //! time of its rounds.
+//!
+//! **The baseline**, in the same run on the same database (`pgstat.rs`): raw
+//! `INSERT; COMMIT` from as many connections as each phase has callers (`CALLERS`
+//! for acceptances, `RUNS` for runs). The durable commits of the one-process runs
+//! are counted on the server, so the runs' limit is the raw rate over the commits a
+//! run makes, and each figure is printed as a ratio of its limit.
 
 use std::path::Path;
+
+use sqlx::Connection;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -31,20 +39,23 @@ use shiitake_protocol::{
 
 use crate::Failure;
 use crate::cluster::{Node, NodeSpec, client, spawn_node_at};
+use crate::pgstat::{self, Counters};
 
 /// Concurrent callers of the acceptance phase.
 const CALLERS: usize = 48;
 /// Prompts each caller sends in one round.
 const PER_CALLER: usize = 10;
 /// Runs started at once in one round.
-const RUNS: usize = 30;
+pub(crate) const RUNS: usize = 30;
 /// Tool calls of a run.
-const STEPS: usize = 10;
+pub(crate) const STEPS: usize = 10;
+/// The scripted model's pause before each of a run's `STEPS + 1` answers (`hub_node`).
+const MODEL_PAUSE_MS: u64 = 5;
 /// Lease period of the nodes (no failover here; long enough not to matter).
 const LEASE_MS: u64 = 5000;
 
 /// The processes of one Agent and the Sessions the phases use.
-struct Cluster {
+pub(crate) struct Cluster {
     nodes: Vec<(Node, RemoteAgent)>,
     /// The acceptance Sessions, each held by a run that never ends.
     held: Vec<SessionId>,
@@ -55,7 +66,7 @@ struct Cluster {
 }
 
 impl Cluster {
-    async fn start(
+    pub(crate) async fn start(
         binary: &Path,
         database: &str,
         logs: &Path,
@@ -130,8 +141,11 @@ impl Cluster {
         Ok(())
     }
 
-    /// One round of the runs phase: fresh Sessions (created before the clock starts).
-    async fn run_round(&mut self) -> Result<(), Failure> {
+    /// The `RUNS` Sessions of the next round of the runs phase, created one after the
+    /// other (before the clock starts).
+    pub(crate) async fn fresh_sessions(
+        &self,
+    ) -> Result<Vec<shiitake_client::RemoteSession>, Failure> {
         let round = self.round;
         let mut sessions = Vec::with_capacity(RUNS);
         for run in 0..RUNS {
@@ -141,6 +155,14 @@ impl Cluster {
                 .await?;
             sessions.push(client.session(id));
         }
+        Ok(sessions)
+    }
+
+    /// Runs one prompt on each of `sessions` at once, to its terminal.
+    pub(crate) async fn run_sessions(
+        &mut self,
+        sessions: Vec<shiitake_client::RemoteSession>,
+    ) -> Result<(), Failure> {
         let started = Instant::now();
         let runs = sessions.into_iter().map(|session| async move {
             let watch = session.watch(WatchOptions::default()).await?;
@@ -184,26 +206,39 @@ fn rate((count, time): (usize, Duration)) -> f64 {
 }
 
 /// Runs `rounds` rounds of both phases on clusters of 1, 2 and 3 processes and
-/// prints the table of `docs/benchmarks.md`.
+/// prints the table of `docs/benchmarks.md`, then the baseline and the limits.
 pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Failure> {
     let logs = tempfile::tempdir()?;
     let mut clusters = Vec::new();
     for processes in 1..=3 {
         clusters.push(Cluster::start(binary, database, logs.path(), processes).await?);
     }
+    let mut counters = sqlx::PgConnection::connect(database).await?;
+    let mut one_process: Option<Counters> = None;
     for round in 0..rounds {
         for cluster in &mut clusters {
             cluster.accept_round().await?;
         }
-        for cluster in &mut clusters {
-            cluster.run_round().await?;
+        for (index, cluster) in clusters.iter_mut().enumerate() {
+            let sessions = cluster.fresh_sessions().await?;
+            let before = Counters::read(&mut counters).await?;
+            cluster.run_sessions(sessions).await?;
+            if index == 0 {
+                let phase = Counters::read(&mut counters).await?.since(before);
+                one_process = Some(one_process.map_or(phase, |sum| sum.plus(phase)));
+            }
         }
         eprintln!("hub_bench: round {} of {rounds} done", round + 1);
     }
+    // The clusters stay up (idle but for their heartbeats), as in the phases.
+    let raw_accept = pgstat::raw_commit_rate(database, CALLERS).await?;
+    let raw_runs = pgstat::raw_commit_rate(database, RUNS).await?;
+    let raw_one = pgstat::raw_commit_rate(database, 1).await?;
+    let load = crate::load_average();
     let base_accept = rate(clusters[0].accepted);
     let base_runs = rate(clusters[0].ran);
     println!(
-        "Hub on PostgreSQL, {rounds} rounds: {CALLERS} callers x {PER_CALLER} prompts; {RUNS} runs of {STEPS} steps"
+        "Hub on PostgreSQL, {rounds} rounds: {CALLERS} callers x {PER_CALLER} prompts; {RUNS} runs of {STEPS} steps; load {load}"
     );
     println!("| processes | acceptances/s | ratio | 10-step runs/s | ratio |");
     println!("| --- | --- | --- | --- | --- |");
@@ -217,5 +252,49 @@ pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Fai
             runs / base_runs
         );
     }
+    let one_process = one_process.unwrap_or_default();
+    #[allow(clippy::cast_precision_loss)]
+    let ran = clusters[0].ran.0 as f64;
+    #[allow(clippy::cast_precision_loss)]
+    let per_run = |count: i64| count as f64 / ran.max(1.0);
+    let commits_per_run = per_run(one_process.durable_commits());
+    let limit = raw_runs / commits_per_run.max(f64::MIN_POSITIVE);
+    let optional = |count: Option<i64>| {
+        count.map_or_else(|| "-".to_owned(), |count| format!("{:.1}", per_run(count)))
+    };
+    println!();
+    println!(
+        "Baseline on the same database: raw INSERT; COMMIT, {} s per figure",
+        pgstat::RAW_FOR.as_secs()
+    );
+    println!("| connections | commits/s |");
+    println!("| --- | --- |");
+    println!("| 1 | {raw_one:.0} |");
+    println!("| {RUNS} (the runs phase) | {raw_runs:.0} |");
+    println!("| {CALLERS} (the acceptance phase) | {raw_accept:.0} |");
+    println!();
+    println!(
+        "1 process, per 10-step run (server counters): {:.1} durable commits, {:.1} transactions with reads, {} statements, {} COMMITs, {} savepoints",
+        commits_per_run,
+        per_run(one_process.transactions),
+        optional(one_process.statements),
+        optional(one_process.commits),
+        optional(one_process.savepoints),
+    );
+    println!(
+        "limit = {raw_runs:.0} commits/s / {commits_per_run:.1} commits per run = {limit:.1} runs/s; 1 process: {base_runs:.1} runs/s = {:.2}x of it",
+        base_runs / limit.max(f64::MIN_POSITIVE)
+    );
+    #[allow(clippy::cast_precision_loss)]
+    let paused = RUNS as f64 * 1000.0 / ((STEPS as u64 + 1) * MODEL_PAUSE_MS) as f64;
+    println!(
+        "the model's pauses alone: {RUNS} runs at once / ({} answers x {MODEL_PAUSE_MS} ms) = {paused:.0} runs/s; 1 process = {:.2}x of the lower of the two limits",
+        STEPS + 1,
+        base_runs / limit.min(paused).max(f64::MIN_POSITIVE)
+    );
+    println!(
+        "acceptances: 1 process {base_accept:.0}/s = {:.2}x of raw commits with {CALLERS} connections",
+        base_accept / raw_accept.max(f64::MIN_POSITIVE)
+    );
     Ok(())
 }
