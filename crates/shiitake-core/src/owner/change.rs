@@ -21,7 +21,11 @@ pub(super) struct Change {
     pub(super) header: SessionHeader,
     /// Every row the commit writes, in order (the header is added at commit).
     pub(super) ops: Vec<Op>,
-    entries: Vec<StoredEntry>,
+    /// Where the entries are in `ops`. They are copied out for the frame only at commit,
+    /// into a vector of their own count: a `StoredEntry` is about 500 bytes, and a
+    /// vector grown one push at a time holds four, past what glibc's per-thread cache
+    /// keeps (docs/benchmarks.md, "CPU per committed message").
+    entries: Vec<usize>,
     terminals: Vec<StoredTerminal>,
 }
 
@@ -32,36 +36,45 @@ pub(super) struct Committed {
 }
 
 impl Change {
-    /// Appends a lineage entry under `id` after the current leaf, and moves the leaf to it.
+    /// Appends a lineage entry under `id` after the current leaf, and moves the leaf to
+    /// it; returns the sequence it takes.
     pub(super) fn entry_with_id(
         &mut self,
         id: EntryId,
         command_id: Option<CommandId>,
         message: Message,
-    ) -> &StoredEntry {
+    ) -> u64 {
+        let sequence = take(&mut self.header);
         let entry = StoredEntry {
             id,
             parent: self.header.leaf.clone(),
-            sequence: take(&mut self.header),
+            sequence,
             command_id,
             message,
         };
         self.header.leaf = Some(entry.id.clone());
+        self.entries.push(self.ops.len());
         self.ops.push(Op::InsertEntry {
             session_id: self.header.id.clone(),
-            entry: entry.clone(),
+            entry,
         });
-        self.entries.push(entry);
-        &self.entries[self.entries.len() - 1]
+        sequence
     }
 
     /// Appends a lineage entry under a new id.
-    pub(super) fn entry(
-        &mut self,
-        command_id: Option<CommandId>,
-        message: Message,
-    ) -> &StoredEntry {
+    pub(super) fn entry(&mut self, command_id: Option<CommandId>, message: Message) -> u64 {
         self.entry_with_id(crate::ids::entry_id(), command_id, message)
+    }
+
+    /// Copies of the entries this change appends, in order.
+    fn entries(&self) -> Vec<StoredEntry> {
+        let mut entries = Vec::with_capacity(self.entries.len());
+        for &index in &self.entries {
+            if let Some(Op::InsertEntry { entry, .. }) = self.ops.get(index) {
+                entries.push(entry.clone());
+            }
+        }
+        entries
     }
 
     /// Takes the next sequence of the Session for a row the caller builds.
@@ -140,10 +153,11 @@ impl Owner {
         &mut self,
         change: Change,
     ) -> Result<Committed, StoreError> {
+        let entries = change.entries();
         self.commit_raw(change.ops, change.header).await?;
-        self.work.extend_transcript(&change.entries);
+        self.work.extend_transcript(&entries);
         Ok(Committed {
-            entries: change.entries,
+            entries,
             terminals: change.terminals,
         })
     }

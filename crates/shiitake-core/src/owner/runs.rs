@@ -251,9 +251,7 @@ impl Owner {
         // The tool whose result this is has finished; the commit's frame says so.
         self.publication.set_active_tool(None);
         let mut change = self.change();
-        let sequence = change
-            .entry_with_id(entry_id, Some(run_id), message)
-            .sequence;
+        let sequence = change.entry_with_id(entry_id, Some(run_id), message);
         let mut staged = Staged::default();
         if let Some(outcome) = &tool {
             self.tool_result_hook(
