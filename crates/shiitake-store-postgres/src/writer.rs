@@ -1,9 +1,10 @@
 //! The group-commit writer of one process: every commit of its owners goes
 //! through one connection, and whatever is waiting commits in one transaction.
 //!
-//! Inside a group each request runs under its own savepoint, so one bad request
-//! (a reused request id, a timer another process claimed, a fenced owner) is
-//! rolled back alone and answered with its error while the others commit. The
+//! A group runs first as it is; if one request fails (a reused request id, a timer
+//! another process claimed, a fenced owner), the group is undone and run again with
+//! each request under its own savepoint, so the bad one is rolled back alone and
+//! answered with its error while the others commit. The
 //! transaction also announces the Sessions it changed (`pg_notify`), which
 //! PostgreSQL delivers when, and only if, it commits.
 
@@ -117,27 +118,15 @@ async fn commit_group(
         let error = db(error);
         return (failed_all(&error), true);
     }
-    let mut results = Vec::with_capacity(group.len());
+    let results = match run_requests(conn, agent, &prepared).await {
+        Ok(results) => results,
+        Err((error, broken)) => return (failed_all(&error), broken),
+    };
     let mut heads = BTreeMap::new();
-    let single = group.len() == 1;
-    for request in &prepared {
-        let result = match request {
-            Err(error) => Err(error.duplicate()),
-            Ok(request) if single => apply(conn, agent, &request.statements).await,
-            Ok(request) => match isolated(conn, agent, &request.statements).await {
-                Ok(result) => result,
-                Err(error) => {
-                    // The savepoint machinery failed: nothing here can be trusted
-                    // to be whole, so none of it commits.
-                    rollback(conn).await;
-                    return (failed_all(&error), true);
-                }
-            },
-        };
-        if let (Ok(()), Ok(request)) = (&result, request) {
+    for (result, request) in results.iter().zip(&prepared) {
+        if let (Ok(()), Ok(request)) = (result, request) {
             heads.extend(request.heads.iter().map(|(id, head)| (id.clone(), *head)));
         }
-        results.push(result);
     }
     if results.iter().all(Result::is_err) {
         rollback(conn).await;
@@ -168,6 +157,67 @@ async fn commit_group(
             (failed_all(&error), true)
         }
     }
+}
+
+/// Runs the requests of a group inside its open transaction and returns each one's
+/// outcome; the error (and whether the connection looks broken) fails the whole group,
+/// whose transaction is then already rolled back.
+///
+/// Requests almost never fail, so a group first runs as it is: a savepoint costs two
+/// more round trips per request, as many as the request's own statements
+/// (docs/benchmarks.md, the Hub's profile). If one fails, the whole group is undone
+/// and run again in a fresh transaction with each request under its own savepoint,
+/// so only the failing one is rolled back. Its locks are let go in between: a lease
+/// taken over meanwhile is found by the fence of the second run.
+async fn run_requests(
+    conn: &mut PgConnection,
+    agent: &str,
+    prepared: &[Result<Prepared, StoreError>],
+) -> Result<Vec<Result<(), StoreError>>, (StoreError, bool)> {
+    let mut results = Vec::with_capacity(prepared.len());
+    let mut failed = false;
+    for request in prepared {
+        match request {
+            // Not made into statements: nothing of it reached the database.
+            Err(error) => results.push(Err(error.duplicate())),
+            Ok(request) => {
+                let result = apply(conn, agent, &request.statements).await;
+                failed = result.is_err();
+                results.push(result);
+                if failed {
+                    break;
+                }
+            }
+        }
+    }
+    if !failed {
+        return Ok(results);
+    }
+    if let [_] = prepared {
+        // Alone in its group: its error is its own, and nothing else is to keep.
+        return Ok(results);
+    }
+    rollback(conn).await;
+    conn.execute("BEGIN")
+        .await
+        .map_err(|error| (db(error), true))?;
+    let mut results = Vec::with_capacity(prepared.len());
+    for request in prepared {
+        let result = match request {
+            Err(error) => Err(error.duplicate()),
+            Ok(request) => match isolated(conn, agent, &request.statements).await {
+                Ok(result) => result,
+                Err(error) => {
+                    // The savepoint machinery failed: nothing here can be trusted
+                    // to be whole, so none of it commits.
+                    rollback(conn).await;
+                    return Err((error, true));
+                }
+            },
+        };
+        results.push(result);
+    }
+    Ok(results)
 }
 
 /// Runs one request of a group under a savepoint, undoing only it when it fails.

@@ -343,6 +343,66 @@ async fn a_refused_request_fails_alone_in_its_group() {
     }
 }
 
+/// A group first runs without savepoints and, when one request fails, again with
+/// them: the fenced request (a Session taken over) fails alone and lands nothing,
+/// while the others of its group, under a lease still held, all commit once.
+#[tokio::test]
+async fn a_fenced_request_fails_alone_in_its_group_and_lands_nothing() {
+    if !support::ready() {
+        return;
+    }
+    let (first, second, lost) = two_processes().await;
+    let kept = create(&first).await;
+    let stale = held(first.claim(&lost).await.unwrap());
+    let token = held(first.claim(&kept).await.unwrap());
+    sql(
+        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
+         WHERE session_id = $1",
+        &lost,
+    )
+    .await;
+    held(second.claim(&lost).await.unwrap());
+    let fenced = |session: &SessionId, token: FencingToken, sequence: u64| {
+        vec![
+            Op::Fence {
+                session_id: session.clone(),
+                token,
+            },
+            entry(session, sequence),
+        ]
+    };
+    // 48 requests in flight at once; the 17th is the stale owner's.
+    let mut commits = Vec::new();
+    for n in 1..=48u64 {
+        let ops = if n == 17 {
+            fenced(&lost, stale, 1)
+        } else {
+            fenced(&kept, token, n)
+        };
+        let store = first.clone();
+        commits.push(tokio::spawn(async move { (n, store.commit(ops).await) }));
+    }
+    for commit in commits {
+        let (n, result) = commit.await.unwrap();
+        if n == 17 {
+            let refused = result.unwrap_err();
+            assert!(matches!(refused, StoreError::Fenced(_)), "{refused:?}");
+        } else {
+            result.unwrap();
+        }
+    }
+    assert!(second.entries_after(&lost, 0, 10).await.unwrap().is_empty());
+    let sequences: Vec<u64> = first
+        .entries_after(&kept, 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|entry| entry.sequence)
+        .collect();
+    let expected: Vec<u64> = (1..=48).filter(|n| *n != 17).collect();
+    assert_eq!(sequences, expected);
+}
+
 #[tokio::test]
 async fn a_forwarded_request_reaches_the_owner_and_its_answer_comes_back() {
     if !support::ready() {
