@@ -15,6 +15,9 @@
 //!   and ten calls of an instant scripted model (nine `files__read` tool calls, then
 //!   a text answer) on `Durability::Normal`, so no fsync hides the recording's CPU.
 //!
+//! With `SHIITAKE_BENCH_OPS_COUNT=on:N` (or `off:N`) it only makes N runs, for counting
+//! instructions under cachegrind (`docs/benchmarks.md`, "Operations").
+//!
 //! The recorder is `metrics-exporter-prometheus`'s with the buckets `serve --metrics`
 //! sets, behind a switch: a global recorder cannot be uninstalled, so "without" is
 //! the switch off (the facade still calls the recorder, which hands out no-op
@@ -47,6 +50,24 @@ const SCRAPES: usize = 1_000;
 const ROUNDS: usize = 50;
 const RUNS_PER_ROUND: usize = 10;
 const TOOL_CALLS: usize = 9;
+
+/// `on:N` or `off:N`: only N runs, recording or not, then exit; for counting
+/// instructions under cachegrind, which load elsewhere on the machine does not move
+/// (the difference of two run counts gives the instructions of one run).
+const COUNT_VAR: &str = "SHIITAKE_BENCH_OPS_COUNT";
+
+/// The runs of [`COUNT_VAR`]'s mode.
+async fn counted_runs(agent: &Agent, on: &AtomicBool, mode: &str) {
+    let (recording, runs) = mode
+        .split_once(':')
+        .and_then(|(switch, runs)| Some((switch == "on", runs.parse::<usize>().ok()?)))
+        .unwrap_or_else(|| panic!("{COUNT_VAR}: want on:N or off:N, got {mode:?}"));
+    on.store(recording, Ordering::SeqCst);
+    for n in 0..runs {
+        one_run(agent, format!("counted-{n}")).await;
+    }
+    println!("{runs} runs, recording {recording}");
+}
 
 /// The Prometheus recorder, or no-op handles while `on` is false.
 struct Switch {
@@ -211,6 +232,11 @@ async fn main() {
     // Recording cost: interleaved rounds, recording and not.
     for n in 0..RUNS_PER_ROUND {
         one_run(&agent, format!("warm-{n}")).await;
+    }
+    if let Ok(mode) = std::env::var(COUNT_VAR) {
+        counted_runs(&agent, &on, &mode).await;
+        agent.close().await.unwrap();
+        return;
     }
     // Each round is a pair of adjacent chunks, one recording and one not (in turn
     // first), and gives one ratio; the median ratio is what a burst of load on the
