@@ -1,6 +1,6 @@
 //! What PostgreSQL itself says about a phase: the raw commit rate the Hub's figures
-//! are read against, and counters read before and after a phase (transactions,
-//! transaction ids, and — when the server loads `pg_stat_statements`, as
+//! are read against, and counters read before and after a phase (transaction
+//! ids, and — when the server loads `pg_stat_statements`, as
 //! `cargo xtask postgres start` does — every statement a phase sent).
 
 use std::time::{Duration, Instant};
@@ -57,8 +57,6 @@ pub async fn raw_commit_rate(database: &str, connections: usize) -> Result<f64, 
 /// Counters of the whole server at one moment; a phase is the difference of two.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counters {
-    /// Committed transactions of the database, read-only ones included.
-    pub transactions: i64,
     /// Transaction ids handed out: one per writing transaction, one per writing
     /// savepoint inside one.
     pub xids: i64,
@@ -73,12 +71,12 @@ pub struct Counters {
 
 impl Counters {
     pub async fn read(conn: &mut PgConnection) -> Result<Self, Failure> {
-        let (transactions, xids): (i64, i64) = sqlx::query_as(
-            "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()), \
-             pg_snapshot_xmax(pg_current_snapshot())::text::bigint",
-        )
-        .fetch_one(&mut *conn)
-        .await?;
+        // Not `pg_stat_database.xact_commit`: backends report it at most once a
+        // second, too late for a phase of a second.
+        let xids: i64 =
+            sqlx::query_scalar("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")
+                .fetch_one(&mut *conn)
+                .await?;
         let statements: Option<(i64, i64, i64)> = if has_statements(conn).await {
             Some(
                 sqlx::query_as(
@@ -94,7 +92,6 @@ impl Counters {
             None
         };
         Ok(Self {
-            transactions,
             xids,
             statements: statements.map(|s| s.0),
             commits: statements.map(|s| s.1),
@@ -106,7 +103,6 @@ impl Counters {
     pub fn since(self, before: Self) -> Self {
         let minus = |a: Option<i64>, b: Option<i64>| a.zip(b).map(|(a, b)| a - b);
         Self {
-            transactions: self.transactions - before.transactions,
             xids: self.xids - before.xids,
             statements: minus(self.statements, before.statements),
             commits: minus(self.commits, before.commits),
@@ -118,7 +114,6 @@ impl Counters {
     pub fn plus(self, other: Self) -> Self {
         let add = |a: Option<i64>, b: Option<i64>| a.zip(b).map(|(a, b)| a + b);
         Self {
-            transactions: self.transactions + other.transactions,
             xids: self.xids + other.xids,
             statements: add(self.statements, other.statements),
             commits: add(self.commits, other.commits),

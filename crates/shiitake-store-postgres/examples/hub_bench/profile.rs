@@ -67,9 +67,8 @@ pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Fai
         crate::load_average()
     );
     println!(
-        "per run: {:.1} durable commits, {:.1} transactions with reads, {} statements (round trips), {} COMMITs, {} savepoints",
+        "per run: {:.1} durable commits, {} statements (round trips), {} COMMITs, {} savepoints",
         per_run(total.durable_commits()),
-        per_run(total.transactions),
         total
             .statements
             .map_or_else(|| "-".to_owned(), |n| format!("{:.1}", per_run(n))),

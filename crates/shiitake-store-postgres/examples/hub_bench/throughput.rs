@@ -274,9 +274,8 @@ pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Fai
     println!("| {CALLERS} (the acceptance phase) | {raw_accept:.0} |");
     println!();
     println!(
-        "1 process, per 10-step run (server counters): {:.1} durable commits, {:.1} transactions with reads, {} statements, {} COMMITs, {} savepoints",
+        "1 process, per 10-step run (server counters): {:.1} durable commits, {} statements, {} COMMITs, {} savepoints",
         commits_per_run,
-        per_run(one_process.transactions),
         optional(one_process.statements),
         optional(one_process.commits),
         optional(one_process.savepoints),
