@@ -185,10 +185,16 @@ pub const SECONDS_BUCKETS: &[f64] = &[
 /// Bucket bounds of [`STORE_COMMIT_GROUP`], up to the writer's group bound (256).
 pub const GROUP_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
 
-/// Registers the help text of every metric in [`METRICS`] with the installed recorder.
+/// Registers the help text of every metric in [`METRICS`] with the installed recorder,
+/// and the gauges every Agent keeps at 0.
 pub fn describe() {
     for metric in METRICS {
         describe_one(metric);
+    }
+    // Scraped as 0 before anything moves them (a Session whose prompts never wait
+    // leaves the queue gauge untouched), so a query finds a series, not nothing.
+    for gauge in [QUEUED_PROMPTS, OPEN_SESSIONS, EXTENSIONS_STOPPED] {
+        metrics::gauge!(gauge).increment(0.0);
     }
 }
 
