@@ -22,12 +22,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use shiitake_protocol::{AgentApi, RequestId, SessionId};
 use sqlx::Connection;
 
 use crate::cluster::{
-    Cluster, Node, NodeSpec, Seen, assert_nothing_lost_or_doubled, assert_saw_everything,
-    committed, drive_until, spawn_node_at, subscribe,
+    NodeSpec, Watchers, assert_nothing_lost_or_doubled, assert_saw_everything, committed,
+    create_sessions, drive_all, spawn_node_at, start_three, watch_all,
 };
 use crate::{Failure, load_average, quantile, secs};
 
@@ -81,23 +80,6 @@ async fn watch_heads(
     Ok(())
 }
 
-type Watchers = Vec<(SessionId, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>)>;
-
-fn watch(cluster: &Cluster, process: usize, sessions: &[SessionId]) -> Watchers {
-    sessions
-        .iter()
-        .map(|session| {
-            let seen: Arc<Mutex<Seen>> = Arc::default();
-            let task = tokio::spawn(subscribe(
-                cluster.client(process),
-                session.clone(),
-                seen.clone(),
-            ));
-            (session.clone(), seen, task)
-        })
-        .collect()
-}
-
 /// Checks each subscriber against the database up to what it saw last; the frames
 /// it checked.
 async fn check(database: &str, key: &str, watchers: Watchers) -> Result<usize, Failure> {
@@ -132,39 +114,12 @@ pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Fai
     );
     let dir = tempfile::tempdir()?;
     let spec = NodeSpec::new(LEASE_MS, STEPS);
-    let mut nodes: Vec<Node> = (0..3)
-        .map(|n| {
-            spawn_node_at(
-                binary,
-                database,
-                &key,
-                dir.path(),
-                &format!("node{n}"),
-                spec,
-            )
-        })
-        .collect();
-    let cluster = Arc::new(Cluster::new(&nodes));
-    let mut sessions = Vec::new();
-    for index in 0..DRIVEN {
-        let request = RequestId::new(format!("create-{index}"))?;
-        sessions.push(cluster.client(index % 3).create_session(request).await?);
-    }
+    let (mut nodes, cluster) = start_three(binary, database, &key, dir.path(), spec);
+    let sessions = create_sessions(&cluster, DRIVEN).await;
     let watched = &sessions[..WATCHED];
-    let mut watchers: Vec<Watchers> = (0..3).map(|p| watch(&cluster, p, watched)).collect();
+    let mut watchers: Vec<Watchers> = (0..3).map(|p| watch_all(&cluster, p, watched)).collect();
     let stop = Arc::new(AtomicBool::new(false));
-    let drivers: Vec<_> = sessions
-        .iter()
-        .enumerate()
-        .map(|(index, id)| {
-            tokio::spawn(drive_until(
-                cluster.clone(),
-                index,
-                id.clone(),
-                stop.clone(),
-            ))
-        })
-        .collect();
+    let drivers = drive_all(&cluster, &sessions, &stop);
     let stalls = Arc::new(Mutex::new(Stalls::default()));
     let heads_stop = Arc::new(AtomicBool::new(false));
     let heads = tokio::spawn(watch_heads(
@@ -203,7 +158,7 @@ pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Fai
             spec,
         );
         cluster.set(process, Some(&nodes[process].url));
-        watchers[process] = watch(&cluster, process, watched);
+        watchers[process] = watch_all(&cluster, process, watched);
         eprintln!(
             "hub_bench: restart {} of {restarts}: drained in {took:?}",
             restart + 1

@@ -26,12 +26,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use shiitake_protocol::{AgentApi, CommandId, RequestId, SessionId};
+use shiitake_protocol::{CommandId, SessionId};
 use sqlx::Connection;
 
 use crate::cluster::{
-    Cluster, Node, NodeSpec, assert_nothing_lost_or_doubled, drive_until, marks, prompt_timed,
-    spawn_node_at,
+    Cluster, Node, NodeSpec, assert_nothing_lost_or_doubled, create_sessions, drive_all, marks,
+    prompt_timed, spawn_node_at, start_three,
 };
 use crate::{Failure, load_average, quantile, secs};
 
@@ -255,24 +255,8 @@ pub async fn run(binary: &Path, database: &str, kills: usize) -> Result<(), Fail
     );
     let dir = tempfile::tempdir()?;
     let spec = NodeSpec::new(LEASE_MS, STEPS);
-    let mut nodes: Vec<Node> = (0..3)
-        .map(|n| {
-            spawn_node_at(
-                binary,
-                database,
-                &key,
-                dir.path(),
-                &format!("node{n}"),
-                spec,
-            )
-        })
-        .collect();
-    let cluster = Arc::new(Cluster::new(&nodes));
-    let mut sessions = Vec::new();
-    for index in 0..DRIVEN + IDLE {
-        let request = RequestId::new(format!("create-{index}"))?;
-        sessions.push(cluster.client(index % 3).create_session(request).await?);
-    }
+    let (mut nodes, cluster) = start_three(binary, database, &key, dir.path(), spec);
+    let sessions = create_sessions(&cluster, DRIVEN + IDLE).await;
     let mut accepted = Vec::new();
     for (index, session) in sessions[DRIVEN..].iter().enumerate() {
         let request = format!("idle-{index}");
@@ -283,18 +267,7 @@ pub async fn run(binary: &Path, database: &str, kills: usize) -> Result<(), Fail
         );
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let drivers: Vec<_> = sessions[..DRIVEN]
-        .iter()
-        .enumerate()
-        .map(|(index, id)| {
-            tokio::spawn(drive_until(
-                cluster.clone(),
-                index,
-                id.clone(),
-                stop.clone(),
-            ))
-        })
-        .collect();
+    let drivers = drive_all(&cluster, &sessions[..DRIVEN], &stop);
     let load = load_average();
     let (mut all_kills, mut probes) = (Kill::default(), Vec::new());
     for round in 0..kills {
