@@ -1,7 +1,8 @@
 //! `serve --database postgres://` as its operator runs it: `--lease-ttl` and
 //! `--heartbeat` checked before anything starts, `shiitake hub nodes` listing every
-//! process, and SIGTERM draining one cleanly (it leaves the list, and says nothing
-//! about its listener as its pool closes).
+//! process, SIGTERM draining one cleanly (it leaves the list, and says nothing
+//! about its listener as its pool closes), and the Hub's metrics following a
+//! Session from a process killed with SIGKILL to the one that takes it over.
 //!
 //! Reads `SHIITAKE_TEST_POSTGRES_URL`; without it, or when it does not answer, the
 //! PostgreSQL test prints one `SKIPPED` line, or fails when `SHIITAKE_REQUIRE_SERVICES=1`.
@@ -50,8 +51,16 @@ fn serve(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) ->
 }
 
 fn start(dir: &Path, name: &str, database: &str, agent: &str) -> Served {
+    start_with(dir, name, database, agent, &[])
+}
+
+fn start_with(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) -> Served {
     let log = dir.join(format!("{name}.log"));
-    let mut child = serve(dir, name, database, agent, &["--heartbeat", "200ms"])
+    let flags: Vec<&str> = ["--heartbeat", "200ms"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    let mut child = serve(dir, name, database, agent, &flags)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -171,4 +180,92 @@ fn the_operator_lists_the_processes_and_a_sigterm_drains_one() {
         2,
         "the drained process left:\n{listed}"
     );
+}
+
+/// One request with the bearer token to `served`: its status and body.
+fn request(served: &Served, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let address = served
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (
+        head.split(' ').nth(1).unwrap().parse().unwrap(),
+        body.to_owned(),
+    )
+}
+
+/// The value of the unlabelled sample `name` in `served`'s scrape (0 when absent).
+fn metric(served: &Served, name: &str) -> f64 {
+    let (status, scrape) = request(served, "GET", "/metrics", "");
+    assert_eq!(status, 200, "{scrape}");
+    scrape
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| line.strip_prefix(&format!("{name} ")))
+        .map_or(0.0, |value| value.trim().parse().unwrap())
+}
+
+#[test]
+fn the_hub_metrics_follow_a_session_from_a_killed_process_to_its_new_owner() {
+    let Some(database) = Service::Postgres.url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let agent = format!("hub-metrics-{}", std::process::id());
+    let mut first = start_with(dir.path(), "a", &database, &agent, &["--metrics"]);
+    let second = start_with(dir.path(), "b", &database, &agent, &["--metrics"]);
+
+    // A Session created and read through the first process is held there.
+    let (status, created) = request(&first, "POST", "/v1/sessions", r#"{"requestId":"m-1"}"#);
+    assert_eq!(status, 200, "{created}");
+    let session: serde_json::Value = serde_json::from_str(&created).unwrap();
+    let session = session["sessionId"].as_str().unwrap().to_owned();
+    let (status, _) = request(
+        &first,
+        "GET",
+        &format!("/v1/sessions/{session}/snapshot"),
+        "",
+    );
+    assert_eq!(status, 200);
+    assert_eq!(metric(&first, "shiitake_hub_leases_held"), 1.0);
+    assert_eq!(metric(&second, "shiitake_hub_leases_held"), 0.0);
+    assert_eq!(metric(&second, "shiitake_hub_takeovers_total"), 0.0);
+
+    first.child.kill().unwrap(); // SIGKILL
+    first.child.wait().unwrap();
+    // The survivor's heartbeat (200 ms) frees the dead process's lease; the next
+    // request for the Session makes it the owner.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric(&second, "shiitake_hub_takeovers_total") < 1.0 {
+        assert!(
+            Instant::now() < deadline,
+            "no takeover counted on the survivor"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, _) = request(
+        &second,
+        "GET",
+        &format!("/v1/sessions/{session}/snapshot"),
+        "",
+    );
+    assert_eq!(status, 200);
+    assert_eq!(metric(&second, "shiitake_hub_takeovers_total"), 1.0);
+    assert_eq!(metric(&second, "shiitake_hub_leases_held"), 1.0);
+    assert_eq!(metric(&second, "shiitake_hub_fenced_commits_total"), 0.0);
 }
