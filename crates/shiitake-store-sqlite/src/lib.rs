@@ -47,6 +47,9 @@ impl Durability {
     }
 }
 
+/// Read connections of one store, all opened with it and kept open.
+const READ_CONNECTIONS: u32 = 4;
+
 /// The SQLite store: reads on a sqlx pool, every write on one group-commit writer thread.
 pub struct SqliteStore {
     reads: Reads<Sqlite>,
@@ -91,9 +94,14 @@ impl SqliteStore {
                 .map_err(|error| StoreError::database(format!("opening the writer: {error}")))??;
         conn.close().await.map_err(db)?;
         // A connection to a local file does not go stale: pinging it before each read
-        // (sqlx's default) would only add a round trip to its worker thread.
+        // (sqlx's default) would only add a round trip to its worker thread. The read
+        // connections are opened now and kept, so a process out of file descriptors
+        // (slow clients holding them all) can still read: nothing is opened per read.
         let pool = SqlitePoolOptions::new()
-            .max_connections(4)
+            .max_connections(READ_CONNECTIONS)
+            .min_connections(READ_CONNECTIONS)
+            .idle_timeout(None)
+            .max_lifetime(None)
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await

@@ -103,7 +103,7 @@ fn request_with_token(address: &str, token: &str) -> (String, Duration) {
     let _ = stream.read_to_end(&mut answer);
     let elapsed = started.elapsed();
     let text = String::from_utf8_lossy(&answer);
-    (text.lines().next().unwrap_or("").to_owned(), elapsed)
+    (text.into_owned(), elapsed)
 }
 
 /// More slow connections than the file limit, and more while the token's request runs.
@@ -120,8 +120,9 @@ fn the_token_is_answered_under_attack(serve: &Serve) {
     let stop = Arc::new(AtomicBool::new(false));
     let attack = keep_attacking(address.clone(), stop.clone());
     for _ in 0..3 {
-        let (status, elapsed) = request_with_token(&address, token.trim());
-        assert_eq!(status, "HTTP/1.1 200 OK", "after {elapsed:?}");
+        let (answer, elapsed) = request_with_token(&address, token.trim());
+        let status = answer.lines().next().unwrap_or("");
+        assert_eq!(status, "HTTP/1.1 200 OK", "after {elapsed:?}:\n{answer}");
         assert!(
             elapsed < ANSWERED_WITHIN,
             "the request with the token took {elapsed:?}"
