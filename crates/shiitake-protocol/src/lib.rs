@@ -43,6 +43,7 @@ pub mod preference;
 pub mod snapshot;
 mod strict;
 pub mod summary;
+pub mod tenant;
 pub mod tools;
 
 pub use activity::{QueueState, RetryState, SessionActivity, SessionProgress};
@@ -70,6 +71,10 @@ pub use extension::{
 };
 pub use frame::{FrameDelivery, ProgressFrame, ResetFrame, ResetReason, SessionFrame, UpdateFrame};
 pub use hub::{HubNode, HubNodeList};
+pub use tenant::{
+    CreateTenant, IssueToken, IssuedToken, TenantEntry, TenantList, TenantName, TenantNameError,
+    TokenEntry, TokenId, TokenIdError,
+};
 /// Applies a `macro_rules!` macro as an attribute (`#[apply(tool_input!)]`): how an
 /// extension's contract puts [`tool_input!`]'s attributes on a type in one line.
 pub use macro_rules_attribute::apply;
