@@ -12,6 +12,7 @@
 //! gives it a [`SoleAgentDirectory`]: the Agent reaches only itself, and creating
 //! Agents is refused with the host's reason.
 
+pub mod directory;
 mod sole;
 
 pub use sole::SoleAgentDirectory;

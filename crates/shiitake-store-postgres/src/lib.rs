@@ -48,6 +48,7 @@ mod error;
 mod events;
 mod leases;
 mod nodes;
+pub mod registry;
 mod upkeep;
 mod writer;
 

@@ -5,6 +5,7 @@ mod conformance_http;
 mod failover;
 mod leases;
 mod packed_messages;
+mod registry;
 mod rolling;
 mod tenants;
 mod timers_across;
