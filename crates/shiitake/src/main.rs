@@ -41,8 +41,9 @@ pub struct Cli {
     /// Bearer token for client commands; default: read `<data-dir>/token`.
     #[arg(long, global = true, env = "SHIITAKE_TOKEN", hide_env_values = true)]
     token: Option<String>,
-    /// The Agent client commands address (`shiitake agents` lists them); default: the
-    /// server's default Agent.
+    /// The Agent: the one `serve` serves by default (on a Hub, the operator's default
+    /// tenant), and the one client commands address (`shiitake agents` lists them);
+    /// default `main` (client commands without it use the server's default Agent).
     #[arg(long, global = true, env = "SHIITAKE_AGENT")]
     agent: Option<String>,
     #[command(subcommand)]

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use shiitake_client::{ClientOptions, RemoteAgent};
+use shiitake_protocol::AgentName;
 
 use crate::error::CliError;
 
@@ -77,11 +78,21 @@ impl Context {
             }
         };
         let mut options = ClientOptions::new(url).with_token(token);
-        if let Some(agent) = &self.agent {
-            let name = shiitake_protocol::AgentName::new(agent.as_str())
-                .map_err(|error| CliError::Setup(format!("--agent: {error}")))?;
-            options = options.with_agent(name);
+        if self.agent.is_some() {
+            options = options.with_agent(self.agent_name()?);
         }
         RemoteAgent::new(options).map_err(|error| CliError::Setup(error.to_string()))
+    }
+
+    /// `--agent` / `SHIITAKE_AGENT`, else `main`: one meaning for every command. `serve`
+    /// serves it as the default Agent (on a Hub, the operator's default tenant); the
+    /// client commands address it (`/v1/agents/NAME/…`) when it is given, and the
+    /// server's default Agent otherwise.
+    pub fn agent_name(&self) -> Result<AgentName, CliError> {
+        match &self.agent {
+            Some(agent) => AgentName::new(agent.as_str())
+                .map_err(|error| CliError::Setup(format!("--agent: {error}"))),
+            None => Ok(AgentName::default()),
+        }
     }
 }

@@ -90,9 +90,6 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     database: Option<String>,
-    /// The Agent (tenant) this process serves on a shared PostgreSQL database.
-    #[arg(long, env = "SHIITAKE_AGENT", default_value = "default")]
-    agent: String,
     /// The lease and heartbeat on a shared PostgreSQL database.
     #[command(flatten)]
     hub: database::HubArgs,
@@ -330,7 +327,8 @@ pub async fn run(
     let address = listener.local_addr()?;
     let (token, token_from) = server_token(context, args.token_file.as_deref(), &data_dir)?;
     // Before the Agents open: what they record from their first step is kept.
-    let tenant = matches!(database, Database::Postgres(_)).then_some(args.agent.as_str());
+    let agent = context.agent_name()?;
+    let tenant = matches!(database, Database::Postgres(_)).then_some(agent.as_str());
     let exporter = args.operations.exporter(tenant)?;
     let tools = catalog(&args.mcp, redactions).await?;
     let dirs = computer_dirs(args.workspace, args.computers)?;
@@ -364,7 +362,7 @@ pub async fn run(
         offered_tools: offered_tools.clone(),
         approval: approvals.clone(),
     };
-    let host = Host::open(&database, &data_dir, &args.agent, parts).await?;
+    let host = Host::open(&database, &data_dir, agent.as_str(), parts).await?;
     datadir::tighten(&data_dir)?;
     println!("shiitake: data directory {}", data_dir.display());
     println!("shiitake: database {}", database.describe());
