@@ -23,6 +23,7 @@ mod datadir;
 mod host;
 mod models;
 mod operations;
+mod tenant_roots;
 
 pub use operations::LogFormat;
 

@@ -1,0 +1,115 @@
+//! The Hub's Computers: each `--computer NAME=DIR` (or `--workspace`) is a root, and each
+//! tenant gets `DIR/<tenant>/` under it, so one tenant's file tools never see another's
+//! files (seed 000: "the Hub adds Home with its own Computers").
+//!
+//! The folder is created (private, 0700) the first time the tenant opens. A shared
+//! filesystem mounted at `DIR` on every process gives a tenant the same files whichever
+//! process runs its turn (`docs/hub.md`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use shiitake_ext_home::{Attachment, ComputerList, Computers};
+use shiitake_protocol::TenantName;
+
+/// The Computer roots of a Hub process, and the data directory hidden from them.
+#[derive(Clone, Debug)]
+pub struct TenantRoots {
+    roots: Vec<(String, PathBuf)>,
+    hidden: PathBuf,
+}
+
+/// Why a tenant's Computer could not be attached.
+#[derive(Debug, thiserror::Error)]
+#[error("the Computer {name} of tenant {tenant} at {}: {reason}", dir.display())]
+pub struct RootError {
+    tenant: TenantName,
+    name: String,
+    dir: PathBuf,
+    reason: String,
+}
+
+impl TenantRoots {
+    /// Roots named as `--computer` names them; `hidden` (the data directory) is kept
+    /// out of every file tool.
+    pub fn new(roots: Vec<(String, PathBuf)>, hidden: &Path) -> Self {
+        Self {
+            roots,
+            hidden: hidden.to_path_buf(),
+        }
+    }
+
+    /// The tenant's Computers: one per root, jailed to `<root>/<tenant>/`.
+    pub fn computers(&self, tenant: &TenantName) -> Result<Arc<dyn Computers>, RootError> {
+        let attachments = self
+            .roots
+            .iter()
+            .map(|(name, root)| self.attach(tenant, name, root))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Arc::new(ComputerList::new(attachments)))
+    }
+
+    fn attach(&self, tenant: &TenantName, name: &str, root: &Path) -> Result<Attachment, RootError> {
+        // A tenant name is letters, digits, `-` and `_` (checked by `TenantName`): it
+        // is one path segment and cannot climb out of the root.
+        let dir = root.join(tenant.as_str());
+        let failed = |reason: String| RootError {
+            tenant: tenant.clone(),
+            name: name.to_owned(),
+            dir: dir.clone(),
+            reason,
+        };
+        private_dir(&dir).map_err(|error| failed(error.to_string()))?;
+        let port = knapsack::LocalFiles::new(&dir)
+            .and_then(|files| files.hiding(&self.hidden))
+            .map_err(|error| failed(error.to_string()))?;
+        Attachment::from_local(name, port).map_err(|error| failed(error.to_string()))
+    }
+}
+
+/// Creates `dir` (and its parents) if absent, the last one readable by this user only.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn each_tenant_gets_its_own_folder_under_every_root() {
+        let root = tempfile::tempdir().unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let roots = TenantRoots::new(
+            vec![("workspace".to_owned(), root.path().to_path_buf())],
+            data.path(),
+        );
+        let acme = TenantName::new("acme").unwrap();
+        let globex = TenantName::new("globex").unwrap();
+        let of_acme = roots.computers(&acme).unwrap().read();
+        let of_globex = roots.computers(&globex).unwrap().read();
+        assert_eq!(of_acme.len(), 1);
+        assert!(root.path().join("acme").is_dir());
+        assert!(root.path().join("globex").is_dir());
+        assert_ne!(of_acme[0].attachment_id, of_globex[0].attachment_id);
+        assert_eq!(of_acme[0].name.as_str(), "workspace");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(root.path().join("acme"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
+    }
+}
