@@ -11,10 +11,19 @@
 //! A host that serves one Agent per process (`shiitake serve --database postgres://…`)
 //! gives it a [`SoleAgentDirectory`]: the Agent reaches only itself, and creating
 //! Agents is refused with the host's reason.
+//!
+//! A host that serves every tenant of its database from each process uses the
+//! [`HubDirectory`] ([`directory`]): over the host's [`TenantCatalog`], it opens a
+//! tenant (all its Agents) on first use, gives each Agent a view of its own tenant
+//! only, admits `agents.create` up to the host's bound, closes tenants that are idle,
+//! keeps the number open bounded, and opens the tenants with work waiting.
 
 pub mod directory;
 mod sole;
 
+pub use directory::{
+    CatalogError, HubDirectory, HubDirectoryOptions, HubLimits, Swept, TenantCatalog,
+};
 pub use sole::SoleAgentDirectory;
 
 use std::sync::Arc;

@@ -1,4 +1,5 @@
 //! One module per capability, named for the behaviour it tests.
 
+mod directory_open;
 mod hub_approvals;
 mod hub_on_sqlite;
