@@ -16,6 +16,9 @@ use crate::{LocalError, LocalOptions};
 /// One open Agent and the tasks that serve it.
 pub(crate) struct Opened {
     pub(crate) agent: Agent,
+    /// The same Agent as the server is handed it: one `Arc` for as long as it is
+    /// open, so the server's router of it is built once.
+    pub(crate) served: std::sync::Arc<Agent>,
     pub(crate) tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -89,5 +92,9 @@ pub(crate) async fn open(
         .await
         .map_err(|error| failed(error.message))?;
     let tasks = conversation.start(&agent);
-    Ok(Opened { agent, tasks })
+    Ok(Opened {
+        served: std::sync::Arc::new(agent.clone()),
+        agent,
+        tasks,
+    })
 }

@@ -31,8 +31,9 @@ use std::sync::{Arc, RwLock, Weak};
 
 use async_trait::async_trait;
 use shiitake_core::Agent;
-use shiitake_protocol::{AgentApi, AgentName};
+use shiitake_protocol::{AgentApi, AgentName, ShiitakeError};
 use shiitake_roster_conversation_agents::{AgentDirectory, DirectoryError};
+use shiitake_server::Caller;
 
 pub use options::{CreatePolicy, LocalOptions};
 pub use shiitake_ext_home::add_home;
@@ -85,6 +86,13 @@ impl Inner {
 
     fn names(&self) -> Vec<AgentName> {
         self.agents().iter().map(|(name, _)| name.clone()).collect()
+    }
+
+    fn served(&self, name: &AgentName) -> Option<Arc<Agent>> {
+        self.agents()
+            .iter()
+            .find(|(known, _)| known == name)
+            .map(|(_, opened)| opened.served.clone())
     }
 
     fn insert(&self, name: AgentName, opened: Opened) {
@@ -271,18 +279,30 @@ impl AgentDirectory for DirectoryRef {
     }
 }
 
+/// The server's view: Local has one caller, the operator, who reaches every Agent.
+#[async_trait]
 impl shiitake_server::AgentDirectoryApi for LocalDirectory {
     type Agent = Agent;
 
-    fn agent(&self, name: &AgentName) -> Option<Arc<Agent>> {
-        self.inner.find(name).map(Arc::new)
+    async fn agent(&self, name: &AgentName, caller: &Caller) -> Result<Arc<Agent>, ShiitakeError> {
+        let not_found = || ShiitakeError::not_found(format!("no Agent named {name}"));
+        match caller {
+            Caller::Operator => self.inner.served(name).ok_or_else(not_found),
+            Caller::Tenant(_) => Err(not_found()),
+        }
     }
 
-    fn names(&self) -> Vec<AgentName> {
-        self.inner.names()
+    async fn names(&self, caller: &Caller) -> Result<Vec<AgentName>, ShiitakeError> {
+        Ok(match caller {
+            Caller::Operator => self.inner.names(),
+            Caller::Tenant(_) => Vec::new(),
+        })
     }
 
-    fn default_name(&self) -> AgentName {
-        self.inner.options.default_agent.clone()
+    fn default_name(&self, caller: &Caller) -> Option<AgentName> {
+        match caller {
+            Caller::Operator => Some(self.inner.options.default_agent.clone()),
+            Caller::Tenant(_) => None,
+        }
     }
 }

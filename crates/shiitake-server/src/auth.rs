@@ -1,9 +1,10 @@
 //! Bearer-token authentication and the token file of a local host.
 //!
-//! Every route requires `Authorization: Bearer <token>`, or the web page's session
-//! cookie (`web_auth.rs`). A wrong or missing credential gets a bare `401` whatever the path, so a caller without the token learns
-//! nothing about which routes or Sessions exist. Tokens are compared in
-//! constant time.
+//! Every route requires `Authorization: Bearer <token>` that the server's
+//! [`crate::Credentials`] know, or the web page's session cookie (`web_auth.rs`). A wrong
+//! or missing credential gets a bare `401` whatever the path, so a caller without a
+//! token learns nothing about which routes or Sessions exist. A [`Token`] is compared
+//! in constant time.
 
 use std::fmt;
 use std::io::Write;
@@ -155,16 +156,17 @@ fn private_temporary(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
     }
 }
 
-/// What the auth middleware checks against: the token, and the web page's
+/// What the auth middleware checks against: the credentials, and the web page's
 /// logins when the page is mounted.
 #[derive(Clone, Debug)]
 pub(crate) struct Gate {
-    pub(crate) token: Token,
-    pub(crate) web: Option<crate::WebLogin>,
+    pub(crate) credentials: Arc<dyn crate::Credentials>,
+    pub(crate) web: Option<Arc<dyn crate::WebLogins>>,
 }
 
-/// Middleware: lets a request through with the right bearer token, or with a live
-/// browser session cookie under the CSRF rule (`web_auth.rs`).
+/// Middleware: lets a request through with a bearer token the credentials know, or
+/// with a live browser session cookie under the CSRF rule (`web_auth.rs`), and puts
+/// how ([`crate::web_auth::Via`]) and as whom ([`crate::Caller`]) in its extensions.
 pub(crate) async fn require_token(
     State(gate): State<Gate>,
     mut request: Request,
@@ -172,16 +174,18 @@ pub(crate) async fn require_token(
 ) -> Response {
     use crate::web_auth::{Denied, authorize};
     let decided = authorize(
-        &gate.token,
-        gate.web.as_ref(),
+        gate.credentials.as_ref(),
+        gate.web.as_deref(),
         request.method(),
         request.headers(),
-        std::time::Instant::now(),
-    );
+    )
+    .await;
     match decided {
-        Ok(via) => {
-            // Routes that only the token may use (minting login links) look at this.
+        Ok((via, caller)) => {
+            // Routes that only the token may use (minting login links, the operator's
+            // routes) look at `via`; the directory and those routes at `caller`.
             request.extensions_mut().insert(via);
+            request.extensions_mut().insert(caller);
             next.run(request).await
         }
         Err(Denied::Unauthenticated) => (
@@ -192,6 +196,7 @@ pub(crate) async fn require_token(
         Err(Denied::Csrf(reason)) => {
             crate::HttpError(shiitake_protocol::ShiitakeError::not_granted(reason)).into_response()
         }
+        Err(Denied::Unavailable(error)) => crate::HttpError(error).into_response(),
     }
 }
 

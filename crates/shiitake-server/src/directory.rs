@@ -1,103 +1,139 @@
 //! Serving a directory of Agents: every route of one Agent under an Agent segment,
 //! `GET /v1/agents` listing them, and the routes without a segment serving the
-//! default Agent.
+//! caller's default Agent.
+//!
+//! Every request is a [`Caller`] (the gate decided it); the directory answers which
+//! Agents that caller reaches. A tenant's request for another tenant's Agent finds
+//! nothing (`not_found`, the same answer as for a name nobody uses), over every route:
+//! the JSON routes, both SSE routes, extension commands and the browser bridge.
 
-use std::collections::HashMap;
+mod cache;
+
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use axum::Json;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{Method, Uri};
 use axum::response::{IntoResponse, Response};
+use knapsack::ui::UiBridge;
 use shiitake_protocol::{AgentApi, AgentEntry, AgentList, AgentName, ShiitakeError};
 use tower::ServiceExt;
 
+use crate::caller::Caller;
 use crate::error::HttpError;
 use crate::{ServerConfig, limits};
 
-/// A host's Agents by name, for [`directory_router`].
+use cache::{MAX_CACHED_ROUTERS, RouterCache};
+
+/// A host's Agents by name, for [`directory_router`], as each caller may reach them.
 ///
-/// Agents may appear while serving (one Agent creates another); the router looks each
-/// name up per request.
+/// Agents may appear while serving (one Agent creates another), and a host may open
+/// an Agent on first use and close it when idle: the router asks per request and
+/// serves the Agent it is handed, never one it kept from before.
+#[async_trait]
 pub trait AgentDirectoryApi: Send + Sync + 'static {
     /// The Agent type served.
     type Agent: AgentApi + 'static;
 
-    /// The Agent named `name`, if the host serves it.
-    fn agent(&self, name: &AgentName) -> Option<Arc<Self::Agent>>;
+    /// The Agent named `name` if `caller` may reach it: `not_found` for a name the host
+    /// does not serve and, the same, for an Agent of another tenant; `unavailable` when
+    /// it cannot be opened now.
+    async fn agent(
+        &self,
+        name: &AgentName,
+        caller: &Caller,
+    ) -> Result<Arc<Self::Agent>, ShiitakeError>;
 
-    /// Every Agent's name, in the host's order.
-    fn names(&self) -> Vec<AgentName>;
+    /// The names of the Agents `caller` reaches, in the host's order.
+    async fn names(&self, caller: &Caller) -> Result<Vec<AgentName>, ShiitakeError>;
 
-    /// The Agent the routes without an Agent segment serve.
-    fn default_name(&self) -> AgentName;
+    /// The Agent `caller`'s routes without an Agent segment serve (a tenant's first
+    /// Agent); `None` makes those routes `not_found`.
+    fn default_name(&self, caller: &Caller) -> Option<AgentName>;
 }
 
-/// What the dispatcher shares: the directory and one router per Agent served so far.
+/// What the dispatcher shares: the directory and the routers of the Agents it served.
 struct Directory<D: AgentDirectoryApi> {
     directory: Arc<D>,
     keep_alive: Duration,
     subscribers: limits::Subscribers,
-    routers: Mutex<HashMap<AgentName, Router>>,
+    routers: Mutex<RouterCache<D::Agent>>,
+    /// The browser App bridge, for the operator's default Agent (named here).
+    browser: Option<(UiBridge, AgentName)>,
+    browser_routers: Mutex<RouterCache<D::Agent>>,
 }
 
 impl<D: AgentDirectoryApi> Directory<D> {
-    /// The routes of the Agent `name`, built once per Agent.
-    fn router(&self, name: &AgentName) -> Option<Router> {
-        let agent = self.directory.agent(name)?;
+    /// The routes of `agent`, built once per Agent handed out.
+    fn router(&self, name: &AgentName, agent: Arc<D::Agent>) -> Router {
         let mut routers = self.routers.lock().unwrap_or_else(PoisonError::into_inner);
-        Some(
-            routers
-                .entry(name.clone())
-                .or_insert_with(|| {
-                    crate::agent_routes(agent, self.keep_alive, self.subscribers.clone())
-                })
-                .clone(),
-        )
+        routers.get_or_build(name, agent, |agent| {
+            crate::agent_routes(agent, self.keep_alive, self.subscribers.clone())
+        })
+    }
+
+    /// The bridge's routes over `agent`, built once per Agent handed out.
+    fn browser_router(&self, bridge: &UiBridge, name: &AgentName, agent: Arc<D::Agent>) -> Router {
+        let mut routers = self
+            .browser_routers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        routers.get_or_build(name, agent, |agent| {
+            crate::browser_routes(agent, bridge.clone(), self.keep_alive)
+                .fallback(crate::error::no_route)
+        })
     }
 }
 
 /// The routes of `docs/http.md` for every Agent of `directory`, behind the same gate,
 /// limits and page as [`crate::router`]:
 ///
-/// - `GET /v1/agents` lists the Agents ([`AgentList`]);
-/// - `/v1/agents/{agent}/<route>` is `/v1/<route>` of that Agent (an unknown Agent is
-///   `404 not_found`);
-/// - `/v1/<route>` without an Agent segment serves the default Agent, so clients of a
-///   single-Agent server (and the web page) keep working;
-/// - the browser App bridge of `config`, if any, serves the default Agent.
+/// - `GET /v1/agents` lists the caller's Agents ([`AgentList`]);
+/// - `/v1/agents/{agent}/<route>` is `/v1/<route>` of that Agent (an unknown Agent, or
+///   another tenant's, is `404 not_found`);
+/// - `/v1/<route>` without an Agent segment serves the caller's default Agent, so
+///   clients of a single-Agent server (and the web page) keep working;
+/// - the browser App bridge of `config`, if any, serves the operator's default Agent,
+///   to the callers that reach it;
+/// - the operator's routes of `config` (`/v1/hub/nodes`, `/v1/hub/tenants`).
 pub fn directory_router<D: AgentDirectoryApi>(directory: Arc<D>, config: ServerConfig) -> Router {
     let browser = config.browser.clone().and_then(|bridge| {
-        let agent = directory.agent(&directory.default_name())?;
-        Some(crate::browser_routes(agent, bridge, config.keep_alive))
+        let name = directory.default_name(&Caller::Operator)?;
+        Some((bridge, name))
     });
     let shared = Arc::new(Directory {
         directory,
         keep_alive: config.keep_alive,
         subscribers: limits::Subscribers::new(config.max_subscribers),
-        routers: Mutex::new(HashMap::new()),
+        routers: Mutex::new(RouterCache::new(MAX_CACHED_ROUTERS)),
+        browser,
+        browser_routers: Mutex::new(RouterCache::new(1)),
     });
-    let mut app = Router::new().fallback(dispatch::<D>).with_state(shared);
-    if let Some(browser) = browser {
-        app = app.merge(browser);
-    }
+    let app =
+        crate::hub::routes(&config).merge(Router::new().fallback(dispatch::<D>).with_state(shared));
     crate::guarded(app, config)
 }
 
-/// Where a request goes: the listing, or one Agent's routes with the path it has there.
+/// Where a request goes: the listing, one Agent's routes with the path it has there,
+/// or the browser bridge.
 enum Target {
     List,
     Agent(AgentName, String),
+    Browser,
 }
 
-fn target(path: &str, default: AgentName) -> Result<Target, ShiitakeError> {
+/// Where `path` goes for a caller whose default Agent is `default`.
+fn target(path: &str, default: Option<AgentName>) -> Result<Target, ShiitakeError> {
     if path == "/v1/agents" || path == "/v1/agents/" {
         return Ok(Target::List);
     }
     let Some(tail) = path.strip_prefix("/v1/agents/") else {
+        let default =
+            default.ok_or_else(|| ShiitakeError::not_found("no default Agent for this caller"))?;
         return Ok(Target::Agent(default, path.to_owned()));
     };
     let (segment, rest) = tail.split_once('/').unwrap_or((tail, ""));
@@ -110,48 +146,80 @@ async fn dispatch<D: AgentDirectoryApi>(
     State(shared): State<Arc<Directory<D>>>,
     request: Request,
 ) -> Response {
-    let default = shared.directory.default_name();
-    let target = match target(request.uri().path(), default.clone()) {
-        Ok(target) => target,
-        Err(error) => return HttpError(error).into_response(),
+    match route(&shared, request).await {
+        Ok(response) => response,
+        Err(error) => HttpError(error).into_response(),
+    }
+}
+
+async fn route<D: AgentDirectoryApi>(
+    shared: &Directory<D>,
+    request: Request,
+) -> Result<Response, ShiitakeError> {
+    // The gate put the caller there; a request without one reaches nothing.
+    let caller = request
+        .extensions()
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| ShiitakeError::not_found("no such route; see docs/http.md"))?;
+    let default = shared.directory.default_name(&caller);
+    let path = request.uri().path();
+    let target = match &shared.browser {
+        Some(_) if path.starts_with("/browser/") => Target::Browser,
+        _ => target(path, default.clone())?,
     };
     match target {
         Target::List if request.method() == Method::GET => {
             let agents = shared
                 .directory
-                .names()
+                .names(&caller)
+                .await?
                 .into_iter()
                 .map(|name| AgentEntry {
-                    default: name == default,
+                    default: Some(&name) == default.as_ref(),
                     name,
                 })
                 .collect();
-            Json(AgentList { agents }).into_response()
+            Ok(Json(AgentList { agents }).into_response())
         }
-        Target::List => crate::error::no_route().await.into_response(),
+        Target::List => Ok(crate::error::no_route().await.into_response()),
         Target::Agent(name, path) => {
-            let Some(router) = shared.router(&name) else {
-                return HttpError(ShiitakeError::not_found(format!("no Agent named {name}")))
-                    .into_response();
-            };
-            let (mut parts, body) = request.into_parts();
-            let path_and_query = match parts.uri.query() {
-                Some(query) => format!("{path}?{query}"),
-                None => path,
-            };
-            parts.uri = match Uri::builder().path_and_query(path_and_query).build() {
-                Ok(uri) => uri,
-                Err(error) => {
-                    return HttpError(ShiitakeError::invalid(format!("bad path: {error}")))
-                        .into_response();
-                }
-            };
-            let request = Request::from_parts(parts, Body::new(body));
-            match router.oneshot(request).await {
-                Ok(response) => response,
-                Err(never) => match never {},
-            }
+            let agent = shared.directory.agent(&name, &caller).await?;
+            let router = shared.router(&name, agent);
+            forward(router, request, Some(path)).await
         }
+        Target::Browser => {
+            let Some((bridge, name)) = &shared.browser else {
+                return Ok(crate::error::no_route().await.into_response());
+            };
+            let agent = shared.directory.agent(name, &caller).await?;
+            let router = shared.browser_router(bridge, name, agent);
+            forward(router, request, None).await
+        }
+    }
+}
+
+/// Runs `request` through `router`, at `path` (with its query) when given.
+async fn forward(
+    router: Router,
+    request: Request,
+    path: Option<String>,
+) -> Result<Response, ShiitakeError> {
+    let (mut parts, body) = request.into_parts();
+    if let Some(path) = path {
+        let path_and_query = match parts.uri.query() {
+            Some(query) => format!("{path}?{query}"),
+            None => path,
+        };
+        parts.uri = Uri::builder()
+            .path_and_query(path_and_query)
+            .build()
+            .map_err(|error| ShiitakeError::invalid(format!("bad path: {error}")))?;
+    }
+    let request = Request::from_parts(parts, Body::new(body));
+    match router.oneshot(request).await {
+        Ok(response) => Ok(response),
+        Err(never) => match never {},
     }
 }
 
@@ -166,8 +234,8 @@ mod tests {
     }
 
     fn agent_of(path: &str) -> Option<(String, String)> {
-        match target(path, name("main")).ok()? {
-            Target::List => None,
+        match target(path, Some(name("main"))).ok()? {
+            Target::List | Target::Browser => None,
             Target::Agent(agent, rest) => Some((agent.to_string(), rest)),
         }
     }
@@ -175,7 +243,7 @@ mod tests {
     #[test]
     fn paths_map_to_an_agent_and_its_own_route() {
         assert!(matches!(
-            target("/v1/agents", name("main")),
+            target("/v1/agents", Some(name("main"))),
             Ok(Target::List)
         ));
         assert_eq!(
@@ -190,6 +258,17 @@ mod tests {
             agent_of("/v1/agents/helper"),
             Some(("helper".into(), "/v1/".into()))
         );
-        assert!(target("/v1/agents/not%20a%20name/sessions", name("main")).is_err());
+        assert!(target("/v1/agents/not%20a%20name/sessions", Some(name("main"))).is_err());
+    }
+
+    #[test]
+    fn without_a_default_agent_only_named_routes_and_the_list_are_served() {
+        let error = target("/v1/sessions", None).err().unwrap();
+        assert_eq!(error.code, shiitake_protocol::ErrorCode::NotFound);
+        assert!(matches!(target("/v1/agents", None), Ok(Target::List)));
+        assert!(matches!(
+            target("/v1/agents/acme/sessions", None),
+            Ok(Target::Agent(..))
+        ));
     }
 }

@@ -7,8 +7,12 @@
 //! is the one source of truth, so the same router can sit in front of the
 //! in-process core Agent or anything else that implements the traits.
 //!
-//! Every route requires a bearer [`Token`] (or, with [`ServerConfig::with_web`],
-//! the web page's session cookie under a CSRF rule; the page itself is public); failures leave as the canonical
+//! Every route requires a bearer token the server's [`Credentials`] know (one
+//! [`Token`], the operator's, unless the host hands others), or, with
+//! [`ServerConfig::with_web`], the web page's session cookie under a CSRF rule (the
+//! page itself is public). Each request is then a [`Caller`]: the operator, or a
+//! tenant of a Hub that reaches only its own Agents through [`directory_router`]
+//! (`docs/security.md`, "Callers"). Failures leave as the canonical
 //! `ShiitakeError` JSON with a fitting status ([`status_of`]); request bodies
 //! are bounded by [`MAX_BODY_BYTES`]; request time and open event streams are
 //! bounded per process ([`ServerConfig`]), and every request gets a request id
@@ -30,6 +34,7 @@
 
 mod auth;
 mod browser;
+mod caller;
 mod connections;
 mod directory;
 mod error;
@@ -42,11 +47,13 @@ pub mod telemetry;
 mod web;
 mod web_auth;
 mod web_login;
+mod web_logins;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::middleware::from_fn;
 use axum::routing::{get, post};
 use knapsack::ui::UiBridge;
 use shiitake_protocol::AgentApi;
@@ -54,25 +61,27 @@ use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
 pub use auth::{Token, TokenError, load_or_create_token, token_path};
+pub use caller::{Caller, Credentials};
 pub use connections::{
     ConnectionLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS, serve,
 };
 pub use directory::{AgentDirectoryApi, directory_router};
 pub use error::{HttpError, status_of};
 pub use extract::MAX_BODY_BYTES;
-pub use hub::HubNodes;
+pub use hub::{HubNodes, HubTenants};
 pub use telemetry::MetricsText;
 pub use web_auth::{COOKIE_PREFIX, CSRF_HEADER};
 pub use web_login::{
     DEFAULT_CODE_TTL, DEFAULT_MAX_CODES, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL, WebLogin,
     WebLoginLimits,
 };
+pub use web_logins::{LoginSecret, MAX_LOGIN_SECRET_BYTES, WebLogins};
 
 /// How a server behaves besides the Agent it serves.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// The bearer token every request must present.
-    pub token: Token,
+    /// What the bearer token of every request is checked against, and who it is.
+    pub credentials: Arc<dyn Credentials>,
     /// How often an idle SSE stream sends a keep-alive comment, so proxies and
     /// clients can tell a quiet stream from a dead one.
     pub keep_alive: Duration,
@@ -81,7 +90,7 @@ pub struct ServerConfig {
     pub browser: Option<UiBridge>,
     /// The web page (`/`, `docs/web.md`) and the logins its cookie comes from;
     /// `None` serves no page and accepts no cookie.
-    pub web: Option<WebLogin>,
+    pub web: Option<Arc<dyn WebLogins>>,
     /// Longest time until a response head; a slower request is answered `unavailable`.
     pub request_timeout: Duration,
     /// Most `events` and `watch` streams open at once in this process; one more is `unavailable`.
@@ -89,25 +98,44 @@ pub struct ServerConfig {
     /// The processes of the Hub this Agent is served by, for `GET /v1/hub/nodes`
     /// (the bearer token only); `None` mounts no such route.
     pub hub_nodes: Option<Arc<dyn HubNodes>>,
+    /// The tenants of the Hub and their tokens, for `/v1/hub/tenants` (the bearer
+    /// token of the operator only); `None` mounts no such routes.
+    pub hub_tenants: Option<Arc<dyn HubTenants>>,
     /// The host's metrics exporter, scraped at `GET /metrics` (the bearer token
     /// only, `docs/operations.md`); `None` mounts no such route.
     pub metrics: Option<Arc<dyn MetricsText>>,
 }
 
 impl ServerConfig {
-    /// Defaults around `token`: keep-alive comments every 15 s, 30 s per request,
-    /// 256 open event streams.
+    /// Defaults around `token`, the operator's and the only credential: keep-alive
+    /// comments every 15 s, 30 s per request, 256 open event streams.
     pub fn new(token: Token) -> Self {
         Self {
-            token,
+            credentials: Arc::new(token),
             keep_alive: Duration::from_secs(15),
             browser: None,
             web: None,
             request_timeout: Duration::from_secs(30),
             max_subscribers: 256,
             hub_nodes: None,
+            hub_tenants: None,
             metrics: None,
         }
+    }
+
+    /// Checks bearer tokens with `credentials` instead of the one token: a Hub knows
+    /// its tenants' tokens, each standing for its [`Caller`].
+    #[must_use]
+    pub fn with_credentials(mut self, credentials: Arc<dyn Credentials>) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    /// Serves `/v1/hub/tenants` from `tenants` (`docs/http.md`, "The Hub's tenants").
+    #[must_use]
+    pub fn with_hub_tenants(mut self, tenants: Arc<dyn HubTenants>) -> Self {
+        self.hub_tenants = Some(tenants);
+        self
     }
 
     /// Serves `GET /metrics` from `exporter` (`docs/operations.md`).
@@ -134,27 +162,33 @@ impl ServerConfig {
     /// Serves the web page at `/` and accepts the session cookie its login links
     /// set (`docs/web.md`); mint the first link with [`WebLogin::login_url`].
     #[must_use]
-    pub fn with_web(mut self, login: WebLogin) -> Self {
-        self.web = Some(login);
+    pub fn with_web(self, login: WebLogin) -> Self {
+        self.with_web_logins(Arc::new(login))
+    }
+
+    /// [`Self::with_web`] with logins the host keeps elsewhere (a Hub: in its
+    /// database, so a link or a cookie works on every process and after a restart).
+    #[must_use]
+    pub fn with_web_logins(mut self, logins: Arc<dyn WebLogins>) -> Self {
+        self.web = Some(logins);
         self
     }
 }
 
-/// The routes of `docs/http.md` over `agent`, behind the bearer token of `config`
+/// The routes of `docs/http.md` over `agent`, behind the credentials of `config`
 /// (or the web page's cookie), plus the public page when `config.web` is set.
+///
+/// The one Agent is the operator's: a tenant caller (of credentials that know
+/// tenants) finds no route here, only through [`directory_router`].
 pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Router {
     let subscribers = limits::Subscribers::new(config.max_subscribers);
     let mut app = agent_routes(agent.clone(), config.keep_alive, subscribers);
     if let Some(bridge) = config.browser.clone() {
         app = app.merge(browser_routes(agent, bridge, config.keep_alive));
     }
-    if let Some(nodes) = config.hub_nodes.clone() {
-        app = app.merge(
-            Router::new()
-                .route("/v1/hub/nodes", get(hub::nodes))
-                .with_state(nodes),
-        );
-    }
+    let app = app
+        .layer(from_fn(caller::operator_only))
+        .merge(hub::routes(&config));
     guarded(app, config)
 }
 
@@ -220,6 +254,10 @@ pub(crate) fn guarded(mut app: Router, config: ServerConfig) -> Router {
         app = app.merge(
             Router::new()
                 .route("/metrics", get(telemetry::scrape))
+                .route_layer(axum::middleware::from_fn_with_state(
+                    "reads the metrics",
+                    caller::operator_token,
+                ))
                 .with_state(exporter),
         );
     }
@@ -232,7 +270,7 @@ pub(crate) fn guarded(mut app: Router, config: ServerConfig) -> Router {
         );
     }
     let gate = auth::Gate {
-        token: config.token,
+        credentials: config.credentials,
         web: config.web.clone(),
     };
     let app = app

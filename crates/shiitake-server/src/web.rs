@@ -5,9 +5,10 @@
 //! CSS) and `GET /login?code=` (redeems a link). The page holds no data: everything
 //! it shows comes from the API routes, which need the token or the cookie.
 //! Authenticated: `POST /logout` (ends the browser session) and
-//! `POST /v1/web/login-links` (mints a link; the bearer token only).
+//! `POST /v1/web/login-links` (mints a link of the token's caller; the bearer token
+//! only). The logins themselves are the host's [`WebLogins`].
 
-use std::time::Instant;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -16,10 +17,14 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shiitake_protocol::ShiitakeError;
 
+use crate::caller::{Caller, check_failed};
 use crate::error::HttpError;
 use crate::extract::QueryParams;
 use crate::web_auth::{Via, cookie_name, session_of};
-use crate::web_login::{Pair, WebLogin};
+use crate::web_logins::{LoginSecret, WebLogins};
+
+/// The logins the page's routes share.
+type Logins = State<Arc<dyn WebLogins>>;
 
 /// The page's files: (name under `/web/`, content type, bytes).
 const FILES: &[(&str, &str, &str)] = &[
@@ -88,16 +93,16 @@ restarted. Ask <code>shiitake serve</code> for a new one.</p>";
 
 /// `GET /login?code=`: spends the code, sets the session cookie and sends the browser to `/`.
 pub(crate) async fn login(
-    State(web): State<WebLogin>,
+    State(web): Logins,
     headers: HeaderMap,
     QueryParams(query): QueryParams<LoginQuery>,
 ) -> Response {
-    let redeemed = match Pair::parse(&query.code) {
-        Some(code) => web.lock().redeem(&code, Instant::now()),
+    let redeemed = match LoginSecret::new(query.code) {
+        Some(code) => web.redeem(&code).await,
         None => Ok(None),
     };
     let session = match redeemed {
-        Ok(Some(session)) => session,
+        Ok(Some((session, _caller))) => session,
         Ok(None) => {
             return (
                 StatusCode::UNAUTHORIZED,
@@ -106,15 +111,13 @@ pub(crate) async fn login(
             )
                 .into_response();
         }
-        Err(error) => {
-            return HttpError(ShiitakeError::internal(error.to_string())).into_response();
-        }
+        Err(error) => return HttpError(check_failed(&error)).into_response(),
     };
     let cookie = format!(
         "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
         cookie_name(&headers),
-        session.text(),
-        web.session_ttl.as_secs()
+        session.as_str(),
+        web.session_ttl().as_secs()
     );
     let mut response = (
         StatusCode::SEE_OTHER,
@@ -135,10 +138,14 @@ pub(crate) async fn login(
 }
 
 /// `POST /logout`: ends the browser session the cookie names and clears the cookie.
-pub(crate) async fn logout(State(web): State<WebLogin>, headers: HeaderMap) -> Response {
-    let now = Instant::now();
-    if let Some(session) = session_of(&headers, &web, now) {
-        web.lock().end(&session, now);
+pub(crate) async fn logout(State(web): Logins, headers: HeaderMap) -> Response {
+    let ended = match session_of(&headers, web.as_ref()).await {
+        Ok(Some((session, _caller))) => web.end(&session).await,
+        Ok(None) => Ok(()),
+        Err(error) => Err(error),
+    };
+    if let Err(error) = ended {
+        return HttpError(check_failed(&error)).into_response();
     }
     let clear = format!(
         "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
@@ -157,18 +164,23 @@ pub(crate) struct LoginLink {
     path: String,
 }
 
-/// `POST /v1/web/login-links`: a fresh one-time link, for the bearer token only
-/// (a browser session cannot mint more of itself).
+/// `POST /v1/web/login-links`: a fresh one-time link whose session is the token's
+/// caller (a tenant's token mints a tenant's session), for the bearer token only (a
+/// browser session cannot mint more of itself).
 pub(crate) async fn mint_link(
-    State(web): State<WebLogin>,
+    State(web): Logins,
     via: Option<axum::Extension<Via>>,
+    caller: Option<axum::Extension<Caller>>,
 ) -> Response {
-    if !matches!(via, Some(axum::Extension(Via::Bearer))) {
+    let (Some(axum::Extension(Via::Bearer)), Some(axum::Extension(caller))) = (via, caller) else {
         let refused = ShiitakeError::not_granted("only the bearer token can mint login links");
         return HttpError(refused).into_response();
-    }
-    match web.login_path() {
-        Ok(path) => Json(LoginLink { path }).into_response(),
-        Err(error) => HttpError(ShiitakeError::internal(error.to_string())).into_response(),
+    };
+    match web.issue(&caller).await {
+        Ok(code) => Json(LoginLink {
+            path: format!("/login?code={}", code.as_str()),
+        })
+        .into_response(),
+        Err(error) => HttpError(check_failed(&error)).into_response(),
     }
 }

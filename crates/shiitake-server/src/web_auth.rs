@@ -1,10 +1,12 @@
-//! Who may call a route: the bearer token, or the web page's session cookie with
-//! the CSRF rule on writes.
+//! Who may call a route: a bearer token the server's [`Credentials`] know, or the web
+//! page's session cookie with the CSRF rule on writes. Either way the request is then
+//! a [`Caller`]: the operator or one tenant.
 //!
-//! - A request with an `Authorization` header is judged by it alone: the right
-//!   bearer token passes, anything else is `401`.
+//! - A request with an `Authorization` header is judged by it alone: a token the
+//!   credentials know passes as its caller, anything else is `401`.
 //! - Without one, a cookie named [`cookie_name`] holding a live browser session
-//!   ([`crate::WebLogin`]) passes a safe method (`GET`, `HEAD`, `OPTIONS`) as is.
+//!   ([`WebLogins`]) passes a safe method (`GET`, `HEAD`, `OPTIONS`) as its session's
+//!   caller. At most [`MAX_COOKIE_VALUES`] values of that cookie are tried.
 //! - A cookie-authenticated write (any other method) must also carry
 //!   [`CSRF_HEADER`]`: 1`, which a cross-site form cannot send and a cross-site
 //!   script cannot add without a CORS preflight this server never grants; its
@@ -15,16 +17,22 @@
 //! The cookie is `SameSite=Strict` too, so a browser does not attach it to a
 //! request another site starts; the header rule holds even where that is not
 //! enforced.
-
-use std::time::Instant;
+//!
+//! When the credentials or the logins cannot answer (a Hub's database is down), the
+//! request is `503 unavailable`: neither let in nor taken for a stranger.
 
 use axum::http::{HeaderMap, Method, header};
+use shiitake_protocol::ShiitakeError;
 
-use crate::auth::Token;
-use crate::web_login::{Pair, WebLogin};
+use crate::caller::{Caller, Credentials};
+use crate::web_logins::{LoginSecret, WebLogins};
 
 /// The header a cookie-authenticated write must carry, with the value `1`.
 pub const CSRF_HEADER: &str = "x-shiitake-csrf";
+
+/// Most values of the session cookie one request may carry that are checked (a
+/// browser sends one; each check may be a database read for a Hub).
+pub(crate) const MAX_COOKIE_VALUES: usize = 4;
 
 /// Prefix of the session cookie's name; the port of `Host` follows, so two
 /// servers on one host (cookies ignore ports) keep separate cookies.
@@ -46,6 +54,13 @@ pub(crate) enum Denied {
     Unauthenticated,
     /// A cookie-authenticated write that breaks the CSRF rule: `403` with the reason.
     Csrf(&'static str),
+    /// The credentials or the logins could not be checked: `503` with the reason.
+    Unavailable(ShiitakeError),
+}
+
+/// A failed check as the `503` it is answered with.
+fn unavailable(error: &ShiitakeError) -> Denied {
+    Denied::Unavailable(crate::caller::check_failed(error))
 }
 
 /// The session cookie's name for a request to `Host: host`.
@@ -73,13 +88,22 @@ fn cookie_values<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Ite
         })
 }
 
-/// The live browser session the request's cookie names, if any.
-pub(crate) fn session_of(headers: &HeaderMap, web: &WebLogin, now: Instant) -> Option<Pair> {
+/// The live browser session the request's cookie names, if any, with its caller.
+pub(crate) async fn session_of(
+    headers: &HeaderMap,
+    web: &dyn WebLogins,
+) -> Result<Option<(LoginSecret, Caller)>, ShiitakeError> {
     let name = cookie_name(headers);
-    let logins = web.lock();
-    cookie_values(headers, &name)
-        .filter_map(Pair::parse)
-        .find(|pair| logins.check(pair, now))
+    let presented: Vec<LoginSecret> = cookie_values(headers, &name)
+        .filter_map(LoginSecret::new)
+        .take(MAX_COOKIE_VALUES)
+        .collect();
+    for credential in presented {
+        if let Some(caller) = web.check(&credential).await? {
+            return Ok(Some((credential, caller)));
+        }
+    }
+    Ok(None)
 }
 
 fn is_safe(method: &Method) -> bool {
@@ -108,30 +132,34 @@ pub(crate) fn csrf_check(headers: &HeaderMap) -> Result<(), Denied> {
     Ok(())
 }
 
-/// Decides whether a request may pass, and how.
-pub(crate) fn authorize(
-    token: &Token,
-    web: Option<&WebLogin>,
+/// Decides whether a request may pass, how, and as whom.
+pub(crate) async fn authorize(
+    credentials: &dyn Credentials,
+    web: Option<&dyn WebLogins>,
     method: &Method,
     headers: &HeaderMap,
-    now: Instant,
-) -> Result<Via, Denied> {
+) -> Result<(Via, Caller), Denied> {
     if let Some(value) = headers.get(header::AUTHORIZATION) {
         let given = value
             .to_str()
             .ok()
-            .and_then(|value| value.strip_prefix("Bearer "));
-        return match given {
-            Some(given) if token.matches(given) => Ok(Via::Bearer),
-            _ => Err(Denied::Unauthenticated),
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .ok_or(Denied::Unauthenticated)?;
+        return match credentials.verify(given).await {
+            Ok(Some(caller)) => Ok((Via::Bearer, caller)),
+            Ok(None) => Err(Denied::Unauthenticated),
+            Err(error) => Err(unavailable(&error)),
         };
     }
     let web = web.ok_or(Denied::Unauthenticated)?;
-    session_of(headers, web, now).ok_or(Denied::Unauthenticated)?;
+    let (_, caller) = session_of(headers, web)
+        .await
+        .map_err(|error| unavailable(&error))?
+        .ok_or(Denied::Unauthenticated)?;
     if !is_safe(method) {
         csrf_check(headers)?;
     }
-    Ok(Via::Cookie)
+    Ok((Via::Cookie, caller))
 }
 
 #[cfg(test)]
@@ -139,7 +167,10 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::auth::Token;
+    use crate::web_login::WebLogin;
     use axum::http::HeaderValue;
+    use std::time::Instant;
 
     const TOKEN: &str = "web-auth-token-0123456789";
 
@@ -153,6 +184,21 @@ mod tests {
             web,
             format!("other=1; {COOKIE_PREFIX}8080={}", session.text()),
         )
+    }
+
+    /// Runs `authorize` to its end: the in-memory logins and the token never wait.
+    fn decide(
+        token: &Token,
+        web: Option<&WebLogin>,
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Result<Via, Denied> {
+        use futures::FutureExt;
+        let web = web.map(|web| web as &dyn WebLogins);
+        authorize(token, web, method, headers)
+            .now_or_never()
+            .expect("the in-memory check completes at once")
+            .map(|(via, _)| via)
     }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
@@ -169,7 +215,7 @@ mod tests {
 
     fn check(web: &WebLogin, method: Method, pairs: &[(&str, &str)]) -> Result<Via, Denied> {
         let token = Token::new(TOKEN).unwrap();
-        authorize(&token, Some(web), &method, &headers(pairs), Instant::now())
+        decide(&token, Some(web), &method, &headers(pairs))
     }
 
     #[test]
@@ -257,10 +303,60 @@ mod tests {
         let token = Token::new(TOKEN).unwrap();
         let headers = headers(&[("cookie", &cookie)]);
         assert_eq!(
-            authorize(&token, None, &Method::GET, &headers, Instant::now()),
+            decide(&token, None, &Method::GET, &headers),
             Err(Denied::Unauthenticated)
         );
         assert_eq!(check(&web, Method::GET, &[]), Err(Denied::Unauthenticated));
+    }
+
+    #[test]
+    fn at_most_four_values_of_the_cookie_are_tried() {
+        let (web, cookie) = logged_in();
+        let name = format!("{COOKIE_PREFIX}8080=");
+        let live = cookie.split_once(name.as_str()).unwrap().1.to_owned();
+        let line = |stale: usize| {
+            let mut values: Vec<String> = (0..stale).map(|n| format!("{name}00{n}.00")).collect();
+            values.push(format!("{name}{live}"));
+            values.join("; ")
+        };
+        let at_bound = line(MAX_COOKIE_VALUES - 1);
+        assert_eq!(
+            check(&web, Method::GET, &[("cookie", &at_bound)]),
+            Ok(Via::Cookie)
+        );
+        let past = line(MAX_COOKIE_VALUES);
+        assert_eq!(
+            check(&web, Method::GET, &[("cookie", &past)]),
+            Err(Denied::Unauthenticated)
+        );
+    }
+
+    /// Credentials whose store is down.
+    #[derive(Debug)]
+    struct Down;
+
+    #[async_trait::async_trait]
+    impl Credentials for Down {
+        async fn verify(&self, _: &str) -> Result<Option<Caller>, ShiitakeError> {
+            Err(ShiitakeError::internal("connection refused"))
+        }
+    }
+
+    #[tokio::test]
+    async fn credentials_that_cannot_answer_make_the_request_unavailable() {
+        let bearer = format!("Bearer {TOKEN}");
+        let decided = authorize(
+            &Down,
+            None,
+            &Method::GET,
+            &headers(&[("authorization", &bearer)]),
+        )
+        .await;
+        let Err(Denied::Unavailable(error)) = decided else {
+            panic!("{decided:?}");
+        };
+        assert_eq!(error.code, shiitake_protocol::ErrorCode::Unavailable);
+        assert!(error.message.contains("connection refused"), "{error:?}");
     }
 
     #[test]

@@ -7,8 +7,11 @@
 //! authenticates every API route like the token does (`auth.rs`), with a CSRF rule
 //! on writes.
 //!
-//! Codes and credentials live in memory only: a restarted server forgets them and
-//! the person opens a new link. Both are `<id>.<secret>`: the id finds the entry, the
+//! Each code and session belongs to the [`Caller`] that minted the link (the operator,
+//! or a tenant whose token called `POST /v1/web/login-links`), and the cookie reaches
+//! what that caller's token reaches. [`WebLogin`] keeps them in memory only: a
+//! restarted server forgets them and the person opens a new link (a Hub keeps its
+//! logins in its database behind [`crate::WebLogins`]). Both are `<id>.<secret>`: the id finds the entry, the
 //! secret is compared in constant time. The rules here are plain functions over an
 //! injected `now`, so their bounds are tested at the edge without waiting.
 
@@ -17,6 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::auth::TokenError;
+use crate::caller::Caller;
 
 /// How long a login link stays valid when nobody opens it.
 pub const DEFAULT_CODE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -104,15 +108,17 @@ pub(crate) fn constant_time_eq(expected: &[u8], given: &[u8]) -> bool {
     difference == 0
 }
 
-/// One stored secret and when it stops working.
+/// One stored secret, whose it is, and when it stops working.
 struct Entry {
     secret: String,
+    caller: Caller,
     expires: Instant,
 }
 
 impl std::fmt::Debug for Entry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Entry")
+            .field("caller", &self.caller)
             .field("expires", &self.expires)
             .finish_non_exhaustive()
     }
@@ -126,17 +132,16 @@ pub(crate) struct Logins {
     sessions: HashMap<String, Entry>,
 }
 
-/// Takes the entry `pair` names when its secret matches and it has not expired;
-/// a matching but expired entry is removed too.
-fn take_valid(map: &mut HashMap<String, Entry>, pair: &Pair, now: Instant) -> bool {
-    let Some(entry) = map.get(&pair.id) else {
-        return false;
-    };
+/// Takes the entry `pair` names when its secret matches and it has not expired, and
+/// answers whose it was; a matching but expired entry is removed too.
+fn take_valid(map: &mut HashMap<String, Entry>, pair: &Pair, now: Instant) -> Option<Caller> {
+    let entry = map.get(&pair.id)?;
     if !constant_time_eq(entry.secret.as_bytes(), pair.secret.as_bytes()) {
-        return false;
+        return None;
     }
     map.remove(&pair.id)
-        .is_some_and(|entry| now < entry.expires)
+        .filter(|entry| now < entry.expires)
+        .map(|entry| entry.caller)
 }
 
 /// Makes room for one more entry: drops expired ones, then those closest to expiry.
@@ -163,56 +168,78 @@ impl Logins {
         }
     }
 
-    /// Stores a fresh one-time code valid until `now + code_ttl`.
+    /// Stores a fresh one-time code of the operator, valid until `now + code_ttl`.
     pub(crate) fn issue_code(&mut self, now: Instant) -> Result<Pair, TokenError> {
-        let pair = Pair::generate()?;
-        self.insert_code(pair.clone(), now);
-        Ok(pair)
+        self.issue_code_for(Caller::Operator, now)
     }
 
-    fn insert_code(&mut self, pair: Pair, now: Instant) {
+    /// Stores a fresh one-time code of `caller`, valid until `now + code_ttl`.
+    pub(crate) fn issue_code_for(
+        &mut self,
+        caller: Caller,
+        now: Instant,
+    ) -> Result<Pair, TokenError> {
+        let pair = Pair::generate()?;
         make_room(&mut self.codes, self.limits.max_codes, now);
         self.codes.insert(
-            pair.id,
+            pair.id.clone(),
             Entry {
-                secret: pair.secret,
+                secret: pair.secret.clone(),
+                caller,
                 expires: now + self.limits.code_ttl,
             },
         );
+        Ok(pair)
     }
 
     /// Spends `code` and opens a session; `None` when the code is unknown, spent or expired.
+    #[cfg(test)]
     pub(crate) fn redeem(&mut self, code: &Pair, now: Instant) -> Result<Option<Pair>, TokenError> {
-        if !take_valid(&mut self.codes, code, now) {
-            return Ok(None);
-        }
-        let session = Pair::generate()?;
-        self.insert_session(session.clone(), now);
-        Ok(Some(session))
+        Ok(self.redeem_for(code, now)?.map(|(session, _)| session))
     }
 
-    fn insert_session(&mut self, pair: Pair, now: Instant) {
+    /// [`Self::redeem`], with the caller the new session belongs to (the code's).
+    pub(crate) fn redeem_for(
+        &mut self,
+        code: &Pair,
+        now: Instant,
+    ) -> Result<Option<(Pair, Caller)>, TokenError> {
+        let Some(caller) = take_valid(&mut self.codes, code, now) else {
+            return Ok(None);
+        };
+        let session = Pair::generate()?;
         make_room(&mut self.sessions, self.limits.max_sessions, now);
         self.sessions.insert(
-            pair.id,
+            session.id.clone(),
             Entry {
-                secret: pair.secret,
+                secret: session.secret.clone(),
+                caller: caller.clone(),
                 expires: now + self.limits.session_ttl,
             },
         );
+        Ok(Some((session, caller)))
     }
 
     /// Whether `credential` names a live session.
+    #[cfg(test)]
     pub(crate) fn check(&self, credential: &Pair, now: Instant) -> bool {
-        self.sessions.get(&credential.id).is_some_and(|entry| {
-            constant_time_eq(entry.secret.as_bytes(), credential.secret.as_bytes())
-                && now < entry.expires
-        })
+        self.caller_of(credential, now).is_some()
+    }
+
+    /// The caller of the live session `credential` names, if any.
+    pub(crate) fn caller_of(&self, credential: &Pair, now: Instant) -> Option<Caller> {
+        self.sessions
+            .get(&credential.id)
+            .filter(|entry| {
+                constant_time_eq(entry.secret.as_bytes(), credential.secret.as_bytes())
+                    && now < entry.expires
+            })
+            .map(|entry| entry.caller.clone())
     }
 
     /// Ends the session `credential` names; whether there was one.
     pub(crate) fn end(&mut self, credential: &Pair, now: Instant) -> bool {
-        take_valid(&mut self.sessions, credential, now)
+        take_valid(&mut self.sessions, credential, now).is_some()
     }
 }
 

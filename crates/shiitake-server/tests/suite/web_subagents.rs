@@ -26,7 +26,7 @@ use shiitake_ext_subagents::contract::{
 };
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{AgentApi, AgentName, RequestId, SessionApi};
-use shiitake_server::{AgentDirectoryApi, ServerConfig, Token, WebLogin, directory_router};
+use shiitake_server::{AgentDirectoryApi, Caller, ServerConfig, Token, WebLogin, directory_router};
 use shiitake_store_sqlite::{Durability, SqliteStore};
 
 /// A stand-in for the subagents extension: publishes the footer view a test sets, in
@@ -75,22 +75,31 @@ mod rows {
 /// its roster.
 struct Agents(Vec<(AgentName, Arc<Agent>)>);
 
+#[async_trait::async_trait]
 impl AgentDirectoryApi for Agents {
     type Agent = Agent;
 
-    fn agent(&self, name: &AgentName) -> Option<Arc<Agent>> {
+    async fn agent(
+        &self,
+        name: &AgentName,
+        _caller: &Caller,
+    ) -> Result<Arc<Agent>, shiitake_protocol::ShiitakeError> {
         self.0
             .iter()
             .find(|(known, _)| known == name)
             .map(|(_, agent)| agent.clone())
+            .ok_or_else(|| shiitake_protocol::ShiitakeError::not_found(format!("no {name}")))
     }
 
-    fn names(&self) -> Vec<AgentName> {
-        self.0.iter().map(|(name, _)| name.clone()).collect()
+    async fn names(
+        &self,
+        _caller: &Caller,
+    ) -> Result<Vec<AgentName>, shiitake_protocol::ShiitakeError> {
+        Ok(self.0.iter().map(|(name, _)| name.clone()).collect())
     }
 
-    fn default_name(&self) -> AgentName {
-        self.0[0].0.clone()
+    fn default_name(&self, _caller: &Caller) -> Option<AgentName> {
+        Some(self.0[0].0.clone())
     }
 }
 
