@@ -261,7 +261,7 @@ impl Group {
             .await
         {
             Ok(()) => {}
-            Err(CatalogError::Exists(_)) => return Err(DirectoryError::Exists(name.clone())),
+            Err(CatalogError::Exists(_)) => return Err(self.taken(name).await),
             Err(CatalogError::Refused(reason)) => {
                 return Err(DirectoryError::Refused {
                     name: name.clone(),
@@ -272,6 +272,21 @@ impl Group {
         }
         let member = self.open_member(name).await.map_err(failed)?;
         self.admit(member).await.map_err(failed)
+    }
+}
+
+impl Group {
+    /// Why a name the catalog has taken cannot be created: it is a sibling (the model
+    /// may send it work), or another tenant's, which this tenant must not learn of
+    /// beyond "taken" (agent names are one namespace across the Hub).
+    async fn taken(&self, name: &AgentName) -> DirectoryError {
+        match self.options.catalog.agents(&self.tenant).await {
+            Ok(siblings) if siblings.contains(name) => DirectoryError::Exists(name.clone()),
+            _ => DirectoryError::Refused {
+                name: name.clone(),
+                reason: "the name is taken on this Hub; choose another".into(),
+            },
+        }
     }
 }
 
