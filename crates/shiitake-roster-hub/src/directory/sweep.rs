@@ -84,7 +84,7 @@ impl Inner {
             }
             if !freed {
                 return Err(CatalogError::Unavailable(format!(
-                    "the tenant {tenant} cannot open here: {max} tenants are open (the most this process holds) and every one has work in progress; try again later"
+                    "the tenant {tenant} cannot open here: this process holds at most {max} open tenants and every one has work in progress; try again later"
                 )));
             }
         }
