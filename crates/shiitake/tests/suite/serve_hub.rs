@@ -9,79 +9,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::binary;
+use crate::support::hub::{Served, TOKEN, serve, start, start_with};
 use shiitake_test_services::Service;
-
-const TOKEN: &str = "serve-hub-token-0123456789abcdef";
-
-/// A `serve` child, its address, and where its stderr goes.
-struct Served {
-    child: Child,
-    url: String,
-    log: PathBuf,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) && self.child.kill().is_ok() {
-            drop(self.child.wait());
-        }
-    }
-}
-
-fn serve(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) -> Command {
-    let mut command = Command::new(binary());
-    command
-        .args(["serve", "--port", "0", "--model", "none"])
-        .arg("--data-dir")
-        .arg(dir.join(name))
-        .args(["--database", database, "--agent", agent])
-        .arg("--workspace")
-        .arg(dir)
-        .args(extra)
-        .env_remove("SHIITAKE_DATABASE")
-        .env_remove("SHIITAKE_AGENT")
-        .env("SHIITAKE_TOKEN", TOKEN);
-    command
-}
-
-fn start(dir: &Path, name: &str, database: &str, agent: &str) -> Served {
-    start_with(dir, name, database, agent, &[])
-}
-
-fn start_with(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) -> Served {
-    let log = dir.join(format!("{name}.log"));
-    let flags: Vec<&str> = ["--heartbeat", "200ms"]
-        .into_iter()
-        .chain(extra.iter().copied())
-        .collect();
-    let mut child = serve(dir, name, database, agent, &flags)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if let Some(url) = line.strip_prefix("shiitake: listening on ")
-                && tx.send(url.to_owned()).is_err()
-            {
-                return;
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("serve printed its address");
-    Served { child, url, log }
-}
 
 /// `shiitake hub nodes` against `url`: its stdout.
 fn hub_nodes(url: &str, dir: &Path) -> String {
@@ -182,36 +116,9 @@ fn the_operator_lists_the_processes_and_a_sigterm_drains_one() {
     );
 }
 
-/// One request with the bearer token to `served`: its status and body.
-fn request(served: &Served, method: &str, path: &str, body: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let address = served
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches('/');
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    (
-        head.split(' ').nth(1).unwrap().parse().unwrap(),
-        body.to_owned(),
-    )
-}
-
 /// The value of the unlabelled sample `name` in `served`'s scrape (0 when absent).
 fn metric(served: &Served, name: &str) -> f64 {
-    let (status, scrape) = request(served, "GET", "/metrics", "");
+    let (status, scrape) = served.request("GET", "/metrics", "");
     assert_eq!(status, 200, "{scrape}");
     scrape
         .lines()
@@ -231,16 +138,11 @@ fn the_hub_metrics_follow_a_session_from_a_killed_process_to_its_new_owner() {
     let second = start_with(dir.path(), "b", &database, &agent, &["--metrics"]);
 
     // A Session created and read through the first process is held there.
-    let (status, created) = request(&first, "POST", "/v1/sessions", r#"{"requestId":"m-1"}"#);
+    let (status, created) = first.request("POST", "/v1/sessions", r#"{"requestId":"m-1"}"#);
     assert_eq!(status, 200, "{created}");
     let session: serde_json::Value = serde_json::from_str(&created).unwrap();
     let session = session["sessionId"].as_str().unwrap().to_owned();
-    let (status, _) = request(
-        &first,
-        "GET",
-        &format!("/v1/sessions/{session}/snapshot"),
-        "",
-    );
+    let (status, _) = first.request("GET", &format!("/v1/sessions/{session}/snapshot"), "");
     assert_eq!(status, 200);
     assert_eq!(metric(&first, "shiitake_hub_leases_held"), 1.0);
     assert_eq!(metric(&second, "shiitake_hub_leases_held"), 0.0);
@@ -258,12 +160,7 @@ fn the_hub_metrics_follow_a_session_from_a_killed_process_to_its_new_owner() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (status, _) = request(
-        &second,
-        "GET",
-        &format!("/v1/sessions/{session}/snapshot"),
-        "",
-    );
+    let (status, _) = second.request("GET", &format!("/v1/sessions/{session}/snapshot"), "");
     assert_eq!(status, 200);
     assert_eq!(metric(&second, "shiitake_hub_takeovers_total"), 1.0);
     assert_eq!(metric(&second, "shiitake_hub_leases_held"), 1.0);

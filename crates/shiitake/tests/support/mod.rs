@@ -6,6 +6,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod chat;
+pub mod hub;
 pub mod mcp;
 /// The Local roster of the roster's own tests: Agents on gated scripts, served over HTTP.
 #[path = "../../../shiitake-roster-local/tests/support/mod.rs"]

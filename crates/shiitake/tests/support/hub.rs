@@ -1,0 +1,139 @@
+//! `serve --database postgres://` children for the Hub's tests: started on a free
+//! port with a short heartbeat, their stderr in a file, killed when dropped; and raw
+//! HTTP requests to them with any bearer token (or none), so a test sees the exact
+//! status a caller gets.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::binary;
+
+/// The operator's token every Hub child of these tests is started with.
+pub const TOKEN: &str = "serve-hub-token-0123456789abcdef";
+
+/// A `serve` child, its address, and where its stderr goes.
+pub struct Served {
+    pub child: Child,
+    pub url: String,
+    pub log: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) && self.child.kill().is_ok() {
+            drop(self.child.wait());
+        }
+    }
+}
+
+/// `serve` on `database` with the data directory `dir/name`, the operator's default
+/// Agent `agent`, and `extra` flags.
+pub fn serve(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) -> Command {
+    let mut command = Command::new(binary());
+    command
+        .args(["serve", "--port", "0", "--model", "none"])
+        .arg("--data-dir")
+        .arg(dir.join(name))
+        .args(["--database", database, "--agent", agent])
+        .arg("--workspace")
+        .arg(dir)
+        .args(extra)
+        .env_remove("SHIITAKE_DATABASE")
+        .env_remove("SHIITAKE_AGENT")
+        .env("SHIITAKE_TOKEN", TOKEN);
+    command
+}
+
+/// Starts a Hub child with a 200 ms heartbeat and waits for its address.
+pub fn start(dir: &Path, name: &str, database: &str, agent: &str) -> Served {
+    start_with(dir, name, database, agent, &[])
+}
+
+/// [`start`] with `extra` flags.
+pub fn start_with(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) -> Served {
+    let log = dir.join(format!("{name}.log"));
+    let flags: Vec<&str> = ["--heartbeat", "200ms"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    let mut child = serve(dir, name, database, agent, &flags)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if let Some(url) = line.strip_prefix("shiitake: listening on ")
+                && tx.send(url.to_owned()).is_err()
+            {
+                return;
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| {
+            panic!(
+                "serve printed no address; its log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        });
+    Served { child, url, log }
+}
+
+impl Served {
+    /// One request with the operator's token: its status and body.
+    pub fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        self.request_as(Some(TOKEN), method, path, body)
+    }
+
+    /// One request with `token` (or no `Authorization` header): its status and body.
+    pub fn request_as(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        path: &str,
+        body: &str,
+    ) -> (u16, String) {
+        let authorization = token
+            .map(|token| format!("Authorization: Bearer {token}\r\n"))
+            .unwrap_or_default();
+        self.raw(method, path, &authorization, body)
+    }
+
+    /// One request with `headers` (each line ending in `\r\n`): its status and body.
+    pub fn raw(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
+        let address = self.address();
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {address}\r\n{headers}\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        (
+            head.split(' ').nth(1).unwrap().parse().unwrap(),
+            body.to_owned(),
+        )
+    }
+
+    /// `host:port`.
+    pub fn address(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned()
+    }
+}
