@@ -61,6 +61,24 @@ pub(super) async fn lock_tenant(
         .ok_or_else(|| RegistryError::NotFound(format!("tenant {tenant}")))
 }
 
+/// Agent names read back from rows.
+fn agent_names(names: Vec<String>) -> Result<Vec<AgentName>, sqlx::Error> {
+    names.into_iter().map(agent_name).collect()
+}
+
+/// The Agents of `tenant`, first one first.
+async fn agents_of<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    tenant: &TenantName,
+) -> Result<Vec<AgentName>, sqlx::Error> {
+    let names: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM hub_agents WHERE tenant = $1 ORDER BY position")
+            .bind(tenant.as_str())
+            .fetch_all(executor)
+            .await?;
+    agent_names(names)
+}
+
 /// A tenant, its Agents and its tokens as one row of the list.
 #[derive(sqlx::FromRow)]
 struct TenantRow {
@@ -73,11 +91,7 @@ struct TenantRow {
 
 impl TenantRow {
     fn entry(self) -> Result<TenantEntry, sqlx::Error> {
-        let agents = self
-            .agents
-            .into_iter()
-            .map(agent_name)
-            .collect::<Result<_, _>>()?;
+        let agents = agent_names(self.agents)?;
         let tokens = self
             .token_ids
             .into_iter()
@@ -170,11 +184,8 @@ impl Registry {
         let mut tx = self.pool.begin().await?;
         // Locked first, so an Agent being added meanwhile is either seen here or refused.
         lock_tenant(&mut tx, tenant).await?;
-        let agents: Vec<String> =
-            sqlx::query_scalar("SELECT name FROM hub_agents WHERE tenant = $1 ORDER BY position")
-                .bind(tenant.as_str())
-                .fetch_all(&mut *tx)
-                .await?;
+        let agents = agents_of(&mut *tx, tenant).await?;
+        let names: Vec<&str> = agents.iter().map(AgentName::as_str).collect();
         sqlx::query(
             "WITH sessions AS (DELETE FROM sessions WHERE agent_id = ANY($1)), \
                timers AS (DELETE FROM timers WHERE agent_id = ANY($1)), \
@@ -184,15 +195,12 @@ impl Registry {
                forwarded AS (DELETE FROM forwarded_requests WHERE agent_id = ANY($1)) \
              DELETE FROM hub_tenants WHERE name = $2",
         )
-        .bind(&agents)
+        .bind(&names)
         .bind(tenant.as_str())
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(agents
-            .into_iter()
-            .map(agent_name)
-            .collect::<Result<_, _>>()?)
+        Ok(agents)
     }
 
     /// The tenant that owns `agent`, if it is registered.
@@ -210,15 +218,7 @@ impl Registry {
 
     /// The Agents of `tenant`, first one first (none for an unknown tenant).
     pub async fn agents(&self, tenant: &TenantName) -> Result<Vec<AgentName>, RegistryError> {
-        let names: Vec<String> =
-            sqlx::query_scalar("SELECT name FROM hub_agents WHERE tenant = $1 ORDER BY position")
-                .bind(tenant.as_str())
-                .fetch_all(&self.pool)
-                .await?;
-        Ok(names
-            .into_iter()
-            .map(agent_name)
-            .collect::<Result<_, _>>()?)
+        Ok(agents_of(&self.pool, tenant).await?)
     }
 
     /// Adds `agent` to `tenant` when the tenant has fewer than `max_per_tenant`
@@ -266,9 +266,6 @@ impl Registry {
         )
         .fetch_all(&self.pool)
         .await?;
-        Ok(names
-            .into_iter()
-            .map(agent_name)
-            .collect::<Result<_, _>>()?)
+        Ok(agent_names(names)?)
     }
 }
