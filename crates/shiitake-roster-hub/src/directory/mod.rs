@@ -94,11 +94,22 @@ impl HubDirectory {
     /// open it once). Every call counts as a use of the tenant, for the idle time and
     /// the least-recently-used order.
     pub async fn agent(&self, name: &AgentName) -> Result<Agent, CatalogError> {
+        let agent = self.shared_agent(name).await?;
+        Ok(Agent::clone(&agent))
+    }
+
+    /// As [`HubDirectory::agent`], as the one `Arc` handed out while the tenant stays
+    /// open here (another after it reopens), so a host that keeps something per Agent
+    /// (the server's router cache, keyed by the `Arc`) drops it with the closed Agent.
+    pub async fn shared_agent(&self, name: &AgentName) -> Result<Arc<Agent>, CatalogError> {
         self.reach(name).await.map(|(agent, _)| agent)
     }
 
     /// The Agent `name`, and the tenant this call opened, if it opened one.
-    async fn reach(&self, name: &AgentName) -> Result<(Agent, Option<TenantName>), CatalogError> {
+    async fn reach(
+        &self,
+        name: &AgentName,
+    ) -> Result<(Arc<Agent>, Option<TenantName>), CatalogError> {
         let inner = &self.inner;
         refuse_if_closing(inner)?;
         let now = || inner.options.clock.now_ms();

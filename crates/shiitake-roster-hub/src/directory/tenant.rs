@@ -22,6 +22,9 @@ use crate::{HubAgent, HubOptions};
 struct Member {
     name: AgentName,
     hub: HubAgent,
+    /// The one handle handed out while it is open, so a host may key what it builds
+    /// per Agent (the server's routers) by it.
+    shared: Arc<Agent>,
     store: Arc<dyn Store>,
 }
 
@@ -86,7 +89,7 @@ impl Group {
     }
 
     /// The open Agent `name` of this tenant.
-    pub(super) fn find(&self, name: &AgentName) -> Option<Agent> {
+    pub(super) fn find(&self, name: &AgentName) -> Option<Arc<Agent>> {
         let members = self.read();
         if members.sealed {
             return None;
@@ -95,7 +98,7 @@ impl Group {
             .agents
             .iter()
             .find(|member| &member.name == name)
-            .map(|member| member.hub.agent().clone())
+            .map(|member| member.shared.clone())
     }
 
     /// Whether `name` is one of the group's open Agents.
@@ -199,14 +202,15 @@ impl Group {
         .map_err(|error| CatalogError::Unavailable(error.to_string()))?;
         Ok(Member {
             name: name.clone(),
+            shared: Arc::new(hub.agent().clone()),
             hub,
             store,
         })
     }
 
     /// Adds the open `member`, or closes it again when the group was sealed meanwhile.
-    async fn admit(&self, member: Member) -> Result<Agent, CatalogError> {
-        let agent = member.hub.agent().clone();
+    async fn admit(&self, member: Member) -> Result<Arc<Agent>, CatalogError> {
+        let agent = member.shared.clone();
         let refused = {
             let mut members = self.write();
             if members.sealed {
@@ -233,7 +237,10 @@ impl Group {
 
     /// Opens the catalog's Agent `name` into the group (another process created it
     /// after this tenant opened here), unless it is open already.
-    pub(super) async fn join(self: &Arc<Self>, name: &AgentName) -> Result<Agent, CatalogError> {
+    pub(super) async fn join(
+        self: &Arc<Self>,
+        name: &AgentName,
+    ) -> Result<Arc<Agent>, CatalogError> {
         let _one_at_a_time = self.joining.lock().await;
         if let Some(agent) = self.find(name) {
             return Ok(agent);
@@ -271,7 +278,8 @@ impl Group {
             Err(error) => return Err(failed(error)),
         }
         let member = self.open_member(name).await.map_err(failed)?;
-        self.admit(member).await.map_err(failed)
+        let agent = self.admit(member).await.map_err(failed)?;
+        Ok(Agent::clone(&agent))
     }
 }
 
@@ -298,7 +306,10 @@ struct TenantView {
 #[async_trait]
 impl AgentDirectory for TenantView {
     fn agent(&self, name: &AgentName) -> Option<Agent> {
-        self.group.upgrade()?.find(name)
+        self.group
+            .upgrade()?
+            .find(name)
+            .map(|agent| Agent::clone(&agent))
     }
 
     fn names(&self) -> Vec<AgentName> {

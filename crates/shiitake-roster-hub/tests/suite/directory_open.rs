@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use shiitake_conformance::support::*;
@@ -124,6 +125,13 @@ async fn after_a_close_and_a_reopen_every_session_is_there() {
     let mut before: Vec<SessionId> = session_ids(&acme).await;
     before.sort();
 
+    // One handle while open, another after a reopen (what a host keys per Agent).
+    let handle = directory.shared_agent(&agent("acme")).await.unwrap();
+    assert!(Arc::ptr_eq(
+        &handle,
+        &directory.shared_agent(&agent("acme")).await.unwrap()
+    ));
+
     // Closed by the directory's close, and by the idle sweep: both keep everything.
     assert!(directory.close_tenant(&tenant("acme")).await);
     assert!(
@@ -133,6 +141,11 @@ async fn after_a_close_and_a_reopen_every_session_is_there() {
     assert!(directory.open_tenants().is_empty());
     let acme = directory.agent(&agent("acme")).await.unwrap();
     assert_eq!(catalog.stores_opened("acme"), 2, "reopened");
+    assert!(!Arc::ptr_eq(
+        &handle,
+        &directory.shared_agent(&agent("acme")).await.unwrap()
+    ));
+    drop(handle);
     owners_gone(&directory, "acme").await;
     clock.advance(Duration::from_secs(600));
     assert_eq!(directory.sweep().await.closed, vec![tenant("acme")]);
