@@ -3,7 +3,9 @@
 //!
 //! Usage: `hub_node <database url> <agent key> <lease ms> <effects dir> <steps>
 //! [heartbeat ms]`. Prints `READY <base url> <lease holder>` on stdout once it
-//! serves, then runs until killed; on SIGTERM it drains (`Agent::close`: it takes no
+//! serves, then runs until killed. With several keys (`a,b,c`) it serves them all on
+//! one `PostgresHub`, one port per tenant, and prints `TENANT <key> <base url>` for
+//! each after `READY` (whose url is the first tenant's); on SIGTERM it drains (`Agent::close`: it takes no
 //! more Sessions and hands its own over), prints `DRAINED` and exits. Its parts,
 //! chosen so a test can see what happened across crashes:
 //!
@@ -56,7 +58,7 @@ use shiitake_protocol::footer::FooterRowV0;
 use shiitake_protocol::message::{Message, UserContent};
 use shiitake_protocol::{AgentApi, ExtensionId, SessionId};
 use shiitake_server::{ServerConfig, Token, router};
-use shiitake_store_postgres::{AgentKey, PostgresOptions, PostgresStore};
+use shiitake_store_postgres::{AgentKey, HubOptions, PostgresHub, PostgresOptions, PostgresStore};
 use tokio_util::sync::CancellationToken;
 
 /// The token of every Hub node.
@@ -279,8 +281,7 @@ impl<E: Extension> Extension for Recorded<E> {
     }
 }
 
-const USAGE: &str =
-    "usage: hub_node <database url> <agent key> <lease ms> <effects dir> <steps> [heartbeat ms]";
+const USAGE: &str = "usage: hub_node <database url> <agent key[,key...]> <lease ms> <effects dir> <steps> [heartbeat ms]";
 
 fn arg(args: &[String], index: usize, what: &str) -> Result<String, Failure> {
     args.get(index)
@@ -288,34 +289,14 @@ fn arg(args: &[String], index: usize, what: &str) -> Result<String, Failure> {
         .ok_or_else(|| format!("missing {what}; {USAGE}").into())
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Failure> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let url = arg(&args, 0, "the database url")?;
-    let key = AgentKey::new(arg(&args, 1, "the agent key")?)?;
-    let lease_ms: u64 = arg(&args, 2, "the lease in ms")?.parse()?;
-    let effects = Some(arg(&args, 3, "the effects dir")?)
-        .filter(|dir| dir != "-")
-        .map(PathBuf::from);
-    let steps: usize = arg(&args, 4, "the steps of a run")?.parse()?;
-    let lease_ttl = Duration::from_millis(lease_ms);
-    let heartbeat = match args.get(5) {
-        Some(ms) => Duration::from_millis(ms.parse()?),
-        None => shiitake_store_postgres::default_heartbeat(lease_ttl),
-    };
-
-    let mut options = PostgresOptions::new(url, key);
-    options.lease_ttl = lease_ttl;
-    options.heartbeat = heartbeat;
-    let store = PostgresStore::open(options).await?;
-    let holder = store.holder().to_owned();
+/// The Agent of one tenant on `store`: the step model, `hub.mark` and the recorded
+/// extensions, each firing named by `holder`.
+async fn open_agent(
+    store: PostgresStore,
+    holder: &str,
+    effects: Option<PathBuf>,
+    steps: usize,
+) -> Result<Agent, Failure> {
     let mut config = AgentConfig::new(Arc::new(FixedModel(Arc::new(StepModel { steps }))));
     config.tool_timeout = Duration::from_secs(30);
     let ticker = Ticker {
@@ -327,7 +308,7 @@ async fn main() -> Result<(), Failure> {
             migrations: Vec::new(),
             configuration: json!({}),
         },
-        process: holder.clone(),
+        process: holder.to_owned(),
     };
     let looping = shiitake_ext_loop::extension()?;
     let loop_grants = looping.grants();
@@ -344,7 +325,7 @@ async fn main() -> Result<(), Failure> {
             Recorded {
                 inner: looping,
                 scope: StateScope::Session,
-                process: holder.clone(),
+                process: holder.to_owned(),
             },
             loop_grants,
         )
@@ -352,30 +333,120 @@ async fn main() -> Result<(), Failure> {
             Recorded {
                 inner: almanac,
                 scope: StateScope::Agent,
-                process: holder.clone(),
+                process: holder.to_owned(),
             },
             almanac_grants,
         )
         .open()
         .await?;
+    Ok(agent)
+}
+
+/// Serves `agent` on a free loopback port; the address and the serving task.
+async fn serve(
+    agent: &Agent,
+) -> Result<
+    (
+        std::net::SocketAddr,
+        tokio::task::JoinHandle<std::io::Result<()>>,
+    ),
+    Failure,
+> {
     let app = router(
         Arc::new(agent.clone()),
         ServerConfig::new(Token::new(TOKEN)?),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
+    Ok((
+        address,
+        tokio::spawn(async move { axum::serve(listener, app).await }),
+    ))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Failure> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let url = arg(&args, 0, "the database url")?;
+    let keys = arg(&args, 1, "the agent key")?
+        .split(',')
+        .map(AgentKey::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    let lease_ms: u64 = arg(&args, 2, "the lease in ms")?.parse()?;
+    let effects = Some(arg(&args, 3, "the effects dir")?)
+        .filter(|dir| dir != "-")
+        .map(PathBuf::from);
+    let steps: usize = arg(&args, 4, "the steps of a run")?.parse()?;
+    let lease_ttl = Duration::from_millis(lease_ms);
+    let heartbeat = match args.get(5) {
+        Some(ms) => Duration::from_millis(ms.parse()?),
+        None => shiitake_store_postgres::default_heartbeat(lease_ttl),
+    };
+
+    // One tenant: a store of its own (`PostgresStore::open`). Several: one hub for all.
+    let (stores, hub) = match keys.as_slice() {
+        [key] => {
+            let mut options = PostgresOptions::new(url, key.clone());
+            options.lease_ttl = lease_ttl;
+            options.heartbeat = heartbeat;
+            (vec![PostgresStore::open(options).await?], None)
+        }
+        _ => {
+            let mut options = HubOptions::new(url);
+            options.lease_ttl = lease_ttl;
+            options.heartbeat = heartbeat;
+            let hub = PostgresHub::open(options).await?;
+            let mut stores = Vec::with_capacity(keys.len());
+            for key in &keys {
+                stores.push(hub.store(key.clone()).await?);
+            }
+            (stores, Some(hub))
+        }
+    };
+    let mut agents = Vec::with_capacity(stores.len());
+    let mut tenants = Vec::with_capacity(stores.len());
+    let mut served = Vec::with_capacity(stores.len());
+    let mut holder = String::new();
+    for store in stores {
+        holder = store.holder().to_owned();
+        let key = store.agent().clone();
+        let agent = open_agent(store, &holder, effects.clone(), steps).await?;
+        let (address, task) = serve(&agent).await?;
+        tenants.push((key, address));
+        served.push(task);
+        agents.push(agent);
+    }
     // Registered before READY, so a SIGTERM sent at once drains rather than kills.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "READY http://{address} {holder}")?;
+        let first = tenants.first().map(|(_, address)| *address);
+        writeln!(out, "READY http://{} {holder}", first.ok_or("no tenant")?)?;
+        if hub.is_some() {
+            for (key, address) in &tenants {
+                writeln!(out, "TENANT {key} http://{address}")?;
+            }
+        }
         out.flush()?;
     }
+    let ended = futures::future::select_all(served);
     tokio::select! {
-        served = axum::serve(listener, app) => served?,
+        (ended, _, _) = ended => ended??,
         _ = terminate.recv() => {}
     }
-    agent.close().await?;
+    for agent in &agents {
+        agent.close().await?;
+    }
+    if let Some(hub) = hub {
+        hub.close().await;
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "DRAINED")?;
     out.flush()?;

@@ -20,6 +20,13 @@ pub enum OpenError {
     /// The tenant key is empty, too long, or has a character outside `A-Z a-z 0-9 _ - . :`.
     #[error("not an Agent key: {0:?} (1 to 64 characters of A-Z a-z 0-9 _ - . :)")]
     AgentKey(String),
+    /// A store of this tenant is already open on this hub: one per tenant per process,
+    /// since its leases are the process's.
+    #[error("the tenant {0:?} is already open on this hub")]
+    TenantOpen(String),
+    /// The hub was closed ([`PostgresHub::close`](crate::PostgresHub::close)).
+    #[error("the PostgreSQL hub is closed")]
+    HubClosed,
     /// The lease period is outside its bounds.
     #[error(
         "a lease of {0:?} is outside 500 ms to 600 s (a shorter one lapses under load; a longer one keeps a paused process's Sessions too long)"

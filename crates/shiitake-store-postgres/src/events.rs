@@ -1,11 +1,12 @@
-//! Announcements between processes: one `LISTEN` connection per process, turned
-//! into core's [`OwnershipEvent`]s.
+//! Announcements between processes: one `LISTEN` connection per process, whatever
+//! the tenants it serves, turned into core's [`OwnershipEvent`]s.
 //!
 //! Every announcement goes on one channel, [`CHANNEL`], as a short text payload
-//! `<kind> <agent> <argument>...`; a process keeps those of its own Agent. When
-//! the listening connection drops, announcements in between are lost, so the
-//! listener reconnects and sends [`OwnershipEvent::Resync`]: whoever waits on one
-//! looks at the database again.
+//! `<kind> <agent> <argument>...`; the listener hands each to the open tenant it
+//! names and drops those of tenants not open here. When the listening connection
+//! drops, announcements in between are lost, so the listener reconnects and sends
+//! [`OwnershipEvent::Resync`] to every open tenant: whoever waits on one looks at the
+//! database again.
 
 use std::sync::Weak;
 
@@ -13,7 +14,8 @@ use shiitake_core::store::ownership::{ForwardId, OwnershipEvent};
 use shiitake_protocol::SessionId;
 use sqlx::postgres::{PgListener, PgPool};
 
-use crate::Shared;
+use crate::AgentKey;
+use crate::hub::HubInner;
 
 /// The notification channel of every Shiitake announcement.
 pub(crate) const CHANNEL: &str = "shiitake";
@@ -36,6 +38,28 @@ pub(crate) fn answered_payload(agent: &str, id: ForwardId) -> String {
 /// A lease was given back: `r <agent> <session>`.
 pub(crate) fn released_payload(agent: &str, session: &str) -> String {
     format!("r {agent} {session}")
+}
+
+/// A process died holding Sessions of `agent`, which a heartbeat freed: `d <agent>`
+/// (sent by the heartbeat's statement itself, `nodes.rs`).
+#[cfg(test)]
+pub(crate) fn freed_payload(agent: &str) -> String {
+    format!("d {agent}")
+}
+
+/// The tenant a `d <agent>` payload reports freed; `None` for any other payload.
+pub(crate) fn parse_freed(payload: &str) -> Option<AgentKey> {
+    let mut parts = payload.split(' ');
+    if parts.next()? != "d" {
+        return None;
+    }
+    let agent = AgentKey::new(parts.next()?).ok()?;
+    parts.next().is_none().then_some(agent)
+}
+
+/// The Agent a payload names (its second word), to route it by.
+pub(crate) fn agent_of(payload: &str) -> Option<&str> {
+    payload.split(' ').nth(1)
 }
 
 /// Reads one payload of `agent`; `None` for another Agent's or a malformed one.
@@ -76,13 +100,11 @@ pub(crate) async fn listen(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
     Ok(listener)
 }
 
-/// Forwards announcements to the store's subscribers until the store closes.
-pub(crate) async fn run(mut listener: PgListener, shared: Weak<Shared>) {
+/// Forwards announcements to the subscribers of the tenant each names until the hub
+/// closes.
+pub(crate) async fn run(mut listener: PgListener, hub: Weak<HubInner>) {
     loop {
-        let Some((closing, agent)) = shared
-            .upgrade()
-            .map(|shared| (shared.closing.clone(), shared.agent.clone()))
-        else {
+        let Some(closing) = hub.upgrade().map(|hub| hub.closing.clone()) else {
             return;
         };
         let received = tokio::select! {
@@ -90,14 +112,27 @@ pub(crate) async fn run(mut listener: PgListener, shared: Weak<Shared>) {
             () = closing.cancelled() => return,
             received = listener.try_recv() => received,
         };
-        let Some(shared) = shared.upgrade() else {
+        let Some(hub) = hub.upgrade() else {
             return;
         };
         let event = match received {
-            Ok(Some(notification)) => match parse(agent.as_str(), notification.payload()) {
-                Some(event) => event,
-                None => continue,
-            },
+            Ok(Some(notification)) => {
+                let payload = notification.payload();
+                if let Some(agent) = parse_freed(payload) {
+                    // Nobody listening is fine: the host may not care.
+                    let _receivers = hub.freed.send(agent);
+                    continue;
+                }
+                let routed = agent_of(payload).and_then(|agent| {
+                    let tenant = hub.tenant(agent)?;
+                    Some((tenant, parse(agent, payload)?))
+                });
+                if let Some((tenant, event)) = routed {
+                    // Nobody listening is fine: events are hints to wake up.
+                    let _receivers = tenant.events.send(event);
+                }
+                continue;
+            }
             // The connection dropped; the next receive reconnects. Whatever was
             // announced in between is lost, so waiters look again.
             Ok(None) => {
@@ -117,8 +152,9 @@ pub(crate) async fn run(mut listener: PgListener, shared: Weak<Shared>) {
                 OwnershipEvent::Resync
             }
         };
-        // Nobody listening is fine: events are hints to wake up.
-        let _receivers = shared.events.send(event);
+        for tenant in hub.tenants() {
+            let _receivers = tenant.events.send(event.clone());
+        }
     }
 }
 
@@ -156,6 +192,24 @@ mod tests {
             parse("a1", &released_payload("a1", &s)),
             Some(OwnershipEvent::Released { session_id: id })
         );
+    }
+
+    #[test]
+    fn a_payload_names_the_agent_it_is_routed_to() {
+        let s = session(2);
+        assert_eq!(agent_of(&committed_payload("a1", &s, 3)), Some("a1"));
+        assert_eq!(parse_freed(&freed_payload("a1")), AgentKey::new("a1").ok());
+        assert_eq!(parse_freed(&released_payload("a1", &s)), None);
+        assert_eq!(parse_freed("d a1 extra"), None);
+        assert_eq!(parse_freed("d "), None);
+        assert_eq!(
+            parse("a1", &freed_payload("a1")),
+            None,
+            "not a tenant's event"
+        );
+        assert_eq!(agent_of(&released_payload("t-x.y:z", &s)), Some("t-x.y:z"));
+        assert_eq!(agent_of("c"), None);
+        assert_eq!(agent_of(""), None);
     }
 
     #[test]

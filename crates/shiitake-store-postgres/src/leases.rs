@@ -186,7 +186,7 @@ impl PostgresStore {
         match token {
             Some(token) => {
                 let token = FencingToken(uint(token, "lease token")?);
-                shared.leases.set(session_id, Some(token));
+                shared.tenant.leases.set(session_id, Some(token));
                 let handed_over = handed_over.unwrap_or(false);
                 // Another process held it and neither gave it back nor handed it over:
                 // it lapsed, or its holder died.
@@ -225,7 +225,7 @@ impl Ownership for PostgresStore {
         why: Release,
     ) -> Result<(), StoreError> {
         let shared = &self.shared;
-        shared.leases.set(session_id, None);
+        shared.tenant.leases.set(session_id, None);
         sqlx::query(
             "WITH released AS ( \
                UPDATE session_leases SET holder = NULL, expires_at = clock_timestamp(), \
@@ -249,6 +249,7 @@ impl Ownership for PostgresStore {
 
     async fn drain(&self) -> Result<(), StoreError> {
         self.shared
+            .tenant
             .draining
             .store(true, std::sync::atomic::Ordering::SeqCst);
         crate::nodes::mark_draining(
@@ -413,7 +414,7 @@ impl Ownership for PostgresStore {
     }
 
     fn events(&self) -> broadcast::Receiver<OwnershipEvent> {
-        self.shared.events.subscribe()
+        self.shared.tenant.events.subscribe()
     }
 
     async fn lock_agent_state(&self) -> Result<AgentStateLock, StoreError> {

@@ -9,9 +9,16 @@
 //!
 //! - **Tenants.** Every row is keyed by the Agent first. A store sees only its own
 //!   Agent's rows; another tenant's Session is simply not there (`not_found`).
+//! - **One process, many tenants.** A [`PostgresHub`] is opened once per process: the
+//!   pool, one writer, one listener, one upkeep connection and one holder name, which
+//!   every tenant store it opens ([`PostgresHub::store`]) shares, so the connections a
+//!   process holds do not grow with its tenants. [`PostgresStore::open`] opens a hub
+//!   for one store alone. A process that dies is reported per tenant to every hub
+//!   ([`PostgresHub::freed`]), so a host can open the tenants it abandoned.
 //! - **Group commit.** Owners hand their commits to one writer task per process,
-//!   which commits whatever is waiting in one transaction, each request under its
-//!   own savepoint so a bad one fails alone (as the SQLite writer does).
+//!   which commits whatever is waiting (of every tenant) in one transaction; if one
+//!   request fails the group runs again with each request under its own savepoint, so
+//!   a bad one fails alone (as the SQLite writer does).
 //! - **Leases and fencing.** An owner first takes its Session's lease: a row with
 //!   the holding process, an expiry on the database's clock and a fencing token
 //!   that grows whenever the lease changes hands. The writer checks the token in
@@ -41,36 +48,39 @@
 //! ops into them, the reads and row decoding are written once for SQLite and
 //! PostgreSQL in `shiitake-store-sql`, which also writes core's `Store` on top of this
 //! crate's backend (its writer, reads, close and [`Ownership`]).
-//! What is PostgreSQL's alone stays here: the writer task, leases, `LISTEN`/`NOTIFY`,
-//! the migrations.
+//! What is PostgreSQL's alone stays here: the hub of a process, the writer task,
+//! leases, `LISTEN`/`NOTIFY`, the migrations.
 
 mod error;
 mod events;
+mod hub;
 mod leases;
 mod nodes;
 pub mod registry;
 mod upkeep;
 mod writer;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 pub use error::OpenError;
+pub use hub::{HubOptions, PostgresHub};
 
 use async_trait::async_trait;
-use shiitake_core::store::ownership::OwnershipEvent;
 use shiitake_core::store::{Op, Ownership, StoreError};
 use shiitake_protocol::HubNode;
 use shiitake_store_sql::{Dialect, Reads, SqlBackend, impl_store};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, Postgres};
-use tokio::sync::broadcast;
+use sqlx::Postgres;
+use sqlx::postgres::PgPool;
+use tokio_util::task::TaskTracker;
+
+use hub::{HubInner, Tenant};
 
 /// The tenant a store serves: every row it reads or writes is keyed by it.
 ///
 /// 1 to 64 characters of `A-Z a-z 0-9 _ - . :` (it travels in notifications).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AgentKey(String);
 
 impl AgentKey {
@@ -115,8 +125,8 @@ pub struct PostgresOptions {
     /// Sessions are freed at the first beat of any process after the death).
     /// [`MIN_HEARTBEAT`] to half the lease.
     pub heartbeat: Duration,
-    /// Connections for reads, leases and forwarded requests (the writer, the
-    /// listener and the upkeep have one each besides).
+    /// Connections for reads, leases, forwarded requests and the listener (the writer
+    /// and the upkeep have one each besides).
     pub read_connections: u32,
 }
 
@@ -173,7 +183,9 @@ pub fn check_timing(lease_ttl: Duration, heartbeat: Duration) -> Result<(), Open
     Ok(())
 }
 
-/// The PostgreSQL store; see the crate documentation.
+/// The PostgreSQL store of one tenant; see the crate documentation. Opened alone
+/// ([`PostgresStore::open`], on a hub of its own) or on a process's shared
+/// [`PostgresHub`] ([`PostgresHub::store`]).
 #[derive(Clone)]
 pub struct PostgresStore {
     shared: Arc<Shared>,
@@ -188,104 +200,71 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-/// What the store's parts share.
+/// What the store's parts share: the tenant's own, and the hub it runs on.
 struct Shared {
     agent: AgentKey,
-    /// This process's name in lease rows: a fresh ULID per opened store.
+    /// This process's name in lease rows: the hub's, shared by its tenants.
     holder: String,
     lease_ttl: Duration,
-    heartbeat: Duration,
-    /// Set by [`Ownership::drain`]: this process takes no more Sessions.
-    draining: AtomicBool,
-    /// The listener and the upkeep, awaited by `close` before the pool closes.
-    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    /// The pool of reads, leases and forwarded requests (`reads` runs on it too).
+    /// The hub's pool of reads, leases and forwarded requests (`reads` runs on it too).
     pool: PgPool,
     reads: Reads<Postgres>,
-    writer: writer::Writer,
-    leases: leases::Held,
-    events: broadcast::Sender<OwnershipEvent>,
-    /// Cancelled by `close`: the upkeep and listening tasks stop.
-    closing: tokio_util::sync::CancellationToken,
+    /// What the hub's listener and upkeep know of this tenant.
+    tenant: Arc<Tenant>,
+    hub: Arc<HubInner>,
+    /// The hub was opened for this store alone ([`PostgresStore::open`]): closing the
+    /// store closes it.
+    private: bool,
+    /// The commits handed to the writer and not answered yet, which `close` waits for.
+    commits: TaskTracker,
+    /// Set by `close`: no more commits.
+    closed: AtomicBool,
 }
 
 impl Shared {
-    /// Whether this process drains (takes no more Sessions).
+    /// Whether this process drains this tenant (takes no more of its Sessions).
     fn draining(&self) -> bool {
-        self.draining.load(Ordering::SeqCst)
+        self.tenant.draining()
     }
 }
 
-/// Announcements buffered for slow receivers before they are told to look again.
-const EVENT_BUFFER: usize = 4096;
-
 impl PostgresStore {
-    /// Connects, applies migrations, registers this process, and starts its writer,
-    /// upkeep (heartbeat and lease renewal) and listener.
+    /// Connects, applies migrations, and opens this tenant on a hub of its own
+    /// (writer, upkeep, listener and pool for this store alone), as a process serving one
+    /// tenant does; closing the store closes that hub. A process serving many tenants
+    /// opens one [`PostgresHub`] and takes each tenant's store from it instead.
     pub async fn open(options: PostgresOptions) -> Result<Self, OpenError> {
-        options.check()?;
-        let connect: PgConnectOptions = options
-            .url
-            .parse::<PgConnectOptions>()
-            .map_err(|error| OpenError::Url(error.to_string()))?
-            .disable_statement_logging();
-        let mut migrator_conn = connect.connect().await.map_err(OpenError::connect)?;
-        sqlx::migrate!("./migrations/postgres")
-            .run_direct(&mut migrator_conn)
-            .await
-            .map_err(|error| OpenError::Migration(error.to_string()))?;
-        migrator_conn.close().await.map_err(OpenError::connect)?;
-        let pool = PgPoolOptions::new()
-            .max_connections(options.read_connections.max(1))
-            // A ping before every query doubles the round trips; a broken connection
-            // fails its query instead, and the pool replaces it.
-            .test_before_acquire(false)
-            .connect_with(connect.clone())
-            .await
-            .map_err(OpenError::connect)?;
-        let writer_conn = connect.connect().await.map_err(OpenError::connect)?;
-        let connect_for_upkeep = connect.clone();
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
-        let holder = ulid::Ulid::generate().to_string();
-        let closing = tokio_util::sync::CancellationToken::new();
-        let writer =
-            writer::Writer::start(writer_conn, connect, options.agent.clone(), holder.clone());
-        let shared = Arc::new(Shared {
-            agent: options.agent.clone(),
-            holder,
+        let hub = PostgresHub::open(HubOptions {
+            url: options.url,
             lease_ttl: options.lease_ttl,
             heartbeat: options.heartbeat,
-            draining: AtomicBool::new(false),
-            tasks: Mutex::new(Vec::new()),
-            reads: Reads::new(pool.clone(), Dialect::Postgres, options.agent.as_str()),
-            pool,
-            writer,
-            leases: leases::Held::default(),
-            events,
-            closing,
-        });
-        // Registered before anything is claimed: from here on, the others see this
-        // process die with this connection.
-        let upkeep_conn = upkeep::connect(&connect_for_upkeep, &shared)
-            .await
-            .map_err(OpenError::connect)?;
-        let listener = events::listen(&shared.pool)
-            .await
-            .map_err(OpenError::connect)?;
-        let tasks = vec![
-            tokio::spawn(events::run(listener, Arc::downgrade(&shared))),
-            tokio::spawn(upkeep::run(
-                Arc::downgrade(&shared),
-                upkeep_conn,
-                connect_for_upkeep,
-            )),
-        ];
-        shared
-            .tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(tasks);
-        Ok(Self { shared })
+            read_connections: options.read_connections,
+        })
+        .await?;
+        let opened = hub.inner.open_tenant(options.agent, true).await;
+        if opened.is_err() {
+            hub.close().await;
+        }
+        opened
+    }
+
+    /// The store of `tenant` on `hub` (see [`HubInner::open_tenant`]).
+    fn on_hub(hub: Arc<HubInner>, tenant: Arc<Tenant>, private: bool) -> Self {
+        let agent = tenant.agent.clone();
+        Self {
+            shared: Arc::new(Shared {
+                reads: Reads::new(hub.pool.clone(), Dialect::Postgres, agent.as_str()),
+                agent,
+                holder: hub.holder.clone(),
+                lease_ttl: hub.lease_ttl,
+                pool: hub.pool.clone(),
+                tenant,
+                hub,
+                private,
+                commits: TaskTracker::new(),
+                closed: AtomicBool::new(false),
+            }),
+        }
     }
 
     /// The tenant this store serves.
@@ -314,24 +293,24 @@ impl SqlBackend for PostgresStore {
     }
 
     async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
-        self.shared.writer.commit(ops).await
+        let shared = &self.shared;
+        // Tracked before the check: `close` either sees this commit or refuses it.
+        let _in_flight = shared.commits.token();
+        if shared.closed.load(Ordering::SeqCst) {
+            return Err(StoreError::Closed);
+        }
+        shared.hub.writer.commit(shared.agent.clone(), ops).await
     }
 
-    /// Waits for the commits handed over, stops the upkeep and the listener, gives
-    /// back any lease still held (announced) and removes this process's row, then
-    /// closes the pool.
+    /// Waits for this tenant's commits handed over, then gives back any lease it still
+    /// holds (announced) and removes its row; the hub and its other tenants run on. A
+    /// store opened alone also closes its hub.
     async fn close(&self) {
         let shared = &self.shared;
-        shared.writer.close().await;
-        shared.closing.cancel();
-        let tasks =
-            std::mem::take(&mut *shared.tasks.lock().unwrap_or_else(PoisonError::into_inner));
-        for task in tasks {
-            if let Err(error) = task.await {
-                tracing::warn!(%error, "a task of the PostgreSQL store ended badly");
-            }
-        }
-        match nodes::leave(&shared.pool, shared.agent.as_str(), &shared.holder).await {
+        shared.closed.store(true, Ordering::SeqCst);
+        shared.commits.close();
+        shared.commits.wait().await;
+        match shared.hub.leave(&shared.tenant).await {
             Ok(0) => {}
             Ok(released) => tracing::info!(
                 sessions = released,
@@ -341,7 +320,9 @@ impl SqlBackend for PostgresStore {
                 tracing::warn!(%error, "could not leave the Hub cleanly; the others free this process's Sessions when its connection is gone")
             }
         }
-        shared.pool.close().await;
+        if shared.private {
+            shared.hub.close().await;
+        }
     }
 
     fn ownership(&self) -> Option<Arc<dyn Ownership>> {

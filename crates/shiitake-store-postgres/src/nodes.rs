@@ -1,12 +1,14 @@
 //! The processes of a Hub: each registers its upkeep connection's backend, so the
 //! others see it die at once, and the operator sees who serves what.
 //!
-//! A process is alive while the backend named in its `hub_nodes` row exists
+//! A process has one row per tenant it has open, each naming the backend of its one
+//! upkeep connection. A process is alive while that backend exists
 //! (`pg_stat_activity`): PostgreSQL ends a backend when its client's connection
 //! closes, as it does when the process dies. PostgreSQL announces no disconnect,
-//! so every process looks on its heartbeat: one statement deletes the rows of dead
-//! processes of its Agent, gives their leases back (keeping each token) and
-//! announces each Session freed ([`OwnershipEvent::Released`]). A paused process
+//! so every process looks on its heartbeat: one statement beats all its own rows,
+//! deletes the rows of dead processes (of every tenant), gives their leases back
+//! (keeping each token) and announces each Session freed
+//! ([`OwnershipEvent::Released`]). A paused process
 //! keeps its connection and stays alive here; only its leases' expiry frees its
 //! Sessions, and the fencing token refuses what it commits after waking.
 //!
@@ -41,29 +43,39 @@ macro_rules! holder_dead {
 }
 pub(crate) use holder_dead;
 
-/// Registers this process on its upkeep connection `conn` (again after a reconnect:
-/// the row then names the new backend), before it claims anything.
+/// Registers this process for the tenants `agents` (each with whether it drains) on
+/// its upkeep connection `conn`, in one statement (again after a reconnect: the rows
+/// then name the new backend), before a tenant claims anything.
 pub(crate) async fn register(
     conn: &mut PgConnection,
-    agent: &str,
     holder: &str,
-    draining: bool,
+    agents: &[(&str, bool)],
 ) -> Result<(), UpkeepError> {
+    if agents.is_empty() {
+        return Ok(());
+    }
+    let (keys, draining): (Vec<String>, Vec<bool>) = agents
+        .iter()
+        .map(|(agent, draining)| ((*agent).to_owned(), *draining))
+        .unzip();
     let done = sqlx::query(
         "INSERT INTO hub_nodes (agent_id, holder, backend_pid, backend_start, started_at, \
            heartbeat_at, draining) \
-         SELECT $1, $2, pid, backend_start, clock_timestamp(), clock_timestamp(), $3 \
-         FROM pg_stat_activity WHERE pid = pg_backend_pid() \
+         SELECT t.agent, $1, a.pid, a.backend_start, clock_timestamp(), clock_timestamp(), \
+           t.draining \
+         FROM unnest($2::text[], $3::bool[]) AS t(agent, draining) \
+         CROSS JOIN (SELECT pid, backend_start FROM pg_stat_activity \
+           WHERE pid = pg_backend_pid()) AS a \
          ON CONFLICT (agent_id, holder) DO UPDATE SET backend_pid = excluded.backend_pid, \
            backend_start = excluded.backend_start, heartbeat_at = excluded.heartbeat_at, \
            draining = hub_nodes.draining OR excluded.draining",
     )
-    .bind(agent)
     .bind(holder)
+    .bind(keys)
     .bind(draining)
     .execute(&mut *conn)
     .await?;
-    if done.rows_affected() != 1 {
+    if done.rows_affected() != agents.len() as u64 {
         // pg_stat_activity does not show this connection's own backend.
         return Err(sqlx::Error::RowNotFound);
     }
@@ -73,41 +85,46 @@ pub(crate) async fn register(
 /// What one heartbeat found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Beat {
-    /// This process's row was there (else it registers again).
-    pub(crate) registered: bool,
+    /// The tenants whose row of this process was there (the others register again).
+    pub(crate) beaten: Vec<String>,
     /// Dead processes whose rows were deleted.
     pub(crate) dead: i64,
     /// Leases of theirs given back (each announced).
     pub(crate) released: i64,
+    /// The tenants those leases were of, each announced (`d <agent>`) to every process.
+    pub(crate) freed: Vec<String>,
 }
 
-/// One heartbeat on the upkeep connection: this process's row shows it beat, and
-/// every dead process of the Agent is removed with its leases given back and
-/// announced, all in one statement.
-pub(crate) async fn beat(
-    conn: &mut PgConnection,
-    agent: &str,
-    holder: &str,
-) -> Result<Beat, UpkeepError> {
-    let (registered, dead, released): (i64, i64, i64) = sqlx::query_as(
+/// One heartbeat on the upkeep connection, for every tenant of this process at once:
+/// its rows show it beat, and every dead process (of any tenant) is removed with its
+/// leases given back and announced, each Session (`r`) and each tenant concerned (`d`,
+/// which every process's host hears through [`PostgresHub::freed`]), all in one
+/// statement.
+///
+/// [`PostgresHub::freed`]: crate::PostgresHub::freed
+pub(crate) async fn beat(conn: &mut PgConnection, holder: &str) -> Result<Beat, UpkeepError> {
+    let (beaten, dead, released, freed): (Vec<String>, i64, i64, Vec<String>) = sqlx::query_as(
         "WITH me AS ( \
            UPDATE hub_nodes SET heartbeat_at = clock_timestamp() \
-           WHERE agent_id = $1 AND holder = $2 RETURNING 1 \
+           WHERE holder = $1 RETURNING agent_id \
          ), dead AS ( \
-           DELETE FROM hub_nodes d WHERE d.agent_id = $1 AND d.holder <> $2 \
+           DELETE FROM hub_nodes d WHERE d.holder <> $1 \
              AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = d.backend_pid \
                AND (a.backend_start IS NULL OR a.backend_start = d.backend_start)) \
-           RETURNING d.holder \
+           RETURNING d.agent_id, d.holder \
          ), released AS ( \
            UPDATE session_leases l SET holder = NULL, expires_at = clock_timestamp() \
-           FROM dead WHERE l.agent_id = $1 AND l.holder = dead.holder \
-           RETURNING l.session_id \
+           FROM dead WHERE l.agent_id = dead.agent_id AND l.holder = dead.holder \
+           RETURNING l.agent_id, l.session_id \
          ), announced AS ( \
-           SELECT pg_notify($3, format('r %s %s', $1::text, session_id)) FROM released \
-         ) SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM dead), \
-             (SELECT count(*) FROM announced)",
+           SELECT pg_notify($2, format('r %s %s', agent_id, session_id)) FROM released \
+         ), tenants AS ( \
+           SELECT agent_id, pg_notify($2, format('d %s', agent_id)) \
+           FROM (SELECT DISTINCT agent_id FROM released) AS freed \
+         ) SELECT ARRAY(SELECT agent_id FROM me), \
+             (SELECT count(DISTINCT holder) FROM dead), (SELECT count(*) FROM announced), \
+             ARRAY(SELECT agent_id FROM tenants ORDER BY agent_id)",
     )
-    .bind(agent)
     .bind(holder)
     .bind(CHANNEL)
     .fetch_one(&mut *conn)
@@ -115,9 +132,10 @@ pub(crate) async fn beat(
     // The dead holders' Sessions are taken over: counted here, once, whoever claims them.
     shiitake_core::telemetry::takeovers(u64::try_from(released).unwrap_or(0));
     Ok(Beat {
-        registered: registered > 0,
+        beaten,
         dead,
         released,
+        freed,
     })
 }
 
@@ -136,18 +154,19 @@ pub(crate) async fn mark_draining(
     Ok(())
 }
 
-/// The process leaves: any lease it still holds is given back and announced, and its
-/// row is deleted, in one statement.
-pub(crate) async fn leave(pool: &PgPool, agent: &str, holder: &str) -> Result<u64, StoreError> {
+/// The process leaves the tenants `agents`: any lease it still holds of theirs is given
+/// back and announced, and their rows are deleted, in one statement.
+pub(crate) async fn leave(pool: &PgPool, agents: &[&str], holder: &str) -> Result<u64, StoreError> {
+    let agents: Vec<String> = agents.iter().map(|agent| (*agent).to_owned()).collect();
     let released: i64 = sqlx::query_scalar(
         "WITH gone AS ( \
-           DELETE FROM hub_nodes WHERE agent_id = $1 AND holder = $2 \
+           DELETE FROM hub_nodes WHERE agent_id = ANY($1) AND holder = $2 \
          ), released AS ( \
            UPDATE session_leases SET holder = NULL, expires_at = clock_timestamp() \
-           WHERE agent_id = $1 AND holder = $2 RETURNING session_id \
-         ) SELECT count(pg_notify($3, format('r %s %s', $1::text, session_id))) FROM released",
+           WHERE agent_id = ANY($1) AND holder = $2 RETURNING agent_id, session_id \
+         ) SELECT count(pg_notify($3, format('r %s %s', agent_id, session_id))) FROM released",
     )
-    .bind(agent)
+    .bind(agents)
     .bind(holder)
     .bind(CHANNEL)
     .fetch_one(pool)

@@ -1,9 +1,10 @@
-//! The upkeep of one process, on a connection of its own: its heartbeat (which also
-//! frees the Sessions of processes that died) and the renewal of its leases.
+//! The upkeep of one process, on a connection of its own, for every tenant it has
+//! open: its heartbeat (which also frees the Sessions of processes that died) and the
+//! renewal of its leases, each one statement whatever the number of tenants.
 //!
 //! The connection is the process's life as the others see it (`nodes.rs`): its
-//! backend is named in the process's `hub_nodes` row, registered before the store
-//! claims anything. A busy pool can never delay this connection, so neither a
+//! backend is named in the process's `hub_nodes` row of each tenant, registered before
+//! that tenant claims anything. A busy pool can never delay this connection, so neither a
 //! renewal nor a heartbeat waits behind the owners' reads. Each statement here may
 //! wait for a row lock at most one heartbeat (`lock_timeout`): a lock held by a
 //! paused process costs a retry at the next beat, not the upkeep.
@@ -13,52 +14,46 @@
 //! stop ([`OwnershipEvent::Lost`]).
 
 use std::collections::HashMap;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use shiitake_core::store::FencingToken;
 use shiitake_core::store::ownership::OwnershipEvent;
 use shiitake_protocol::SessionId;
 use sqlx::ConnectOptions;
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::postgres::PgConnection;
 
-use crate::Shared;
+use crate::hub::{HubInner, Tenant};
 use crate::leases::millis;
 use crate::nodes::{self, UpkeepError};
 
-/// Opens the upkeep connection and registers this process on it.
-pub(crate) async fn connect(
-    connect: &PgConnectOptions,
-    shared: &Shared,
-) -> Result<PgConnection, UpkeepError> {
-    let mut conn = connect.connect().await?;
+/// Opens an upkeep connection whose statements wait for a row lock at most a heartbeat.
+pub(crate) async fn connect(hub: &HubInner) -> Result<PgConnection, UpkeepError> {
+    let mut conn = hub.connect.connect().await?;
     sqlx::query("SELECT set_config('lock_timeout', $1, false)")
-        .bind(format!("{}ms", millis(shared.heartbeat).max(1)))
+        .bind(format!("{}ms", millis(hub.heartbeat).max(1)))
         .execute(&mut conn)
         .await?;
-    nodes::register(
-        &mut conn,
-        shared.agent.as_str(),
-        &shared.holder,
-        shared.draining(),
-    )
-    .await?;
     Ok(conn)
 }
 
-/// Beats and renews until the store closes, reconnecting (and registering again)
-/// when the connection breaks.
-pub(crate) async fn run(shared: Weak<Shared>, conn: PgConnection, options: PgConnectOptions) {
-    let mut conn = Some(conn);
+/// The open tenants as `register` takes them.
+fn registrations(tenants: &[Arc<Tenant>]) -> Vec<(&str, bool)> {
+    tenants
+        .iter()
+        .map(|tenant| (tenant.agent.as_str(), tenant.draining()))
+        .collect()
+}
+
+/// Beats and renews for every open tenant until the hub closes, reconnecting (and
+/// registering every tenant again) when the connection breaks.
+pub(crate) async fn run(hub: Weak<HubInner>) {
     let mut renew_at = Instant::now();
     loop {
-        let Some((closing, heartbeat, every)) = shared.upgrade().map(|shared| {
-            (
-                shared.closing.clone(),
-                shared.heartbeat,
-                shared.lease_ttl / 3,
-            )
-        }) else {
+        let Some((closing, heartbeat)) = hub
+            .upgrade()
+            .map(|hub| (hub.closing.clone(), hub.heartbeat))
+        else {
             return;
         };
         let wake = (Instant::now() + heartbeat).min(renew_at);
@@ -67,52 +62,70 @@ pub(crate) async fn run(shared: Weak<Shared>, conn: PgConnection, options: PgCon
             () = closing.cancelled() => return,
             () = tokio::time::sleep_until(wake.into()) => {}
         }
-        let Some(shared) = shared.upgrade() else {
+        let Some(hub) = hub.upgrade() else {
             return;
         };
-        let connection = match conn.as_mut() {
+        let mut upkeep = hub.upkeep.lock().await;
+        let tenants = hub.tenants();
+        let connection = match upkeep.as_mut() {
             Some(connection) => connection,
-            None => match connect(&options, &shared).await {
-                Ok(fresh) => {
-                    tracing::info!(
-                        "the upkeep connection is back; this process is registered again"
-                    );
-                    conn.insert(fresh)
+            None => {
+                let fresh = match connect(&hub).await {
+                    Ok(mut fresh) => {
+                        nodes::register(&mut fresh, &hub.holder, &registrations(&tenants))
+                            .await
+                            .map(|()| fresh)
+                    }
+                    Err(error) => Err(error),
+                };
+                match fresh {
+                    Ok(fresh) => {
+                        tracing::info!(
+                            "the upkeep connection is back; this process is registered again"
+                        );
+                        upkeep.insert(fresh)
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "could not reconnect to renew this process's leases; its Sessions lapse unless it does soon");
+                        continue;
+                    }
                 }
-                Err(error) => {
-                    tracing::warn!(%error, "could not reconnect to renew this process's leases; its Sessions lapse unless it does soon");
-                    continue;
-                }
-            },
+            }
         };
         if Instant::now() >= renew_at {
-            match renew_once(&shared, connection).await {
-                Ok(()) => renew_at = Instant::now() + every,
+            match renew_once(&hub, &tenants, connection).await {
+                Ok(()) => renew_at = Instant::now() + hub.lease_ttl / 3,
                 Err(error) => {
                     // Due still: the next beat tries again.
                     tracing::warn!(%error, "could not renew this process's leases; they lapse unless a renewal succeeds soon");
                     if broken(&error) {
-                        conn = None;
+                        *upkeep = None;
                     }
                     continue;
                 }
             }
         }
-        match nodes::beat(connection, shared.agent.as_str(), &shared.holder).await {
+        match nodes::beat(connection, &hub.holder).await {
             Ok(beat) => {
                 if beat.dead > 0 {
                     tracing::info!(
                         processes = beat.dead,
                         sessions = beat.released,
+                        tenants = beat.freed.len(),
                         "freed the Sessions of processes whose database connection is gone"
                     );
                 }
-                if !beat.registered {
-                    tracing::warn!("this process's row in hub_nodes was gone; registering again");
-                    let draining = shared.draining();
+                let missing: Vec<Arc<Tenant>> = tenants
+                    .into_iter()
+                    .filter(|tenant| !beat.beaten.iter().any(|a| a == tenant.agent.as_str()))
+                    .collect();
+                if !missing.is_empty() {
+                    tracing::warn!(
+                        tenants = missing.len(),
+                        "this process's rows in hub_nodes were gone; registering again"
+                    );
                     if let Err(error) =
-                        nodes::register(connection, shared.agent.as_str(), &shared.holder, draining)
-                            .await
+                        nodes::register(connection, &hub.holder, &registrations(&missing)).await
                     {
                         tracing::warn!(%error, "could not register this process again");
                     }
@@ -121,7 +134,7 @@ pub(crate) async fn run(shared: Weak<Shared>, conn: PgConnection, options: PgCon
             Err(error) => {
                 tracing::warn!(%error, "the heartbeat failed; the next one tries again");
                 if broken(&error) {
-                    conn = None;
+                    *upkeep = None;
                 }
             }
         }
@@ -130,42 +143,62 @@ pub(crate) async fn run(shared: Weak<Shared>, conn: PgConnection, options: PgCon
 
 /// Whether an error means the connection itself is gone (else only the statement
 /// failed, as on a lock timeout, and the connection is kept).
-fn broken(error: &UpkeepError) -> bool {
-    !matches!(error, sqlx::Error::Database(_))
+pub(crate) fn broken(error: &UpkeepError) -> bool {
+    !matches!(error, sqlx::Error::Database(_) | sqlx::Error::RowNotFound)
 }
 
-async fn renew_once(shared: &Shared, conn: &mut PgConnection) -> Result<(), UpkeepError> {
+/// Renews, in one statement, every lease an owner of any open tenant still holds, and
+/// tells each tenant's owners of the leases found gone.
+async fn renew_once(
+    hub: &HubInner,
+    tenants: &[Arc<Tenant>],
+    conn: &mut PgConnection,
+) -> Result<(), UpkeepError> {
     let started = Instant::now();
     // Only the tenures an owner here still holds: a lease whose owner left (or died
     // without giving it back) lapses instead of living on.
-    let (sessions, tokens) = shared.leases.tenures();
+    let (mut agents, mut sessions, mut tokens) = (Vec::new(), Vec::new(), Vec::new());
+    for tenant in tenants {
+        let (held, held_tokens) = tenant.leases.tenures();
+        agents.extend(held.iter().map(|_| tenant.agent.as_str().to_owned()));
+        sessions.extend(held);
+        tokens.extend(held_tokens);
+    }
     if sessions.is_empty() {
         return Ok(());
     }
-    let rows: Vec<(String, i64)> = sqlx::query_as(
-        "UPDATE session_leases SET expires_at = clock_timestamp() + $3 * interval '1 millisecond' \
-         WHERE agent_id = $1 AND holder = $2 \
-           AND (session_id, token) IN (SELECT * FROM unnest($4::text[], $5::bigint[])) \
-         RETURNING session_id, token",
+    let rows: Vec<(String, String, i64)> = sqlx::query_as(
+        "UPDATE session_leases SET expires_at = clock_timestamp() + $2 * interval '1 millisecond' \
+         WHERE holder = $1 \
+           AND (agent_id, session_id, token) IN \
+             (SELECT * FROM unnest($3::text[], $4::text[], $5::bigint[])) \
+         RETURNING agent_id, session_id, token",
     )
-    .bind(shared.agent.as_str())
-    .bind(&shared.holder)
-    .bind(millis(shared.lease_ttl))
+    .bind(&hub.holder)
+    .bind(millis(hub.lease_ttl))
+    .bind(agents)
     .bind(sessions)
     .bind(tokens)
     .fetch_all(&mut *conn)
     .await?;
-    let mut renewed = HashMap::with_capacity(rows.len());
-    for (session_id, token) in rows {
+    let mut renewed: HashMap<String, HashMap<SessionId, FencingToken>> = HashMap::new();
+    for (agent, session_id, token) in rows {
         if let (Ok(session_id), Ok(token)) = (SessionId::new(session_id), u64::try_from(token)) {
-            renewed.insert(session_id, FencingToken(token));
+            renewed
+                .entry(agent)
+                .or_default()
+                .insert(session_id, FencingToken(token));
         }
     }
-    for (session_id, token) in shared.leases.keep_only(&renewed, started) {
-        tracing::warn!(session = %session_id, "this process lost a lease: another process took the Session over");
-        let _receivers = shared
-            .events
-            .send(OwnershipEvent::Lost { session_id, token });
+    let none = HashMap::new();
+    for tenant in tenants {
+        let renewed = renewed.get(tenant.agent.as_str()).unwrap_or(&none);
+        for (session_id, token) in tenant.leases.keep_only(renewed, started) {
+            tracing::warn!(agent = %tenant.agent, session = %session_id, "this process lost a lease: another process took the Session over");
+            let _receivers = tenant
+                .events
+                .send(OwnershipEvent::Lost { session_id, token });
+        }
     }
     Ok(())
 }

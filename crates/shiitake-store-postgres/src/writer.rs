@@ -1,5 +1,7 @@
-//! The group-commit writer of one process: every commit of its owners goes
-//! through one connection, and whatever is waiting commits in one transaction.
+//! The group-commit writer of one process: every commit of its owners, of every
+//! tenant the process serves, goes through one connection, and whatever is waiting
+//! commits in one transaction. Each request carries its tenant, so its statements
+//! (and its fence) run for that tenant alone.
 //!
 //! A group runs first as it is; if one request fails (a reused request id, a timer
 //! another process claimed, a fenced owner), the group is undone and run again with
@@ -20,31 +22,32 @@ use sqlx::{ConnectOptions, Connection, Executor};
 use crate::AgentKey;
 use crate::events::{CHANNEL, committed_payload};
 
-/// One caller's commit: its ops, made into statements on the writer's task.
-type WriteRequest = Request<Vec<Op>>;
+/// One caller's commit: its tenant and its ops, made into statements on the writer's task.
+type WriteRequest = Request<Commit>;
+
+/// What one owner hands the writer.
+pub(crate) struct Commit {
+    agent: AgentKey,
+    ops: Vec<Op>,
+}
 
 /// The handle owners commit through.
 pub(crate) struct Writer {
     /// Commits for the writer task, which runs until the queue closes.
-    queue: Queue<Vec<Op>>,
+    queue: Queue<Commit>,
 }
 
 impl Writer {
     /// Starts the writer task on `conn`; it reconnects with `connect` if the connection breaks.
-    pub(crate) fn start(
-        conn: PgConnection,
-        connect: PgConnectOptions,
-        agent: AgentKey,
-        holder: String,
-    ) -> Self {
+    pub(crate) fn start(conn: PgConnection, connect: PgConnectOptions, holder: String) -> Self {
         let (queue, groups) = Queue::new();
-        tokio::spawn(run(conn, connect, agent, holder, groups));
+        tokio::spawn(run(conn, connect, holder, groups));
         Self { queue }
     }
 
-    /// Commits `ops` in the next group; all of them or none.
-    pub(crate) async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
-        self.queue.submit(ops).await
+    /// Commits `ops` of the tenant `agent` in the next group; all of them or none.
+    pub(crate) async fn commit(&self, agent: AgentKey, ops: Vec<Op>) -> Result<(), StoreError> {
+        self.queue.submit(Commit { agent, ops }).await
     }
 
     /// Stops taking commits and waits for the ones already handed over.
@@ -56,13 +59,12 @@ impl Writer {
 async fn run(
     mut conn: PgConnection,
     connect: PgConnectOptions,
-    agent: AgentKey,
     holder: String,
-    mut requests: Groups<Vec<Op>>,
+    mut requests: Groups<Commit>,
 ) {
     let mut group = Vec::with_capacity(queue::MAX_GROUP);
     while requests.next(&mut group).await {
-        let (results, broken) = commit_group(&mut conn, agent.as_str(), &holder, &group).await;
+        let (results, broken) = commit_group(&mut conn, &holder, &group).await;
         queue::answer(&mut group, results);
         if broken {
             match connect.connect().await {
@@ -78,14 +80,15 @@ async fn run(
     }
 }
 
-/// A request ready to run: its statements and the Sessions it announces.
-struct Prepared {
+/// A request ready to run: its tenant, its statements and the Sessions it announces.
+struct Prepared<'a> {
+    agent: &'a str,
     statements: Vec<Stmt>,
     /// Session id → head sequence after this request.
     heads: BTreeMap<String, u64>,
 }
 
-fn prepare(holder: &str, ops: &[Op]) -> Result<Prepared, StoreError> {
+fn prepare<'a>(holder: &str, agent: &'a str, ops: &[Op]) -> Result<Prepared<'a>, StoreError> {
     let heads = ops
         .iter()
         .filter_map(|op| match op {
@@ -94,6 +97,7 @@ fn prepare(holder: &str, ops: &[Op]) -> Result<Prepared, StoreError> {
         })
         .collect();
     Ok(Prepared {
+        agent,
         statements: encode(Dialect::Postgres, holder, ops)?,
         heads,
     })
@@ -103,13 +107,12 @@ fn prepare(holder: &str, ops: &[Op]) -> Result<Prepared, StoreError> {
 /// and whether the connection looks broken.
 async fn commit_group(
     conn: &mut PgConnection,
-    agent: &str,
     holder: &str,
     group: &[WriteRequest],
 ) -> (Vec<Result<(), StoreError>>, bool) {
-    let prepared: Vec<Result<Prepared, StoreError>> = group
+    let prepared: Vec<Result<Prepared<'_>, StoreError>> = group
         .iter()
-        .map(|request| prepare(holder, &request.work))
+        .map(|request| prepare(holder, request.work.agent.as_str(), &request.work.ops))
         .collect();
     let failed_all = |error: &StoreError| -> Vec<Result<(), StoreError>> {
         group.iter().map(|_| Err(error.duplicate())).collect()
@@ -118,14 +121,19 @@ async fn commit_group(
         let error = db(error);
         return (failed_all(&error), true);
     }
-    let results = match run_requests(conn, agent, &prepared).await {
+    let results = match run_requests(conn, &prepared).await {
         Ok(results) => results,
         Err((error, broken)) => return (failed_all(&error), broken),
     };
     let mut heads = BTreeMap::new();
     for (result, request) in results.iter().zip(&prepared) {
         if let (Ok(()), Ok(request)) = (result, request) {
-            heads.extend(request.heads.iter().map(|(id, head)| (id.clone(), *head)));
+            heads.extend(
+                request
+                    .heads
+                    .iter()
+                    .map(|(id, head)| ((request.agent, id.as_str()), *head)),
+            );
         }
     }
     if results.iter().all(Result::is_err) {
@@ -135,7 +143,7 @@ async fn commit_group(
     if !heads.is_empty() {
         let payloads: Vec<String> = heads
             .iter()
-            .map(|(session, head)| committed_payload(agent, session, *head))
+            .map(|((agent, session), head)| committed_payload(agent, session, *head))
             .collect();
         let notified =
             sqlx::query("SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload")
@@ -171,8 +179,7 @@ async fn commit_group(
 /// taken over meanwhile is found by the fence of the second run.
 async fn run_requests(
     conn: &mut PgConnection,
-    agent: &str,
-    prepared: &[Result<Prepared, StoreError>],
+    prepared: &[Result<Prepared<'_>, StoreError>],
 ) -> Result<Vec<Result<(), StoreError>>, (StoreError, bool)> {
     let mut results = Vec::with_capacity(prepared.len());
     let mut failed = false;
@@ -181,7 +188,7 @@ async fn run_requests(
             // Not made into statements: nothing of it reached the database.
             Err(error) => results.push(Err(error.duplicate())),
             Ok(request) => {
-                let result = apply(conn, agent, &request.statements).await;
+                let result = apply(conn, request.agent, &request.statements).await;
                 failed = result.is_err();
                 results.push(result);
                 if failed {
@@ -205,7 +212,7 @@ async fn run_requests(
     for request in prepared {
         let result = match request {
             Err(error) => Err(error.duplicate()),
-            Ok(request) => match isolated(conn, agent, &request.statements).await {
+            Ok(request) => match isolated(conn, request.agent, &request.statements).await {
                 Ok(result) => result,
                 Err(error) => {
                     // The savepoint machinery failed: nothing here can be trusted

@@ -3,6 +3,7 @@
 mod conformance;
 mod conformance_http;
 mod failover;
+mod hub_process;
 mod leases;
 mod packed_messages;
 mod registry;
