@@ -175,9 +175,14 @@ impl Group {
             std::mem::take(&mut members.agents)
         };
         for member in agents {
-            if let Err(error) = member.hub.close().await {
-                tracing::warn!(tenant = %self.tenant, agent = %member.name, %error, "an Agent did not close cleanly");
-            }
+            self.close_member(member).await;
+        }
+    }
+
+    /// Closes one Agent; a failure is logged, as its accepted work is durable anyway.
+    async fn close_member(&self, member: Member) {
+        if let Err(error) = member.hub.close().await {
+            tracing::warn!(tenant = %self.tenant, agent = %member.name, %error, "an Agent did not close cleanly");
         }
     }
 
@@ -223,10 +228,7 @@ impl Group {
         match refused {
             None => Ok(agent),
             Some(member) => {
-                let name = member.name.clone();
-                if let Err(error) = member.hub.close().await {
-                    tracing::warn!(tenant = %self.tenant, agent = %name, %error, "an Agent did not close cleanly");
-                }
+                self.close_member(member).await;
                 Err(CatalogError::Unavailable(format!(
                     "the tenant {} is closing; try again",
                     self.tenant

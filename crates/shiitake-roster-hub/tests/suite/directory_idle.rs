@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
-use shiitake_model::{Step, Turn};
 use shiitake_roster_hub::CatalogError;
 
 use crate::support::*;
@@ -58,13 +57,7 @@ async fn a_tenant_with_a_running_and_a_queued_prompt_is_never_closed() {
     let catalog = MemoryCatalog::new(&dir, &[("acme", &["acme"]), ("globex", &["globex"])]);
     // The first run waits in its model call (an hour, cancellable) while the second
     // prompt queues behind it.
-    let models = Models::new(vec![(
-        "acme",
-        vec![Turn::new(vec![
-            Step::DelayMs(3_600_000),
-            Step::Text("Late.".into()),
-        ])],
-    )]);
+    let models = Models::new(vec![("acme", vec![an_hours_wait()])]);
     let clock = ManualClock::new(1_000);
     let directory = start(options(
         catalog.clone(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
-use shiitake_model::{Step, Turn};
+use shiitake_model::Turn;
 use shiitake_protocol::*;
 use shiitake_roster_hub::{HubLimits, Swept};
 
@@ -23,7 +23,7 @@ async fn the_sweep_opens_tenants_with_work_waiting_and_the_work_runs() {
     let models = Models::new(vec![(
         "acme",
         vec![
-            Turn::new(vec![Step::DelayMs(3_600_000), Step::Text("Never.".into())]),
+            an_hours_wait(),
             Turn::text("Resumed."),
             Turn::text("Second."),
         ],

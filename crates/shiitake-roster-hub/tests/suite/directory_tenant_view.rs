@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use serde_json::json;
-use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
 use shiitake_model::Turn;
 use shiitake_protocol::AgentApi;
@@ -38,10 +37,7 @@ async fn a_run_reaches_its_sibling_and_is_told_another_tenants_agent_does_not_ex
         limits(8, Duration::from_secs(600), 4),
     ));
     let acme = directory.agent(&agent("acme")).await.unwrap();
-    let session = new_session(&acme).await;
-    let sent = send(&session, "Reach out.").await;
-    terminal_of(&session, &sent).await;
-    let lines = outline(&transcript(&session).await);
+    let lines = prompt_once(&acme, "Reach out.").await;
     assert_eq!(lines.len(), 6, "{lines:?}");
     assert_eq!(
         lines[2],
@@ -90,10 +86,7 @@ async fn agents_create_is_admitted_up_to_the_bound_and_refused_one_past_it() {
         limits(8, Duration::from_secs(600), 3),
     ));
     let acme = directory.agent(&agent("acme")).await.unwrap();
-    let session = new_session(&acme).await;
-    let sent = send(&session, "Grow.").await;
-    terminal_of(&session, &sent).await;
-    let lines = outline(&transcript(&session).await);
+    let lines = prompt_once(&acme, "Grow.").await;
     assert_eq!(lines.len(), 14, "{lines:?}");
     let results: Vec<&String> = lines
         .iter()

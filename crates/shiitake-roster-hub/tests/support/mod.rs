@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use shiitake_core::clock::ManualClock;
 use shiitake_core::store::Store;
 use shiitake_core::{AgentConfig, FixedModel};
-use shiitake_model::{Script, ScriptedModel, Turn};
+use shiitake_model::{Script, ScriptedModel, Step, Turn};
 use shiitake_protocol::{AgentName, TenantName};
 use shiitake_roster_hub::directory::HubDirectoryOptions;
 use shiitake_roster_hub::{CatalogError, HubDirectory, HubLimits, TenantCatalog};
@@ -242,4 +242,19 @@ pub fn start(options: HubDirectoryOptions) -> HubDirectory {
 pub async fn owners_gone(directory: &HubDirectory, name: &str) {
     let agent = directory.agent(&agent(name)).await.unwrap();
     shiitake_conformance::support::eventually(|| agent.live_sessions() == 0).await;
+}
+
+/// A model turn that waits an hour in its call (cancellable) before it answers: a
+/// run that stays in progress for as long as a test looks.
+pub fn an_hours_wait() -> Turn {
+    Turn::new(vec![Step::DelayMs(3_600_000), Step::Text("Late.".into())])
+}
+
+/// Runs `prompt` in a new Session of `agent` to its terminal; the transcript's outline.
+pub async fn prompt_once(agent: &shiitake_core::Agent, prompt: &str) -> Vec<String> {
+    use shiitake_conformance::support::*;
+    let session = new_session(agent).await;
+    let sent = send(&session, prompt).await;
+    terminal_of(&session, &sent).await;
+    outline(&transcript(&session).await)
 }
