@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use shiitake_conformance::support::*;
 use shiitake_core::clock::ManualClock;
+use shiitake_core::store::{Op, TimerKind, TimerRow};
+use shiitake_protocol::ExtensionId;
 use shiitake_roster_hub::CatalogError;
 
 use crate::support::*;
@@ -132,5 +134,50 @@ async fn past_the_bound_the_least_recently_used_idle_tenant_closes() {
         ),
         (2, 1, 1)
     );
+    directory.close().await;
+}
+
+#[tokio::test]
+async fn a_tenant_with_an_armed_timer_stays_open_until_the_timer_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = MemoryCatalog::new(&dir, &[("acme", &["acme", "acme-2"])]);
+    let clock = ManualClock::new(1_000);
+    let directory = start(options(
+        catalog.clone(),
+        Models::new(vec![]),
+        clock.clone(),
+        limits(8, IDLE, 4),
+    ));
+    directory.agent(&agent("acme")).await.unwrap();
+    // A timer a year away in the tenant's second Agent (as an Almanac schedule would
+    // arm), written behind the Agent.
+    let store = catalog.open_store("acme-2");
+    let almanac = ExtensionId::new("botanical-agent-almanac").unwrap();
+    let year_ms = 365 * 24 * 3_600 * 1_000;
+    store
+        .commit(vec![Op::PutTimer(TimerRow {
+            id: "01J0000000000000000000TEST".into(),
+            extension_id: almanac.clone(),
+            session_id: None,
+            due_at: shiitake_core::clock::now_ms() + year_ms,
+            cadence: None,
+            payload: serde_json::Value::Null,
+            kind: TimerKind::Hook,
+        })])
+        .await
+        .unwrap();
+    clock.advance(IDLE * 2);
+    assert!(
+        directory.sweep().await.closed.is_empty(),
+        "an armed timer is work in progress"
+    );
+    store
+        .commit(vec![Op::DeleteTimer {
+            extension_id: almanac,
+            id: "01J0000000000000000000TEST".into(),
+        }])
+        .await
+        .unwrap();
+    assert_eq!(directory.sweep().await.closed, vec![tenant("acme")]);
     directory.close().await;
 }

@@ -32,6 +32,8 @@ pub struct MemoryCatalog {
     dir: PathBuf,
     tenants: Mutex<Vec<(TenantName, Vec<AgentName>)>>,
     opened: Mutex<HashMap<AgentName, usize>>,
+    /// The store last opened for each Agent, for a test to write behind its Agent.
+    stores: Mutex<HashMap<AgentName, Arc<dyn Store>>>,
     /// How long opening a store takes, to widen the window of concurrent first uses.
     pub open_delay: Duration,
 }
@@ -55,6 +57,7 @@ impl MemoryCatalog {
                     .collect(),
             ),
             opened: Mutex::new(HashMap::new()),
+            stores: Mutex::new(HashMap::new()),
             open_delay,
         })
     }
@@ -67,6 +70,16 @@ impl MemoryCatalog {
             .get(&agent(name))
             .copied()
             .unwrap_or(0)
+    }
+
+    /// The store the Agent `name` has open now (the last one opened).
+    pub fn open_store(&self, name: &str) -> Arc<dyn Store> {
+        self.stores
+            .lock()
+            .unwrap()
+            .get(&agent(name))
+            .unwrap()
+            .clone()
     }
 
     fn path(&self, name: &AgentName) -> PathBuf {
@@ -134,7 +147,12 @@ impl TenantCatalog for MemoryCatalog {
             .await
             .map_err(|error| CatalogError::Unavailable(error.to_string()))?;
         *self.opened.lock().unwrap().entry(name.clone()).or_default() += 1;
-        Ok(Arc::new(store))
+        let store: Arc<dyn Store> = Arc::new(store);
+        self.stores
+            .lock()
+            .unwrap()
+            .insert(name.clone(), store.clone());
+        Ok(store)
     }
 
     /// Agents whose database has a Session with open work or an armed timer, read
