@@ -22,7 +22,7 @@ use crate::{ClientError, ClientOptions};
 /// Cloning is cheap and shares the connection pool.
 #[derive(Clone)]
 pub struct RemoteAgent {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for RemoteAgent {

@@ -122,15 +122,19 @@ impl Inner {
         body: Option<&B>,
     ) -> Result<Response, ShiitakeError> {
         let url = self.url(segments, query)?;
-        let body = body
-            .map(|body| {
-                serde_json::to_vec(body).map_err(|error| {
-                    ShiitakeError::invalid(format!("the request does not encode: {error}"))
-                })
-            })
-            .transpose()?;
-        self.send(method, url, body, "application/json").await
+        self.send(method, url, encode(body)?, "application/json")
+            .await
     }
+}
+
+/// A request body as JSON bytes.
+pub(crate) fn encode<B: Serialize>(body: Option<&B>) -> Result<Option<Vec<u8>>, ShiitakeError> {
+    body.map(|body| {
+        serde_json::to_vec(body).map_err(|error| {
+            ShiitakeError::invalid(format!("the request does not encode: {error}"))
+        })
+    })
+    .transpose()
 }
 
 /// Decodes a success body.

@@ -37,6 +37,7 @@
 mod agent;
 mod follow;
 mod http;
+mod hub;
 mod session;
 mod transport;
 

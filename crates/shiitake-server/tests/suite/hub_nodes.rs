@@ -101,3 +101,66 @@ async fn a_server_that_is_not_a_hub_has_no_such_route() {
     let error = client.hub_nodes().await.unwrap_err();
     assert_eq!(error.code, ErrorCode::NotFound, "{error}");
 }
+
+/// Credentials whose store is down.
+#[derive(Debug)]
+struct Down;
+
+#[async_trait]
+impl shiitake_server::Credentials for Down {
+    async fn verify(&self, _: &str) -> Result<Option<shiitake_server::Caller>, ShiitakeError> {
+        Err(ShiitakeError::internal("connection refused"))
+    }
+}
+
+/// The one Agent of `router` is the operator's: a tenant's token finds no route there,
+/// the Hub's processes included; credentials that cannot answer make a request `503`.
+#[tokio::test]
+async fn a_tenant_finds_nothing_on_a_single_agent_router_and_a_down_store_is_503() {
+    use crate::support::tenants::{ACME_TOKEN, FixedCredentials, assert_not_found};
+    let model = Arc::new(ScriptedModel::new(Script::new(Vec::new())));
+    let (agent, _dir) = crate::support::page::agent_with(model, |agent| agent).await;
+    let config = ServerConfig::new(Token::new(TOKEN).unwrap())
+        .with_credentials(Arc::new(FixedCredentials))
+        .with_hub_nodes(Arc::new(TwoNodes));
+    let server = Server::start(
+        router(agent.clone(), config.clone()),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    for path in [
+        "/v1/hub/nodes",
+        "/v1/sessions",
+        "/v1/extensions",
+        "/v1/nope",
+    ] {
+        let get = |token: &str| {
+            http.get(format!("{}{path}", server.url()))
+                .header(AUTHORIZATION, format!("Bearer {token}"))
+                .send()
+        };
+        let response = get(ACME_TOKEN).await.unwrap();
+        let answer = (response.status(), response.text().await.unwrap());
+        assert_not_found(&answer, path);
+        if path != "/v1/nope" {
+            assert_eq!(get(TOKEN).await.unwrap().status(), StatusCode::OK, "{path}");
+        }
+    }
+
+    let down = Server::start(
+        router(agent, config.with_credentials(Arc::new(Down))),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await;
+    let response = http
+        .get(format!("{}/v1/sessions", down.url()))
+        .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let error: ShiitakeError = response.json().await.unwrap();
+    assert_eq!(error.code, ErrorCode::Unavailable);
+    assert!(error.message.contains("connection refused"), "{error:?}");
+}

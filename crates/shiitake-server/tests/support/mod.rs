@@ -5,6 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod page;
+pub mod tenants;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
