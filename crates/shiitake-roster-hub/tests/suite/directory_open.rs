@@ -183,3 +183,37 @@ async fn session_ids(agent: &impl AgentApi) -> Vec<SessionId> {
         })
         .collect()
 }
+
+#[tokio::test]
+async fn each_tenant_gets_its_own_computers_each_time_it_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = MemoryCatalog::new(
+        &dir,
+        &[("acme", &["acme", "acme-2"]), ("globex", &["globex"])],
+    );
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut options = options(
+        catalog,
+        Models::new(vec![]),
+        ManualClock::new(1_000),
+        limits(8, Duration::from_secs(600), 4),
+    );
+    let record = asked.clone();
+    options.computers = Arc::new(move |tenant| {
+        record.lock().unwrap().push(tenant.to_string());
+        Arc::new(shiitake_ext_home::ComputerList::default())
+    });
+    let directory = start(options);
+    directory.agent(&agent("acme-2")).await.unwrap();
+    directory.agent(&agent("acme")).await.unwrap();
+    directory.agent(&agent("globex")).await.unwrap();
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["acme", "globex"],
+        "once per tenant, shared by its Agents"
+    );
+    directory.close_tenant(&tenant("acme")).await;
+    directory.agent(&agent("acme")).await.unwrap();
+    assert_eq!(*asked.lock().unwrap(), ["acme", "globex", "acme"]);
+    directory.close().await;
+}
