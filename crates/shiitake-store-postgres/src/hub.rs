@@ -194,16 +194,19 @@ impl HubInner {
     }
 
     /// The tenant leaves: the hub stops serving it, then any lease it still holds is
-    /// given back (announced) and its row deleted.
+    /// given back (announced) and its row deleted. Nothing when it is no longer open
+    /// (closed twice, or the hub closed first): the rows of the process under that key
+    /// may be a newer store's of the same tenant.
     pub(crate) async fn leave(&self, tenant: &Arc<Tenant>) -> Result<u64, StoreError> {
         {
             let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
-            if tenants
+            if !tenants
                 .get(&tenant.agent)
                 .is_some_and(|open| Arc::ptr_eq(open, tenant))
             {
-                tenants.remove(&tenant.agent);
+                return Ok(0);
             }
+            tenants.remove(&tenant.agent);
         }
         // After any beat in progress, which may have registered it again.
         let _upkeep = self.upkeep.lock().await;

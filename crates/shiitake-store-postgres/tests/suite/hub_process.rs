@@ -313,6 +313,14 @@ async fn closing_one_tenant_leaves_the_hub_and_the_others_running() {
     // And the tenant that left can open again.
     let back = hub.store(one.clone()).await.unwrap();
     assert!(back.load_session(&given_back).await.unwrap().is_some());
+    // The old store closed again leaves the new one's row alone.
+    leaving.close().await;
+    let mut rows = vec![
+        (other.holder().to_owned(), false),
+        (hub.holder().to_owned(), false),
+    ];
+    rows.sort();
+    assert_eq!(node_rows(&one).await, rows);
     other.close().await;
     hub.close().await;
     assert!(matches!(
@@ -480,5 +488,73 @@ async fn a_killed_process_s_tenants_are_freed_and_reported_by_another_hub() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     agent.close().await.unwrap();
+    hub.close().await;
+}
+
+#[tokio::test]
+async fn the_upkeep_renews_every_tenant_and_tells_only_the_one_that_lost_a_lease() {
+    if !support::ready() {
+        return;
+    }
+    // Leases of 900 ms, renewed every 300 ms for every tenant at once.
+    let mut options = HubOptions::new(support::url().unwrap());
+    options.lease_ttl = Duration::from_millis(900);
+    options.heartbeat = Duration::from_millis(100);
+    options.read_connections = 2;
+    let hub = PostgresHub::open(options).await.unwrap();
+    let mut tenants = Vec::new();
+    for _ in 0..10 {
+        let store = hub.store(fresh_key()).await.unwrap();
+        let session = create(&store).await;
+        held(store.claim(&session).await.unwrap());
+        let events = store.events();
+        tenants.push((store, session, events));
+    }
+    // Three lease periods: without renewals every lease would have lapsed.
+    tokio::time::sleep(Duration::from_millis(2_700)).await;
+    for (store, session, _) in &tenants {
+        let rival = support::store(store.agent(), Duration::from_secs(60)).await;
+        assert!(
+            matches!(rival.claim(session).await.unwrap(), Claim::Elsewhere { .. }),
+            "{} lapsed",
+            store.agent()
+        );
+        rival.close().await;
+    }
+    // Another process takes the first tenant's lease over (as its claim of a lapsed
+    // lease would: a new holder and the next token; a real lapse here would race the
+    // renewal).
+    let (agent, lost) = (tenants[0].0.agent().clone(), tenants[0].1.clone());
+    sqlx::query(
+        "UPDATE session_leases SET holder = 'another-process', token = token + 1 \
+         WHERE agent_id = $1 AND session_id = $2",
+    )
+    .bind(agent.as_str())
+    .bind(lost.as_str())
+    .execute(&mut connect().await)
+    .await
+    .unwrap();
+    let (_, _, events) = &mut tenants[0];
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Ok(OwnershipEvent::Lost { session_id, .. }) = events.recv().await
+                && session_id == lost
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the tenant that lost its lease is told");
+    for (store, session, events) in &mut tenants[1..] {
+        while let Ok(event) = events.try_recv() {
+            assert!(
+                !matches!(event, OwnershipEvent::Lost { .. }),
+                "{} was told {event:?}",
+                store.agent()
+            );
+        }
+        assert!(store.claim(session).await.is_ok());
+    }
     hub.close().await;
 }
