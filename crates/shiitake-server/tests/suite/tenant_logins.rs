@@ -101,16 +101,7 @@ async fn a_tenant_cookie_reaches_its_own_agents_and_nothing_of_another() {
 #[tokio::test]
 async fn the_operators_cookie_reaches_every_tenant() {
     let hub = Hub::start().await;
-    let link = hub.login.login_url(&hub.server.url()).unwrap();
-    let response = hub.http.get(link).send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let cookie = response.headers()[reqwest::header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = hub.operator_cookie().await;
     let (status, body) = with_cookie(&hub, &cookie, "GET", "/v1/agents", None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let list: AgentList = serde_json::from_str(&body).unwrap();

@@ -348,7 +348,17 @@ impl Hub {
         let (status, body) = self.call(token, "POST", "/v1/web/login-links", None).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         let link: Value = serde_json::from_str(&body).unwrap();
-        let path = link["path"].as_str().unwrap();
+        self.open_link(link["path"].as_str().unwrap()).await
+    }
+
+    /// Opens a link the host minted for the operator; the `Cookie` header line it set.
+    pub async fn operator_cookie(&self) -> String {
+        let link = self.login.login_url(&self.server.url()).unwrap();
+        let path = link.strip_prefix(&self.server.url()).unwrap().to_owned();
+        self.open_link(&path).await
+    }
+
+    async fn open_link(&self, path: &str) -> String {
         let response = self.send(None, &[], "GET", path, None).await;
         assert_eq!(response.status(), StatusCode::SEE_OTHER);
         let set = response.headers()[reqwest::header::SET_COOKIE]
