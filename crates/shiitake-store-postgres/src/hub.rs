@@ -197,20 +197,20 @@ impl HubInner {
     /// given back (announced) and its row deleted. Nothing when it is no longer open
     /// (closed twice, or the hub closed first): the rows of the process under that key
     /// may be a newer store's of the same tenant.
-    pub(crate) async fn leave(&self, tenant: &Arc<Tenant>) -> Result<u64, StoreError> {
+    pub(crate) async fn leave(&self, tenant: &Arc<Tenant>) {
         {
             let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
             if !tenants
                 .get(&tenant.agent)
                 .is_some_and(|open| Arc::ptr_eq(open, tenant))
             {
-                return Ok(0);
+                return;
             }
             tenants.remove(&tenant.agent);
         }
         // After any beat in progress, which may have registered it again.
         let _upkeep = self.upkeep.lock().await;
-        nodes::leave(&self.pool, &[tenant.agent.as_str()], &self.holder).await
+        report_left(nodes::leave(&self.pool, &[tenant.agent.as_str()], &self.holder).await);
     }
 
     /// Closes the hub: waits for the writer, stops the tasks, gives back what every
@@ -234,16 +234,7 @@ impl HubInner {
             .collect();
         if !open.is_empty() {
             let agents: Vec<&str> = open.iter().map(AgentKey::as_str).collect();
-            match nodes::leave(&self.pool, &agents, &self.holder).await {
-                Ok(0) => {}
-                Ok(released) => tracing::info!(
-                    sessions = released,
-                    "gave back the leases still held as this process left"
-                ),
-                Err(error) => {
-                    tracing::warn!(%error, "could not leave the Hub cleanly; the others free this process's Sessions when its connection is gone")
-                }
-            }
+            report_left(nodes::leave(&self.pool, &agents, &self.holder).await);
         }
         if let Some(conn) = self.upkeep.lock().await.take()
             && let Err(error) = conn.close().await
@@ -251,6 +242,21 @@ impl HubInner {
             tracing::trace!(%error, "closing the upkeep connection");
         }
         self.pool.close().await;
+    }
+}
+
+/// Logs how leaving went: a failure is not fatal, since the others free this process's
+/// Sessions when its connection is gone.
+fn report_left(left: Result<u64, StoreError>) {
+    match left {
+        Ok(0) => {}
+        Ok(released) => tracing::info!(
+            sessions = released,
+            "gave back the leases still held as this process left"
+        ),
+        Err(error) => {
+            tracing::warn!(%error, "could not leave the Hub cleanly; the others free this process's Sessions when its connection is gone")
+        }
     }
 }
 

@@ -310,16 +310,7 @@ impl SqlBackend for PostgresStore {
         shared.closed.store(true, Ordering::SeqCst);
         shared.commits.close();
         shared.commits.wait().await;
-        match shared.hub.leave(&shared.tenant).await {
-            Ok(0) => {}
-            Ok(released) => tracing::info!(
-                sessions = released,
-                "gave back the leases still held as this process left"
-            ),
-            Err(error) => {
-                tracing::warn!(%error, "could not leave the Hub cleanly; the others free this process's Sessions when its connection is gone")
-            }
-        }
+        shared.hub.leave(&shared.tenant).await;
         if shared.private {
             shared.hub.close().await;
         }
