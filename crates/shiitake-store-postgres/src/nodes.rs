@@ -191,6 +191,11 @@ struct NodeRow {
 /// Every process of the Agent, oldest first, with the Sessions it holds and the runs
 /// in progress in them (counted now, from the leases and commands).
 pub(crate) async fn list(pool: &PgPool, agent: &str) -> Result<Vec<HubNode>, StoreError> {
+    list_of(pool, Some(agent)).await
+}
+
+/// The rows of `agent`, or of every tenant when `None`, oldest first.
+async fn list_of(pool: &PgPool, agent: Option<&str>) -> Result<Vec<HubNode>, StoreError> {
     let rows: Vec<NodeRow> = sqlx::query_as(
         "SELECT n.holder, n.agent_id, \
            (EXTRACT(EPOCH FROM n.started_at) * 1000)::bigint AS started_at_ms, \
@@ -206,7 +211,8 @@ pub(crate) async fn list(pool: &PgPool, agent: &str) -> Result<Vec<HubNode>, Sto
              JOIN commands c ON c.agent_id = s.agent_id AND c.session_id = s.id \
                AND c.id >= s.open_from AND c.state = 'running' \
              WHERE l.agent_id = n.agent_id AND l.holder = n.holder) AS open_runs \
-         FROM hub_nodes n WHERE n.agent_id = $1 ORDER BY n.started_at, n.holder",
+         FROM hub_nodes n WHERE ($1::text IS NULL OR n.agent_id = $1) \
+         ORDER BY n.started_at, n.holder, n.agent_id",
     )
     .bind(agent)
     .fetch_all(pool)
@@ -226,4 +232,13 @@ pub(crate) async fn list(pool: &PgPool, agent: &str) -> Result<Vec<HubNode>, Sto
             })
         })
         .collect()
+}
+
+impl crate::PostgresHub {
+    /// Every process of the Hub with each tenant it has open, one row per (tenant,
+    /// process), oldest first: the operator's view of a Hub serving many tenants
+    /// (`GET /v1/hub/nodes`).
+    pub async fn nodes(&self) -> Result<Vec<HubNode>, StoreError> {
+        list_of(self.pool(), None).await
+    }
 }

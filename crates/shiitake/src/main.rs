@@ -11,7 +11,7 @@
 //! This file parses the command line and dispatches. The commands: [`serve`] (its
 //! folder holds everything only serving needs), [`chat`] (likewise for the
 //! conversation), [`commands`] (`send`, `watch`, `sessions`, `agents`), [`hub`]
-//! (`hub nodes`); what they share: [`setup`] (data directory, server URL, token),
+//! (`hub nodes`, `hub tenant`, `hub token`); what they share: [`setup`] (data directory, server URL, token),
 //! [`render`] (what the terminal is shown), [`error`] and [`logging`].
 
 mod chat;

@@ -4,31 +4,10 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use shiitake_protocol::{HubNode, HubNodeList};
 
-use crate::error::CliError;
 use crate::render::style::inert_line;
-use crate::setup::Context;
-
-/// What `hub` does.
-#[derive(Debug, clap::Subcommand)]
-pub enum HubCommand {
-    /// List the processes serving the Agent: when each started, its heartbeat's age,
-    /// whether it drains, the Sessions it holds and the runs in progress in them.
-    Nodes,
-}
-
-/// Runs one `hub` command against the server (its bearer token: the operator's).
-pub async fn run(context: &Context, command: HubCommand) -> Result<(), CliError> {
-    match command {
-        HubCommand::Nodes => {
-            let list = context.agent()?.hub_nodes().await?;
-            anstream::print!("{}", table(&list));
-            Ok(())
-        }
-    }
-}
 
 /// The list as lines: a header, then one line per process.
-fn table(list: &HubNodeList) -> String {
+pub fn table(list: &HubNodeList) -> String {
     if list.nodes.is_empty() {
         return "(no processes)\n".to_owned();
     }
@@ -43,23 +22,7 @@ fn table(list: &HubNodeList) -> String {
         "runs",
     ]
     .map(str::to_owned);
-    let mut widths = header.clone().map(|cell| cell.chars().count());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for line in std::iter::once(&header).chain(&rows) {
-        let cells: Vec<String> = line
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    super::table::aligned(&header, &rows)
 }
 
 fn row(node: &HubNode) -> [String; 7] {

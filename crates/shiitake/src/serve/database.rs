@@ -7,13 +7,7 @@
 //! heartbeat of `--lease-ttl` and `--heartbeat`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
-
-use shiitake_core::store::Store;
-use shiitake_server::HubNodes;
-
-use crate::error::CliError;
 
 /// A parsed `--database` value.
 #[derive(Clone, PartialEq, Eq)]
@@ -126,7 +120,7 @@ impl Database {
     pub fn describe(&self) -> String {
         match self {
             Self::Sqlite(path) => format!("SQLite {}", path.display()),
-            Self::Postgres(database) => format!("PostgreSQL {}", without_password(&database.url)),
+            Self::Postgres(database) => database.describe(),
         }
     }
 
@@ -166,10 +160,21 @@ impl Postgres {
         Ok(())
     }
 
+    /// The database's URL (it may hold a password: never print it, see [`Self::describe`]).
+    #[cfg(feature = "postgres")]
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// What `serve` prints about it (never a password).
+    pub fn describe(&self) -> String {
+        format!("PostgreSQL {}", without_password(&self.url))
+    }
+
     /// The lease and heartbeat: as given, else the store's defaults (the heartbeat's
     /// shortened to half a short lease).
     #[cfg(feature = "postgres")]
-    fn timing(&self) -> (Duration, Duration) {
+    pub fn timing(&self) -> (Duration, Duration) {
         let lease_ttl = self.lease_ttl.unwrap_or(DEFAULT_LEASE_TTL);
         let heartbeat = self
             .heartbeat
@@ -181,55 +186,6 @@ impl Postgres {
 /// The lease period without `--lease-ttl`.
 #[cfg(feature = "postgres")]
 const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
-
-/// The store of the tenant `agent` on the shared PostgreSQL database, and the view of
-/// its processes for `GET /v1/hub/nodes`.
-#[cfg(feature = "postgres")]
-pub async fn open_postgres(
-    database: &Postgres,
-    agent: &str,
-) -> Result<(Arc<dyn Store>, Arc<dyn HubNodes>), CliError> {
-    use shiitake_store_postgres::{AgentKey, PostgresOptions, PostgresStore};
-    let store_error = |error: shiitake_store_postgres::OpenError| {
-        CliError::Setup(format!(
-            "store: {}: {error}",
-            without_password(&database.url)
-        ))
-    };
-    let key = AgentKey::new(agent).map_err(store_error)?;
-    let mut options = PostgresOptions::new(&database.url, key);
-    (options.lease_ttl, options.heartbeat) = database.timing();
-    let store = PostgresStore::open(options).await.map_err(store_error)?;
-    Ok((Arc::new(store.clone()), Arc::new(Nodes(store))))
-}
-
-/// Without the `postgres` feature there is no PostgreSQL store to open.
-#[cfg(not(feature = "postgres"))]
-pub async fn open_postgres(
-    _database: &Postgres,
-    _agent: &str,
-) -> Result<(Arc<dyn Store>, Arc<dyn HubNodes>), CliError> {
-    Err(CliError::Setup(
-        "this shiitake was built without PostgreSQL (cargo feature `postgres`)".to_owned(),
-    ))
-}
-
-/// The processes of this Hub, as the PostgreSQL store lists them.
-#[cfg(feature = "postgres")]
-#[derive(Debug)]
-struct Nodes(shiitake_store_postgres::PostgresStore);
-
-#[cfg(feature = "postgres")]
-#[async_trait::async_trait]
-impl HubNodes for Nodes {
-    async fn nodes(
-        &self,
-    ) -> Result<shiitake_protocol::HubNodeList, shiitake_protocol::ShiitakeError> {
-        Ok(shiitake_protocol::HubNodeList {
-            nodes: self.0.nodes().await?,
-        })
-    }
-}
 
 /// The URL with any password replaced by `***`.
 fn without_password(url: &str) -> String {

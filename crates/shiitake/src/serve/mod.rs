@@ -21,8 +21,11 @@ mod connections;
 mod database;
 mod datadir;
 mod host;
+#[cfg(feature = "postgres")]
+mod hub;
 mod models;
 mod operations;
+#[cfg(feature = "postgres")]
 mod tenant_roots;
 
 pub use operations::LogFormat;
@@ -38,7 +41,7 @@ use knapsack::ui::UiBridge;
 use shiitake_capabilities::{Catalog, SourceId};
 use shiitake_ext_home::{Attachment, ComputerList};
 use shiitake_ext_skills::{SkillLibrary, SkillRoot};
-use shiitake_server::{ServerConfig, Token, WebLogin, load_or_create_token};
+use shiitake_server::{Caller, ServerConfig, Token, load_or_create_token};
 
 use crate::error::CliError;
 use crate::setup::{Context, DEFAULT_PORT};
@@ -359,11 +362,12 @@ pub async fn run(
         tools,
         skills,
         computers: Arc::new(ComputerList::new(attachments)),
+        roots: dirs.clone(),
         bridge: UiBridge::default(),
         offered_tools: offered_tools.clone(),
         approval: approvals.clone(),
     };
-    let host = Host::open(&database, &data_dir, agent.as_str(), parts).await?;
+    let host = Host::open(&database, &data_dir, &agent, parts).await?;
     datadir::tighten(&data_dir)?;
     println!("shiitake: data directory {}", data_dir.display());
     println!("shiitake: database {}", database.describe());
@@ -394,17 +398,21 @@ pub async fn run(
     println!("{}", connections::describe(&limits));
     println!("shiitake: listening on http://{address}");
     // The web page at `/`: a one-time link sets its session cookie (docs/web.md).
-    let web = WebLogin::default();
-    let login = web
-        .login_url(&format!("http://{address}"))
-        .map_err(|error| setup("login link")(error.to_string()))?;
-    println!("shiitake: web page: open {login} (the link works once)");
-    let mut config = ServerConfig::new(token).with_web(web);
+    let code = host
+        .web_logins()
+        .issue(&Caller::Operator)
+        .await
+        .map_err(|error| setup("login link")(error.message))?;
+    println!(
+        "shiitake: web page: open http://{address}/login?code={} (the link works once)",
+        code.as_str()
+    );
+    let mut config = ServerConfig::new(token.clone());
     if let Some(exporter) = exporter {
         println!("shiitake: metrics at http://{address}/metrics (the bearer token only)");
         config = config.with_metrics(exporter);
     }
-    let app = host.router(config);
+    let app = host.router(&token, config);
     let served = tokio::select! {
         served = shiitake_server::serve(listener, app, limits) => served.map_err(CliError::from),
         stop = signals.wait() => stop.map(|signal| {

@@ -49,7 +49,12 @@ impl TenantRoots {
         Ok(Arc::new(ComputerList::new(attachments)))
     }
 
-    fn attach(&self, tenant: &TenantName, name: &str, root: &Path) -> Result<Attachment, RootError> {
+    fn attach(
+        &self,
+        tenant: &TenantName,
+        name: &str,
+        root: &Path,
+    ) -> Result<Attachment, RootError> {
         // A tenant name is letters, digits, `-` and `_` (checked by `TenantName`): it
         // is one path segment and cannot climb out of the root.
         let dir = root.join(tenant.as_str());

@@ -17,6 +17,7 @@ mod serve_mcp;
 mod serve_operations;
 mod serve_roster;
 mod serve_slow_clients;
+mod serve_tenants;
 mod slash_flows;
 mod small_model_tools;
 mod soak;

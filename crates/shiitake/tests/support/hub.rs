@@ -106,16 +106,35 @@ impl Served {
         self.raw(method, path, &authorization, body)
     }
 
-    /// One request with `headers` (each line ending in `\r\n`): its status and body.
+    /// One request with `headers` (each line ending in `\r\n`; a `Host:` among them
+    /// replaces this process's own, as a load balancer in front would send it): its
+    /// status, and its head and body.
     pub fn raw(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
+        let (status, _, body) = self.exchange(method, path, headers, body);
+        (status, body)
+    }
+
+    /// As [`Served::raw`], with the response's head too.
+    pub fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &str,
+        body: &str,
+    ) -> (u16, String, String) {
         let address = self.address();
+        let host = if headers.to_ascii_lowercase().contains("host:") {
+            String::new()
+        } else {
+            format!("Host: {address}\r\n")
+        };
         let mut stream = std::net::TcpStream::connect(&address).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
         write!(
             stream,
-            "{method} {path} HTTP/1.1\r\nHost: {address}\r\n{headers}\
+            "{method} {path} HTTP/1.1\r\n{host}{headers}\
              Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         )
@@ -125,6 +144,7 @@ impl Served {
         let (head, body) = response.split_once("\r\n\r\n").unwrap();
         (
             head.split(' ').nth(1).unwrap().parse().unwrap(),
+            head.to_owned(),
             body.to_owned(),
         )
     }

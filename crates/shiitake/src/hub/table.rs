@@ -1,0 +1,23 @@
+//! Aligned columns for the operator's lists.
+
+/// A header and rows as lines, each column as wide as its widest cell, two spaces
+/// apart, without trailing blanks.
+pub fn aligned<const N: usize>(header: &[String; N], rows: &[[String; N]]) -> String {
+    let mut widths = header.clone().map(|cell| cell.chars().count());
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for line in std::iter::once(header).chain(rows) {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
