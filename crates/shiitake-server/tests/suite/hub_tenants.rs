@@ -134,15 +134,7 @@ async fn the_operator_routes_do_not_exist_for_a_tenant_and_refuse_a_cookie() {
     }
     assert_eq!(operator.tenants().await.unwrap(), before, "nothing changed");
 
-    let link = hub.login.login_url(&hub.server.url()).unwrap();
-    let response = hub.http.get(link).send().await.unwrap();
-    let cookie = response.headers()[reqwest::header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = hub.operator_cookie().await;
     let headers = [
         ("cookie", cookie.as_str()),
         (shiitake_server::CSRF_HEADER, "1"),
