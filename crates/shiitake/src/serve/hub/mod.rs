@@ -19,7 +19,7 @@ use axum::Router;
 use shiitake_core::AgentConfig;
 use shiitake_ext_home::{ComputerList, Computers};
 use shiitake_protocol::{AgentName, TenantName};
-use shiitake_roster_hub::directory::{HubDirectory, HubDirectoryOptions, HubLimits};
+use shiitake_roster_hub::directory::{CatalogError, HubDirectory, HubDirectoryOptions, HubLimits};
 use shiitake_server::{
     DEFAULT_CODE_TTL, DEFAULT_SESSION_TTL, ServerConfig, Token, WebLogins, directory_router,
 };
@@ -170,8 +170,15 @@ async fn adopt_freed(hub: PostgresHub, directory: HubDirectory) {
         let Ok(name) = AgentName::new(key.as_str()) else {
             continue;
         };
-        if let Err(error) = directory.agent(&name).await {
-            tracing::warn!(%error, agent = %name, "could not adopt a dead process's tenant");
+        match directory.agent(&name).await {
+            Ok(_) => {}
+            // Rows of a store opened without the registry (not a tenant of this Hub).
+            Err(CatalogError::NotFound(_)) => {
+                tracing::debug!(agent = %name, "freed Sessions of an Agent the registry does not hold");
+            }
+            Err(error) => {
+                tracing::warn!(%error, agent = %name, "could not adopt a dead process's tenant");
+            }
         }
     }
 }
