@@ -5,14 +5,14 @@
 //! Computers, approvals (`shiitake-ext-approval`, a person decides before a tool the
 //! host's [`Policy`] asks about runs), and the `agents.*` tools (`shiitake-ext-agents`) over the host's
 //! [`AgentDirectory`] with the Subagents footer reading their record. It takes any core
-//! [`Store`], so the PostgreSQL store plugs in; until it exists the tests run on
-//! SQLite. It contains no extension rules.
+//! [`Store`]: `shiitake serve` gives it PostgreSQL tenant stores; the crate's tests run
+//! on SQLite. It contains no extension rules.
 //!
-//! A host that serves one Agent per process (`shiitake serve --database postgres://…`)
-//! gives it a [`SoleAgentDirectory`]: the Agent reaches only itself, and creating
-//! Agents is refused with the host's reason.
+//! A host that serves one Agent alone gives it a [`SoleAgentDirectory`]: the Agent
+//! reaches only itself, and creating Agents is refused with the host's reason.
 //!
-//! A host that serves every tenant of its database from each process uses the
+//! A host that serves every tenant of its database from each process (`shiitake serve
+//! --database postgres://…`) uses the
 //! [`HubDirectory`] ([`directory`]): over the host's [`TenantCatalog`], it opens a
 //! tenant (all its Agents) on first use, gives each Agent a view of its own tenant
 //! only, admits `agents.create` up to the host's bound, closes tenants that are idle,
