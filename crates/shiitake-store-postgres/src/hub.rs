@@ -167,16 +167,32 @@ impl HubInner {
             return Err(OpenError::TenantOpen(agent.to_string()));
         }
         let draining = self.draining.load(Ordering::SeqCst);
-        let conn = match upkeep.as_mut() {
-            Some(conn) => conn,
-            None => upkeep.insert(upkeep::connect(self).await.map_err(OpenError::connect)?),
-        };
-        let registered = nodes::register(conn, &self.holder, &[(agent.as_str(), draining)]).await;
-        if let Err(error) = registered {
-            if upkeep::broken(&error) {
-                *upkeep = None;
+        let open = self.tenants();
+        // A connection found broken is replaced once, here rather than at the next beat.
+        let mut attempts = 2;
+        loop {
+            attempts -= 1;
+            let mut agents = vec![(agent.as_str(), draining)];
+            if upkeep.is_none() {
+                // A new backend: every open tenant's row must name it too.
+                agents.extend(upkeep::registrations(&open));
             }
-            return Err(OpenError::connect(error));
+            let conn = match upkeep.as_mut() {
+                Some(conn) => conn,
+                None => upkeep.insert(upkeep::connect(self).await.map_err(OpenError::connect)?),
+            };
+            match nodes::register(conn, &self.holder, &agents).await {
+                Ok(()) => break,
+                Err(error) => {
+                    let broken = upkeep::broken(&error);
+                    if broken {
+                        *upkeep = None;
+                    }
+                    if !broken || attempts == 0 {
+                        return Err(OpenError::connect(error));
+                    }
+                }
+            }
         }
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let tenant = Arc::new(Tenant {

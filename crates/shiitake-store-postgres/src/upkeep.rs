@@ -38,7 +38,7 @@ pub(crate) async fn connect(hub: &HubInner) -> Result<PgConnection, UpkeepError>
 }
 
 /// The open tenants as `register` takes them.
-fn registrations(tenants: &[Arc<Tenant>]) -> Vec<(&str, bool)> {
+pub(crate) fn registrations(tenants: &[Arc<Tenant>]) -> Vec<(&str, bool)> {
     tenants
         .iter()
         .map(|tenant| (tenant.agent.as_str(), tenant.draining()))
@@ -142,9 +142,17 @@ pub(crate) async fn run(hub: Weak<HubInner>) {
 }
 
 /// Whether an error means the connection itself is gone (else only the statement
-/// failed, as on a lock timeout, and the connection is kept).
+/// failed, as on a lock timeout, and the connection is kept). A backend ended by the
+/// server (`pg_terminate_backend`, a shutdown: SQLSTATE `57P…`) or a connection
+/// exception (`08…`) answers its last statement with a database error, and is gone too.
 pub(crate) fn broken(error: &UpkeepError) -> bool {
-    !matches!(error, sqlx::Error::Database(_) | sqlx::Error::RowNotFound)
+    match error {
+        sqlx::Error::Database(error) => error
+            .code()
+            .is_some_and(|code| code.starts_with("57P") || code.starts_with("08")),
+        sqlx::Error::RowNotFound => false,
+        _ => true,
+    }
 }
 
 /// Renews, in one statement, every lease an owner of any open tenant still holds, and

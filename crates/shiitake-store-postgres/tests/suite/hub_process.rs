@@ -558,3 +558,64 @@ async fn the_upkeep_renews_every_tenant_and_tells_only_the_one_that_lost_a_lease
     }
     hub.close().await;
 }
+
+#[tokio::test]
+async fn a_broken_upkeep_connection_registers_every_tenant_again_under_its_new_backend() {
+    if !support::ready() {
+        return;
+    }
+    let hub = hub(2).await;
+    let mut tenants = Vec::new();
+    for _ in 0..3 {
+        tenants.push(hub.store(fresh_key()).await.unwrap());
+    }
+    let backend_of = || async {
+        let pids: Vec<i32> =
+            sqlx::query_scalar("SELECT DISTINCT backend_pid FROM hub_nodes WHERE holder = $1")
+                .bind(hub.holder())
+                .fetch_all(&mut connect().await)
+                .await
+                .unwrap();
+        pids
+    };
+    let before = backend_of().await;
+    assert_eq!(before.len(), 1, "{before:?}");
+    let terminated: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(before[0])
+        .fetch_one(&mut connect().await)
+        .await
+        .unwrap();
+    assert!(terminated);
+    // Opened on the broken connection: it is replaced, and every row moves with it.
+    tenants.push(hub.store(fresh_key()).await.unwrap());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let rows: Vec<(String, i32, bool)> = sqlx::query_as(
+            "SELECT n.agent_id, n.backend_pid, EXISTS (SELECT 1 FROM pg_stat_activity a \
+               WHERE a.pid = n.backend_pid AND a.backend_start = n.backend_start) \
+             FROM hub_nodes n WHERE n.holder = $1 ORDER BY n.agent_id",
+        )
+        .bind(hub.holder())
+        .fetch_all(&mut connect().await)
+        .await
+        .unwrap();
+        let mut agents: Vec<String> = tenants.iter().map(|t| t.agent().to_string()).collect();
+        agents.sort();
+        let named: Vec<String> = rows.iter().map(|(agent, _, _)| agent.clone()).collect();
+        let moved = rows
+            .iter()
+            .all(|(_, pid, alive)| *alive && *pid != before[0]);
+        if named == agents && moved {
+            break;
+        }
+        assert!(Instant::now() < deadline, "rows {rows:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(backend_of().await.len(), 1);
+    // The tenants work on.
+    for store in &tenants {
+        let session = create(store).await;
+        held(store.claim(&session).await.unwrap());
+    }
+    hub.close().await;
+}
