@@ -170,6 +170,40 @@ fn three_processes_host_three_tenants_apart() {
         sessions.push(of_tenant);
     }
 
+    // The client commands work as against a Local host: with the tenant's token, and
+    // with the operator's token and `SHIITAKE_AGENT` naming the tenant.
+    let cli = |token: &str, agent: Option<&str>, args: &[&str]| -> String {
+        let mut command = Command::new(binary());
+        command
+            .args(args)
+            .args(["--url", &processes[1].url, "--token", token])
+            .arg("--data-dir")
+            .arg(dir.path().join("client"))
+            .env("NO_COLOR", "1")
+            .env_remove("SHIITAKE_AGENT");
+        if let Some(agent) = agent {
+            command.env("SHIITAKE_AGENT", agent);
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let listed = cli(&tokens[0], None, &["agents"]);
+    assert_eq!(
+        listed.split_whitespace().collect::<Vec<_>>(),
+        [tenants[0].as_str(), "(default)"]
+    );
+    for (token, agent) in [
+        (tokens[0].as_str(), None),
+        (TOKEN, Some(tenants[0].as_str())),
+    ] {
+        let listed = cli(token, agent, &["sessions"]);
+        for session in &sessions[0] {
+            assert!(listed.contains(session.as_str()), "{listed}");
+        }
+        assert!(!listed.contains(sessions[1][0].as_str()), "{listed}");
+    }
+
     // Another tenant's Sessions are not there, over HTTP and SSE, on every process,
     // and nothing of them changes.
     let victim = &sessions[0][0];
