@@ -332,8 +332,7 @@ pub async fn run(
     let (token, token_from) = server_token(context, args.token_file.as_deref(), &data_dir)?;
     // Before the Agents open: what they record from their first step is kept.
     let agent = context.agent_name()?;
-    let tenant = matches!(database, Database::Postgres(_)).then_some(agent.as_str());
-    let exporter = args.operations.exporter(tenant)?;
+    let exporter = args.operations.exporter()?;
     let tools = catalog(&args.mcp, redactions).await?;
     let dirs = computer_dirs(args.workspace, args.computers)?;
     let attachments = attach(&dirs, &data_dir)?;

@@ -22,9 +22,9 @@ pub struct OperationsArgs {
     /// token only; docs/operations.md lists them).
     #[arg(long)]
     metrics: bool,
-    /// Label every metric `tenant=<--agent>`: a Hub process serves one tenant
-    /// (with --database postgres:// only; a Local host's Agents share one process).
-    #[arg(long, requires = "metrics")]
+    /// Refused: it labelled every metric with the one tenant a Hub process served;
+    /// a Hub process now serves every tenant, so no label can name one.
+    #[arg(long, hide = true)]
     metrics_tenant_label: bool,
     /// How log lines are written on stderr: `text` (colour only on a terminal) or
     /// `json`, one object a line with the fields of its spans (request id, Session,
@@ -48,24 +48,21 @@ impl OperationsArgs {
         self.log_format
     }
 
-    /// Installs the Prometheus recorder when `--metrics` asks for it, with a tenant
-    /// label on a Hub when asked; the exporter for the server's `/metrics` route.
-    pub fn exporter(&self, tenant: Option<&str>) -> Result<Option<Arc<dyn MetricsText>>, CliError> {
+    /// Installs the Prometheus recorder when `--metrics` asks for it; the exporter for
+    /// the server's `/metrics` route.
+    pub fn exporter(&self) -> Result<Option<Arc<dyn MetricsText>>, CliError> {
+        if self.metrics_tenant_label {
+            return Err(CliError::Setup(
+                "--metrics-tenant-label is gone: a Hub process serves every tenant of its \
+                 database, so one label cannot name a tenant (and one per tenant would be \
+                 unbounded); label by the scrape target instead (docs/operations.md)"
+                    .to_owned(),
+            ));
+        }
         if !self.metrics {
             return Ok(None);
         }
-        let tenant = match (self.metrics_tenant_label, tenant) {
-            (false, _) => None,
-            (true, Some(tenant)) => Some(tenant),
-            (true, None) => {
-                return Err(CliError::Setup(
-                    "--metrics-tenant-label: a Local host's Agents share this process, so one \
-                     label cannot name their tenant; it needs --database postgres://"
-                        .to_owned(),
-                ));
-            }
-        };
-        let handle = install(tenant)?;
+        let handle = install()?;
         // Histograms keep their samples until drained: drain them even if nobody scrapes.
         let upkeep = handle.clone();
         tokio::spawn(async move {
@@ -80,12 +77,12 @@ impl OperationsArgs {
 }
 
 /// Installs the Prometheus recorder for this process with the buckets of core's
-/// histograms and every metric described; `tenant` labels every metric when given.
-pub fn install(tenant: Option<&str>) -> Result<PrometheusHandle, CliError> {
+/// histograms and every metric described.
+pub fn install() -> Result<PrometheusHandle, CliError> {
     let failed = |error: metrics_exporter_prometheus::BuildError| {
         CliError::Setup(format!("--metrics: {error}"))
     };
-    let mut builder = PrometheusBuilder::new()
+    let builder = PrometheusBuilder::new()
         .set_buckets_for_metric(
             Matcher::Suffix("_seconds".to_owned()),
             telemetry::SECONDS_BUCKETS,
@@ -96,9 +93,6 @@ pub fn install(tenant: Option<&str>) -> Result<PrometheusHandle, CliError> {
             telemetry::GROUP_BUCKETS,
         )
         .map_err(failed)?;
-    if let Some(tenant) = tenant {
-        builder = builder.add_global_label("tenant", tenant);
-    }
     let handle = builder.install_recorder().map_err(failed)?;
     telemetry::describe();
     shiitake_server::telemetry::describe();

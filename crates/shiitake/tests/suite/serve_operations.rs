@@ -473,3 +473,29 @@ fn tools_lists_the_file_tools_an_mcp_server_s_and_what_is_left_out() {
     assert_eq!(get(&serve, "/v1/tools?profile=huge", Some(&token)).0, 400);
     assert_eq!(get(&serve, "/v1/tools", None).0, 401);
 }
+
+#[test]
+fn the_tenant_label_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let output = Command::new(binary())
+        .args(["serve", "--port", "0", "--model", "none", "--metrics"])
+        .arg("--metrics-tenant-label")
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .arg("--workspace")
+        .arg(dir.path())
+        .env_remove("SHIITAKE_DATABASE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("serves every tenant") && stderr.contains("--metrics-tenant-label"),
+        "{stderr}"
+    );
+    assert!(
+        !data_dir.join("shiitake.db").exists(),
+        "it opened the database"
+    );
+}
