@@ -27,6 +27,11 @@ pub enum OpenError {
     /// The hub was closed ([`PostgresHub::close`](crate::PostgresHub::close)).
     #[error("the PostgreSQL hub is closed")]
     HubClosed,
+    /// The pool would have no room for a read beside the listener.
+    #[error(
+        "{0} read connections are too few: the listener holds one, so at least 2 (one for reads)"
+    )]
+    ReadConnections(u32),
     /// The lease period is outside its bounds.
     #[error(
         "a lease of {0:?} is outside 500 ms to 600 s (a shorter one lapses under load; a longer one keeps a paused process's Sessions too long)"

@@ -24,7 +24,10 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::leases::Held;
-use crate::{AgentKey, DEFAULT_HEARTBEAT, OpenError, PostgresStore, check_timing, nodes};
+use crate::{
+    AgentKey, DEFAULT_HEARTBEAT, OpenError, PostgresStore, check_read_connections, check_timing,
+    nodes,
+};
 use crate::{events, upkeep, writer};
 
 /// How to open a [`PostgresHub`]: the database and the timing every tenant of the
@@ -40,7 +43,8 @@ pub struct HubOptions {
     /// [`MIN_HEARTBEAT`](crate::MIN_HEARTBEAT) to half the lease.
     pub heartbeat: Duration,
     /// Connections of the pool: reads, leases, forwarded requests and the listener, for
-    /// every tenant (the writer and the upkeep have one each besides).
+    /// every tenant (the writer and the upkeep have one each besides). At least
+    /// [`MIN_READ_CONNECTIONS`](crate::MIN_READ_CONNECTIONS).
     pub read_connections: u32,
 }
 
@@ -56,9 +60,10 @@ impl HubOptions {
     }
 
     /// Checks the lease and the heartbeat against their bounds (see
-    /// [`check_timing`]).
+    /// [`check_timing`]) and the pool against [`MIN_READ_CONNECTIONS`](crate::MIN_READ_CONNECTIONS).
     pub fn check(&self) -> Result<(), OpenError> {
-        check_timing(self.lease_ttl, self.heartbeat)
+        check_timing(self.lease_ttl, self.heartbeat)?;
+        check_read_connections(self.read_connections)
     }
 }
 
@@ -299,7 +304,7 @@ impl PostgresHub {
             .map_err(|error| OpenError::Migration(error.to_string()))?;
         migrator_conn.close().await.map_err(OpenError::connect)?;
         let pool = PgPoolOptions::new()
-            .max_connections(options.read_connections.max(1))
+            .max_connections(options.read_connections)
             // A ping before every query doubles the round trips; a broken connection
             // fails its query instead, and the pool replaces it.
             .test_before_acquire(false)

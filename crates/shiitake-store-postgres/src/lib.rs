@@ -138,6 +138,9 @@ pub const MAX_LEASE_TTL: Duration = Duration::from_secs(600);
 /// The shortest heartbeat: each beat is one statement on every process's upkeep
 /// connection.
 pub const MIN_HEARTBEAT: Duration = Duration::from_millis(50);
+/// The fewest pool connections: the listener holds one for good, so one more is the
+/// least the reads, leases and forwarded requests can run on.
+pub const MIN_READ_CONNECTIONS: u32 = 2;
 
 impl PostgresOptions {
     /// Defaults: 10 s leases, a heartbeat every 500 ms, 8 read connections.
@@ -155,8 +158,17 @@ impl PostgresOptions {
     /// [`MIN_LEASE_TTL`] to [`MAX_LEASE_TTL`], a heartbeat of [`MIN_HEARTBEAT`] to half
     /// the lease (a beat as long as the lease could not see a death before the expiry).
     pub fn check(&self) -> Result<(), OpenError> {
-        check_timing(self.lease_ttl, self.heartbeat)
+        check_timing(self.lease_ttl, self.heartbeat)?;
+        check_read_connections(self.read_connections)
     }
+}
+
+/// Checks the pool's size against [`MIN_READ_CONNECTIONS`].
+pub fn check_read_connections(read_connections: u32) -> Result<(), OpenError> {
+    if read_connections < MIN_READ_CONNECTIONS {
+        return Err(OpenError::ReadConnections(read_connections));
+    }
+    Ok(())
 }
 
 /// The default heartbeat for a lease of `lease_ttl`: 500 ms, or half the lease when
@@ -357,6 +369,27 @@ mod tests {
             check_timing(ms(10_000), ms(10_000)),
             Err(OpenError::Heartbeat { .. })
         ));
+    }
+
+    #[test]
+    fn the_pool_has_room_for_the_listener_and_a_read() {
+        let key = AgentKey::new("a").unwrap();
+        let mut options = PostgresOptions::new("postgres://h/db", key);
+        let mut hub = HubOptions::new("postgres://h/db");
+        for (connections, allowed) in [(0, false), (1, false), (2, true), (8, true)] {
+            options.read_connections = connections;
+            hub.read_connections = connections;
+            for checked in [options.check(), hub.check()] {
+                match checked {
+                    Ok(()) => assert!(allowed, "{connections}"),
+                    Err(OpenError::ReadConnections(refused)) => {
+                        assert!(!allowed, "{connections}");
+                        assert_eq!(refused, connections);
+                    }
+                    Err(other) => panic!("{other}"),
+                }
+            }
+        }
     }
 
     #[test]
