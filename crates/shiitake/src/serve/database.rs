@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use shiitake_roster_hub::HubLimits;
+
 /// A parsed `--database` value.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Database {
@@ -26,6 +28,9 @@ pub struct Postgres {
     lease_ttl: Option<Duration>,
     /// `--heartbeat`, if given.
     heartbeat: Option<Duration>,
+    /// The directory's bounds: `--max-open-tenants`, `--tenant-idle`,
+    /// `--max-agents-per-tenant` over the defaults.
+    limits: HubLimits,
 }
 
 impl std::fmt::Debug for Database {
@@ -49,6 +54,41 @@ pub struct HubArgs {
     /// Sessions are taken over within about this.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     heartbeat: Option<Duration>,
+    /// Most tenants this process holds open at once (PostgreSQL only; default 256):
+    /// one more closes the least recently used idle one, or is answered unavailable.
+    #[arg(long, value_name = "N")]
+    max_open_tenants: Option<usize>,
+    /// How long a tenant with no work stays open unused (PostgreSQL only; default 10m).
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    tenant_idle: Option<Duration>,
+    /// Most Agents one tenant may have; `agents.create` is refused at it (PostgreSQL
+    /// only; default 16).
+    #[arg(long, value_name = "N")]
+    max_agents_per_tenant: Option<usize>,
+}
+
+impl HubArgs {
+    /// Whether any flag of a PostgreSQL Hub was given.
+    fn any(&self) -> bool {
+        self.lease_ttl.is_some()
+            || self.heartbeat.is_some()
+            || self.max_open_tenants.is_some()
+            || self.tenant_idle.is_some()
+            || self.max_agents_per_tenant.is_some()
+    }
+
+    /// The directory's bounds these flags set over the defaults.
+    fn limits(&self) -> HubLimits {
+        let defaults = HubLimits::default();
+        HubLimits {
+            max_open_tenants: self.max_open_tenants.unwrap_or(defaults.max_open_tenants),
+            idle: self.tenant_idle.unwrap_or(defaults.idle),
+            max_agents_per_tenant: self
+                .max_agents_per_tenant
+                .unwrap_or(defaults.max_agents_per_tenant),
+            ..defaults
+        }
+    }
 }
 
 /// A duration as `--lease-ttl` and `--heartbeat` take it: a whole number and a unit,
@@ -80,11 +120,15 @@ pub enum DatabaseError {
     /// `sqlite:` with nothing after it.
     #[error("--database sqlite: needs a file path after the colon")]
     EmptyPath,
-    /// `--lease-ttl` or `--heartbeat` with a database that has no leases.
+    /// `--lease-ttl`, `--heartbeat` or a tenant bound with a database that has no
+    /// leases and no tenants.
     #[error(
-        "--lease-ttl and --heartbeat apply to a PostgreSQL database (--database postgres://…) only"
+        "--lease-ttl, --heartbeat, --max-open-tenants, --tenant-idle and --max-agents-per-tenant apply to a PostgreSQL database (--database postgres://…) only"
     )]
     TimingWithoutLeases,
+    /// A tenant bound the directory cannot run with.
+    #[error("{0}")]
+    Limits(String),
     /// The lease and heartbeat are outside their bounds.
     #[error("{0}")]
     Timing(String),
@@ -109,6 +153,7 @@ impl Database {
                 url: value.to_owned(),
                 lease_ttl: None,
                 heartbeat: None,
+                limits: HubLimits::default(),
             }));
         }
         // Only the scheme is echoed: the rest may hold a password.
@@ -128,16 +173,19 @@ impl Database {
     /// or outside their bounds, before anything starts.
     pub fn with_hub(self, hub: &HubArgs) -> Result<Self, DatabaseError> {
         match self {
-            Self::Sqlite(_) if hub.lease_ttl.is_some() || hub.heartbeat.is_some() => {
-                Err(DatabaseError::TimingWithoutLeases)
-            }
+            Self::Sqlite(_) if hub.any() => Err(DatabaseError::TimingWithoutLeases),
             Self::Sqlite(path) => Ok(Self::Sqlite(path)),
             Self::Postgres(database) => {
                 let database = Postgres {
                     lease_ttl: hub.lease_ttl,
                     heartbeat: hub.heartbeat,
+                    limits: hub.limits(),
                     ..database
                 };
+                database
+                    .limits
+                    .check()
+                    .map_err(|error| DatabaseError::Limits(error.to_string()))?;
                 database.check()?;
                 Ok(Self::Postgres(database))
             }
@@ -158,6 +206,11 @@ impl Postgres {
     #[cfg(not(feature = "postgres"))]
     fn check(&self) -> Result<(), DatabaseError> {
         Ok(())
+    }
+
+    /// The tenant directory's bounds.
+    pub fn limits(&self) -> HubLimits {
+        self.limits
     }
 
     /// The database's URL (it may hold a password: never print it, see [`Self::describe`]).
@@ -270,6 +323,7 @@ mod tests {
             url: url.to_owned(),
             lease_ttl: None,
             heartbeat: None,
+            limits: HubLimits::default(),
         })
     }
 
@@ -277,6 +331,7 @@ mod tests {
         HubArgs {
             lease_ttl: lease_ttl.map(Duration::from_millis),
             heartbeat: heartbeat.map(Duration::from_millis),
+            ..HubArgs::default()
         }
     }
 
@@ -333,5 +388,48 @@ mod tests {
         assert!(pg.clone().with_hub(&hub(Some(2_000), Some(2_000))).is_err());
         assert!(pg.clone().with_hub(&hub(None, Some(50))).is_ok());
         assert!(pg.with_hub(&hub(None, Some(49))).is_err());
+    }
+
+    #[test]
+    fn the_tenant_bounds_are_checked_before_anything_starts() {
+        let bounds = |open: Option<usize>, idle: Option<u64>, agents: Option<usize>| HubArgs {
+            max_open_tenants: open,
+            tenant_idle: idle.map(Duration::from_millis),
+            max_agents_per_tenant: agents,
+            ..HubArgs::default()
+        };
+        let sqlite = Database::Sqlite(PathBuf::from("/data/shiitake.db"));
+        assert_eq!(
+            sqlite.with_hub(&bounds(Some(1), None, None)),
+            Err(DatabaseError::TimingWithoutLeases)
+        );
+        let pg = postgres("postgres://h/db");
+        let Ok(Database::Postgres(at_edge)) =
+            pg.clone().with_hub(&bounds(Some(1), Some(1), Some(1)))
+        else {
+            panic!("1, 1 ms and 1 are the smallest bounds");
+        };
+        assert_eq!(
+            (
+                at_edge.limits().max_open_tenants,
+                at_edge.limits().idle,
+                at_edge.limits().max_agents_per_tenant
+            ),
+            (1, Duration::from_millis(1), 1)
+        );
+        for past in [
+            bounds(Some(0), None, None),
+            bounds(None, Some(0), None),
+            bounds(None, None, Some(0)),
+        ] {
+            assert!(
+                matches!(pg.clone().with_hub(&past), Err(DatabaseError::Limits(_))),
+                "{past:?}"
+            );
+        }
+        let Ok(Database::Postgres(defaults)) = pg.with_hub(&HubArgs::default()) else {
+            panic!("the defaults");
+        };
+        assert_eq!(defaults.limits(), HubLimits::default());
     }
 }

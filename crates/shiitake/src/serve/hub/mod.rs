@@ -19,7 +19,7 @@ use axum::Router;
 use shiitake_core::AgentConfig;
 use shiitake_ext_home::{ComputerList, Computers};
 use shiitake_protocol::{AgentName, TenantName};
-use shiitake_roster_hub::directory::{CatalogError, HubDirectory, HubDirectoryOptions, HubLimits};
+use shiitake_roster_hub::directory::{CatalogError, HubDirectory, HubDirectoryOptions};
 use shiitake_server::{
     DEFAULT_CODE_TTL, DEFAULT_SESSION_TTL, ServerConfig, Token, WebLogins, directory_router,
 };
@@ -76,7 +76,7 @@ impl HubHost {
         directory.tools = parts.tools;
         directory.skills = parts.skills;
         directory.approval = parts.approval;
-        directory.limits = HubLimits::default();
+        directory.limits = database.limits();
         directory.config = Arc::new(move |_| AgentConfig {
             offered_tools: offered.clone(),
             ..AgentConfig::new(models.clone())
