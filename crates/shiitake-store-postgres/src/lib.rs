@@ -143,23 +143,35 @@ pub const MIN_HEARTBEAT: Duration = Duration::from_millis(50);
 pub const MIN_READ_CONNECTIONS: u32 = 2;
 
 impl PostgresOptions {
-    /// Defaults: 10 s leases, a heartbeat every 500 ms, 8 read connections.
+    /// Defaults: those of [`HubOptions::new`] (10 s leases, a heartbeat every 500 ms, 8
+    /// read connections).
     pub fn new(url: impl Into<String>, agent: AgentKey) -> Self {
+        let hub = HubOptions::new(url);
         Self {
-            url: url.into(),
+            url: hub.url,
             agent,
-            lease_ttl: Duration::from_secs(10),
-            heartbeat: DEFAULT_HEARTBEAT,
-            read_connections: 8,
+            lease_ttl: hub.lease_ttl,
+            heartbeat: hub.heartbeat,
+            read_connections: hub.read_connections,
         }
     }
 
     /// Checks the lease and the heartbeat against their bounds: a lease of
     /// [`MIN_LEASE_TTL`] to [`MAX_LEASE_TTL`], a heartbeat of [`MIN_HEARTBEAT`] to half
-    /// the lease (a beat as long as the lease could not see a death before the expiry).
+    /// the lease (a beat as long as the lease could not see a death before the expiry);
+    /// and the pool against [`MIN_READ_CONNECTIONS`].
     pub fn check(&self) -> Result<(), OpenError> {
-        check_timing(self.lease_ttl, self.heartbeat)?;
-        check_read_connections(self.read_connections)
+        self.hub().check()
+    }
+
+    /// The options of the hub a store opened alone runs on.
+    fn hub(&self) -> HubOptions {
+        HubOptions {
+            url: self.url.clone(),
+            lease_ttl: self.lease_ttl,
+            heartbeat: self.heartbeat,
+            read_connections: self.read_connections,
+        }
     }
 }
 
@@ -246,13 +258,7 @@ impl PostgresStore {
     /// tenant does; closing the store closes that hub. A process serving many tenants
     /// opens one [`PostgresHub`] and takes each tenant's store from it instead.
     pub async fn open(options: PostgresOptions) -> Result<Self, OpenError> {
-        let hub = PostgresHub::open(HubOptions {
-            url: options.url,
-            lease_ttl: options.lease_ttl,
-            heartbeat: options.heartbeat,
-            read_connections: options.read_connections,
-        })
-        .await?;
+        let hub = PostgresHub::open(options.hub()).await?;
         let opened = hub.inner.open_tenant(options.agent, true).await;
         if opened.is_err() {
             hub.close().await;
