@@ -9,26 +9,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::support::binary;
-use crate::support::hub::{Served, TOKEN, serve, start, start_with};
+use crate::support::hub::{Served, operator_cli, serve, start, start_with};
 use shiitake_test_services::Service;
-
-/// `shiitake hub nodes` against `url`: its stdout.
-fn hub_nodes(url: &str, dir: &Path) -> String {
-    let listed = Command::new(binary())
-        .args(["hub", "nodes", "--url", url, "--token", TOKEN])
-        .arg("--data-dir")
-        .arg(dir.join("client"))
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert!(listed.status.success(), "{listed:?}");
-    String::from_utf8(listed.stdout).unwrap()
-}
 
 #[test]
 fn lease_and_heartbeat_out_of_bounds_are_refused_before_anything_starts() {
@@ -87,7 +72,7 @@ fn the_operator_lists_the_processes_and_a_sigterm_drains_one() {
             .map(str::to_owned)
             .collect()
     };
-    let listed = hub_nodes(&second.url, dir.path());
+    let listed = operator_cli(&second, dir.path(), &["hub", "nodes"]);
     assert!(listed.starts_with("holder"), "{listed}");
     let rows = of_tenant(&listed);
     assert_eq!(rows.len(), 2, "two processes of {agent}:\n{listed}");
@@ -114,7 +99,7 @@ fn the_operator_lists_the_processes_and_a_sigterm_drains_one() {
         !log.contains("listener failed") && !log.contains("WARN"),
         "the drained process complained:\n{log}"
     );
-    let listed = hub_nodes(&second.url, dir.path());
+    let listed = operator_cli(&second, dir.path(), &["hub", "nodes"]);
     assert_eq!(
         of_tenant(&listed).len(),
         1,

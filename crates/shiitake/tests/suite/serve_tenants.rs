@@ -10,7 +10,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,7 +17,7 @@ use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
 use crate::support::binary;
-use crate::support::hub::{Served, TOKEN, start};
+use crate::support::hub::{Served, TOKEN, operator_cli, start};
 
 /// The address a load balancer in front of the processes would send as `Host`, so
 /// the cookie's name (which follows the port of `Host`) is the same on every process.
@@ -325,29 +324,8 @@ fn three_processes_host_three_tenants_apart() {
         let (status, body) = snapshot(served, &rotated, &sessions[2][0]);
         assert_eq!(status, 200, "{body}");
     }
-    let listed = tenant_list(dir.path(), &processes[0]);
+    let listed = operator_cli(&processes[0], dir.path(), &["hub", "tenant", "list"]);
     for tenant in &tenants {
         assert!(listed.contains(tenant.as_str()), "{listed}");
     }
-}
-
-/// `shiitake hub tenant list` against `served`: its stdout.
-fn tenant_list(dir: &Path, served: &Served) -> String {
-    let listed = Command::new(binary())
-        .args([
-            "hub",
-            "tenant",
-            "list",
-            "--url",
-            &served.url,
-            "--token",
-            TOKEN,
-        ])
-        .arg("--data-dir")
-        .arg(dir.join("client"))
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert!(listed.status.success(), "{listed:?}");
-    String::from_utf8(listed.stdout).unwrap()
 }

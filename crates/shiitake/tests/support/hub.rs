@@ -157,3 +157,19 @@ impl Served {
             .to_owned()
     }
 }
+
+/// `shiitake <args>` against `served` with the operator's token (a client data
+/// directory under `dir`, no colour): its stdout; fails the test when it fails.
+pub fn operator_cli(served: &Served, dir: &Path, args: &[&str]) -> String {
+    let output = Command::new(binary())
+        .args(args)
+        .args(["--url", &served.url, "--token", TOKEN])
+        .arg("--data-dir")
+        .arg(dir.join("client"))
+        .env("NO_COLOR", "1")
+        .env_remove("SHIITAKE_AGENT")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
