@@ -13,6 +13,7 @@ mod scripted_place;
 mod serve_database;
 mod serve_hardening;
 mod serve_hub;
+mod serve_hub_computers;
 mod serve_mcp;
 mod serve_operations;
 mod serve_roster;

@@ -1,0 +1,323 @@
+//! On a real Hub (`serve --database postgres://`, `--workspace ROOT`), each tenant's
+//! Computer is its own folder `ROOT/<tenant>/`: one tenant's run writes a file with
+//! `files__apply_patch` and it lands there and nowhere else; another tenant's run lists,
+//! reads, globs and greps, also through `..`, an absolute path and `computer://`, and
+//! never sees it; the operator's default tenant has its own folder too.
+//!
+//! Reads `SHIITAKE_TEST_POSTGRES_URL`; without it, or when it does not answer, the
+//! test prints one `SKIPPED` line, or fails when `SHIITAKE_REQUIRE_SERVICES=1`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use shiitake_test_services::Service;
+
+use crate::support::hub::{Served, TOKEN};
+use crate::support::{binary, script};
+
+/// What tenant A writes; no other file under the root may hold it, and no tool result
+/// of another tenant may show it.
+const SECRET: &str = "acme-only-7f3c9d2e-the-launch-code";
+
+fn json_of(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {body}"))
+}
+
+fn add_file(path: &str, text: &str) -> Value {
+    json!({"tool_call": {"name": "files__apply_patch", "arguments": {
+        "patch": format!("*** Begin Patch\n*** Add File: {path}\n+{text}\n*** End Patch"),
+    }}})
+}
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({"tool_call": {"name": name, "arguments": arguments}})
+}
+
+/// A Hub process on `database` with `--workspace root`, the scripted model `model`,
+/// edits allowed without a person, and `operator` as the default tenant.
+fn start_hub(dir: &Path, root: &Path, database: &str, operator: &str, model: &str) -> Served {
+    let log = dir.join("hub.log");
+    let mut child = Command::new(binary())
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--model",
+            model,
+            "--approve",
+            "allow",
+        ])
+        .args(["--heartbeat", "200ms"])
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args(["--database", database, "--agent", operator])
+        .arg("--workspace")
+        .arg(root)
+        .env_remove("SHIITAKE_DATABASE")
+        .env_remove("SHIITAKE_AGENT")
+        .env_remove("SHIITAKE_MODEL")
+        .env("SHIITAKE_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if let Some(url) = line.strip_prefix("shiitake: listening on ")
+                && tx.send(url.to_owned()).is_err()
+            {
+                return;
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| {
+            panic!(
+                "serve printed no address; its log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        });
+    Served { child, url, log }
+}
+
+/// Creates `tenant` with the operator's token: its first token.
+fn create_tenant(served: &Served, tenant: &str) -> String {
+    let (status, body) = served.request(
+        "POST",
+        "/v1/hub/tenants",
+        &json!({"name": tenant}).to_string(),
+    );
+    assert_eq!(status, 201, "{body}");
+    json_of(&body)["token"].as_str().unwrap().to_owned()
+}
+
+/// A new Session of `token`'s caller with one prompt, once its run has ended: every
+/// tool result of the run, as JSON.
+fn run_once(served: &Served, token: &str, request: &str) -> Vec<Value> {
+    let (status, body) = served.request_as(
+        Some(token),
+        "POST",
+        "/v1/sessions",
+        &json!({"requestId": request}).to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    let session = json_of(&body)["sessionId"].as_str().unwrap().to_owned();
+    let prompt = json!({"type": "prompt", "requestId": format!("{request}-p"), "text": "use the files", "delivery": "followUp"});
+    let (status, body) = served.request_as(
+        Some(token),
+        "POST",
+        &format!("/v1/sessions/{session}/commands"),
+        &prompt.to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = served.request_as(
+            Some(token),
+            "GET",
+            &format!("/v1/sessions/{session}/snapshot"),
+            "",
+        );
+        assert_eq!(status, 200, "{body}");
+        let snapshot = json_of(&body);
+        if let Some(terminal) = snapshot["terminals"].as_array().and_then(|t| t.first()) {
+            assert_eq!(terminal["outcome"], "completed", "{body}");
+            return snapshot["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|message| message["value"].clone())
+                .filter(|value| value["role"] == "toolResult")
+                .collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run of {request} did not end within 60 s: {body}\n{}",
+            std::fs::read_to_string(&served.log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The text blocks of a tool result, joined.
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if std::fs::read_to_string(&path).is_ok_and(|text| text.contains(needle)) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[cfg(unix)]
+fn assert_private(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+    assert_eq!(
+        mode & 0o777,
+        0o700,
+        "{} is {:o}",
+        dir.display(),
+        mode & 0o777
+    );
+}
+
+#[cfg(not(unix))]
+fn assert_private(dir: &Path) {
+    assert!(dir.is_dir());
+}
+
+#[test]
+fn each_tenant_of_a_hub_works_in_its_own_folder() {
+    let Some(database) = Service::Postgres.url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let run = std::process::id();
+    let (operator, acme, globex) = (
+        format!("op-{run}"),
+        format!("acme-{run}"),
+        format!("globex-{run}"),
+    );
+    let absolute = root.join(&acme).join("secret.txt").display().to_string();
+    // One script for the process, played in the order the runs come: acme's, then
+    // globex's, then the operator's.
+    let model = script(
+        dir.path(),
+        &json!({"model": "scripted", "turns": [
+            {"steps": [add_file("secret.txt", SECRET)]},
+            {"steps": [{"text": "written"}]},
+            {"steps": [add_file("mine.txt", "globex's own")]},
+            {"steps": [
+                call("files__list", json!({})),
+                call("files__list", json!({"path": ".", "recursive": true})),
+                call("files__read", json!({"path": "secret.txt"})),
+                call("files__read", json!({"path": format!("../{acme}/secret.txt")})),
+                call("files__read", json!({"path": absolute})),
+                call("files__read", json!({"path": format!("computer://workspace/../{acme}/secret.txt")})),
+                call("files__list", json!({"path": ".."})),
+                call("files__glob", json!({"pattern": "**/*"})),
+                call("files__grep", json!({"pattern": "launch-code"})),
+            ]},
+            {"steps": [{"text": "looked"}]},
+            {"steps": [add_file("operator.txt", "the operator's")]},
+            {"steps": [{"text": "written"}]},
+        ]}),
+    );
+    let hub = start_hub(dir.path(), &root, &database, &operator, &model);
+    let acme_token = create_tenant(&hub, &acme);
+    let globex_token = create_tenant(&hub, &globex);
+
+    // Tenant A writes its file: it lands in ROOT/<acme>/ and nowhere else.
+    let written = run_once(&hub, &acme_token, &format!("{acme}-write"));
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0]["isError"], false, "{}", written[0]);
+    assert_eq!(
+        std::fs::read_to_string(root.join(&acme).join("secret.txt")).unwrap(),
+        format!("{SECRET}\n")
+    );
+    assert_eq!(
+        files_holding(&root, SECRET),
+        [root.join(&acme).join("secret.txt")]
+    );
+    assert!(!root.join("secret.txt").exists());
+    assert_private(&root.join(&acme));
+
+    // Tenant B writes in its own folder and finds nothing of A's by any path.
+    let looked = run_once(&hub, &globex_token, &format!("{globex}-look"));
+    for result in &looked {
+        let shown = result.to_string();
+        assert!(!shown.contains(SECRET), "globex saw acme's file: {shown}");
+    }
+    // What each call answered: the tool, and its output (or, refused, the error's kind).
+    let answered: Vec<(String, Value)> = looked
+        .iter()
+        .map(|result| {
+            let name = result["toolName"].as_str().unwrap_or("").to_owned();
+            if result["isError"] == true {
+                (
+                    name,
+                    json!({"refused": result["details"]["details"]["kind"]}),
+                )
+            } else {
+                (name, json_of(&text_of(result)))
+            }
+        })
+        .collect();
+    let only_mine = json!({"entries": [{"path": "mine.txt", "kind": "file"}], "truncated": false});
+    let refused = |kind: &str| json!({"refused": kind});
+    let expected: Vec<(String, Value)> = [
+        (
+            "files__apply_patch",
+            json!({"changes": [{"path": "mine.txt", "kind": "added"}]}),
+        ),
+        ("files__list", only_mine.clone()),
+        ("files__list", only_mine.clone()),
+        ("files__read", refused("not_found")),
+        ("files__read", refused("outside_root")),
+        ("files__read", refused("outside_root")),
+        ("files__read", refused("outside_root")),
+        ("files__list", refused("outside_root")),
+        ("files__glob", only_mine),
+        ("files__grep", json!({"matches": [], "truncated": false})),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect();
+    assert_eq!(answered, expected, "{looked:#?}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(&globex).join("mine.txt")).unwrap(),
+        "globex's own\n"
+    );
+    assert_private(&root.join(&globex));
+
+    // The operator's default tenant has its own folder, where its run writes.
+    assert_private(&root.join(&operator));
+    let written = run_once(&hub, TOKEN, &format!("{operator}-write"));
+    assert_eq!(written[0]["isError"], false, "{}", written[0]);
+    assert_eq!(
+        std::fs::read_to_string(root.join(&operator).join("operator.txt")).unwrap(),
+        "the operator's\n"
+    );
+    let mut folders: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    folders.sort();
+    let mut expected = vec![acme.clone(), globex.clone(), operator.clone()];
+    expected.sort();
+    assert_eq!(
+        folders, expected,
+        "the root holds only the tenants' folders"
+    );
+    assert_eq!(
+        files_holding(&root, SECRET),
+        [root.join(&acme).join("secret.txt")]
+    );
+}
