@@ -14,6 +14,7 @@ mod serve_database;
 mod serve_hardening;
 mod serve_hub;
 mod serve_hub_computers;
+mod serve_hub_goals;
 mod serve_mcp;
 mod serve_operations;
 mod serve_roster;
