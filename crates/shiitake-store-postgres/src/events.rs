@@ -40,9 +40,8 @@ pub(crate) fn released_payload(agent: &str, session: &str) -> String {
     format!("r {agent} {session}")
 }
 
-/// A process died holding Sessions of `agent`, which a heartbeat freed: `d <agent>`
-/// (sent by the heartbeat's statement itself, `nodes.rs`).
-#[cfg(test)]
+/// A process died (or drains) holding Sessions of `agent`: `d <agent>` (a death's is
+/// sent by the heartbeat's statement itself, `nodes.rs`; a drain's by `hub.rs`).
 pub(crate) fn freed_payload(agent: &str) -> String {
     format!("d {agent}")
 }

@@ -379,18 +379,21 @@ impl PostgresHub {
         open
     }
 
-    /// The tenants whose Sessions this hub's heartbeat freed from a process that died,
-    /// one message per tenant per beat that freed any: a host opens such a tenant (if it
-    /// is not open) so its abandoned work is adopted, whichever process it lived on.
-    /// Only the process whose beat frees the leases reports them; every process hears
-    /// the freed Sessions of the tenants it has open as `Released`.
+    /// The tenants whose Sessions a process gave up: one that died (its leases freed by
+    /// some process's heartbeat, one message per tenant per beat that freed any) or one
+    /// that drains (each tenant it holds Sessions of, once). Every hub hears them, the
+    /// giving one included: a host opens such a tenant (if it is not open) so the work
+    /// is adopted at once, whichever process it lived on; the freed Sessions themselves
+    /// reach the tenants open here as `Released`.
     pub fn freed(&self) -> broadcast::Receiver<AgentKey> {
         self.inner.freed.subscribe()
     }
 
     /// Drains the process: every open tenant (and any opened later) takes no more
-    /// Sessions, and their rows say `draining`. The host then closes each Agent
-    /// (`Agent::close`), which hands its Sessions over, as a deploy does.
+    /// Sessions, and their rows say `draining`; each tenant holding Sessions is
+    /// announced on every hub's [`PostgresHub::freed`], as after a death, so a process
+    /// without it open opens it. The host then closes each Agent (`Agent::close`),
+    /// which hands its Sessions over, as a deploy does.
     pub async fn drain(&self) -> Result<(), StoreError> {
         self.inner.draining.store(true, Ordering::SeqCst);
         for tenant in self.inner.tenants() {
@@ -401,6 +404,25 @@ impl PostgresHub {
             .execute(&self.inner.pool)
             .await
             .map_err(db)?;
+        // The tenants whose Sessions this process is about to hand over are announced
+        // as a death announces them (`d <agent>`), so a process that has none of them
+        // open opens them now and adopts the work at once, not at its next sweep. A
+        // tenant holding no lease has nothing to hand over.
+        let handing_over: Vec<String> = self
+            .inner
+            .tenants()
+            .iter()
+            .filter(|tenant| !tenant.leases.tenures().0.is_empty())
+            .map(|tenant| events::freed_payload(tenant.agent.as_str()))
+            .collect();
+        if !handing_over.is_empty() {
+            sqlx::query("SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload")
+                .bind(events::CHANNEL)
+                .bind(&handing_over)
+                .execute(&self.inner.pool)
+                .await
+                .map_err(db)?;
+        }
         Ok(())
     }
 

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::hub::fresh_database;
 use crate::support::{binary, script};
 use serde_json::json;
 use shiitake_client::{ClientOptions, RemoteAgent};
@@ -123,7 +124,7 @@ fn start_with_model(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_on_postgres_share_sessions() {
-    let Some(database) = Service::Postgres.url() else {
+    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

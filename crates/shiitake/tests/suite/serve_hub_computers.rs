@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
-use crate::support::hub::{Served, TOKEN};
+use crate::support::hub::{Served, TOKEN, fresh_database};
 use crate::support::{binary, script};
 
 /// What tenant A writes; no other file under the root may hold it, and no tool result
@@ -193,7 +193,7 @@ fn assert_private(dir: &Path) {
 
 #[test]
 fn each_tenant_of_a_hub_works_in_its_own_folder() {
-    let Some(database) = Service::Postgres.url() else {
+    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
 use crate::support::binary;
-use crate::support::hub::{Served, TOKEN};
+use crate::support::hub::{Served, TOKEN, fresh_database};
 
 const GOAL: &str = "botanical-session-goal";
 
@@ -195,6 +195,13 @@ fn nodes_of(served: &Served, tenant: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The holder of `served`'s row of `tenant`.
+fn rows_holder(served: &Served, tenant: &str) -> Value {
+    let rows = nodes_of(served, tenant);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    rows[0]["holder"].clone()
+}
+
 /// SIGTERMs `served` (a deploy) and waits for it to exit cleanly.
 fn drain(served: &mut Served) {
     let status = Command::new("kill")
@@ -228,7 +235,7 @@ fn tool_calls(snapshot: &Value) -> Vec<String> {
 
 #[test]
 fn a_goal_turn_interrupted_by_a_deploy_resumes_and_the_goal_stays_live() {
-    let Some(database) = Service::Postgres.url() else {
+    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -274,14 +281,37 @@ fn a_goal_turn_interrupted_by_a_deploy_resumes_and_the_goal_stays_live() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    // A load balancer sends some of the tenant's requests to the other process too.
-    let before = snapshot(&second, &token, &session);
+    let before = snapshot(&first, &token, &session);
     let turns = goal_turns(&before);
     assert_eq!(turns.len(), 1, "{before:#}");
     assert!(terminal(&before, &turns[0]).is_none(), "{before:#}");
+    assert!(
+        nodes_of(&second, &tenant)
+            .iter()
+            .all(|row| row["holder"] == rows_holder(&first, &tenant)),
+        "the other process has not opened the tenant"
+    );
 
     // The deploy: the first process drains mid model call and hands the Session over.
+    // The other process never had the tenant open: the drain's announcement opens it
+    // there at once (its sweep, every 30 s, would be far later). Only the operator's
+    // view is read until it holds the Session, so no request of the tenant opens it.
     drain(&mut first);
+    let drained_at = Instant::now();
+    while !nodes_of(&second, &tenant)
+        .iter()
+        .any(|row| row["sessions"] == 1 && row["connected"] == true)
+    {
+        assert!(
+            drained_at.elapsed() < Duration::from_secs(10),
+            "the other process did not take the tenant's Session over within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "the handed-over Session was held by the other process {:?} after the drain",
+        drained_at.elapsed()
+    );
     let interrupted = &turns[0];
     let settled = until(
         &second,
@@ -359,7 +389,7 @@ fn a_goal_turn_interrupted_by_a_deploy_resumes_and_the_goal_stays_live() {
 
 #[test]
 fn a_tenant_run_creates_an_agent_that_only_its_tenant_reaches() {
-    let Some(database) = Service::Postgres.url() else {
+    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
 use crate::support::binary;
-use crate::support::hub::{Served, TOKEN, operator_cli, start};
+use crate::support::hub::{Served, TOKEN, fresh_database, operator_cli, start};
 
 /// The address a load balancer in front of the processes would send as `Host`, so
 /// the cookie's name (which follows the port of `Host`) is the same on every process.
@@ -122,7 +122,7 @@ fn log_in(served: &Served, opener: &Served, token: &str) -> String {
 
 #[test]
 fn three_processes_host_three_tenants_apart() {
-    let Some(database) = Service::Postgres.url() else {
+    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -173,3 +173,47 @@ pub fn operator_cli(served: &Served, dir: &Path, args: &[&str]) -> String {
     assert!(output.status.success(), "{args:?}: {output:?}");
     String::from_utf8(output.stdout).unwrap()
 }
+
+/// A database of the test's own on the server of `url` (created empty), as a URL.
+///
+/// A Hub process serves every tenant of its database and adopts the work of any
+/// process that dies or drains there: tests sharing one database would take over each
+/// other's tenants and count each other's takeovers.
+pub fn fresh_database(url: &str) -> String {
+    use sqlx::Connection;
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let name = format!("hub_test_{}_{n}", std::process::id());
+    // On a thread of its own: an async test calls this from inside its runtime.
+    let (server, created) = (url.to_owned(), name.clone());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut conn = sqlx::PgConnection::connect(&server).await.unwrap();
+            for statement in [
+                format!("DROP DATABASE IF EXISTS {created}"),
+                format!("CREATE DATABASE {created}"),
+            ] {
+                sqlx::query(&statement).execute(&mut conn).await.unwrap();
+            }
+            conn.close().await.unwrap();
+        });
+    })
+    .join()
+    .unwrap();
+    // The URL's path names the database: replace it, keeping any query.
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(base, query)| (base, Some(query)));
+    let (server, _database) = base
+        .rsplit_once('/')
+        .filter(|(server, _)| server.contains("://") && !server.ends_with('/'))
+        .unwrap_or((base, ""));
+    match query {
+        Some(query) => format!("{server}/{name}?{query}"),
+        None => format!("{server}/{name}"),
+    }
+}
