@@ -9,16 +9,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
-use crate::support::hub::{Served, TOKEN, fresh_database};
-use crate::support::{binary, script};
+use crate::support::hub::{self as hub, Served, TOKEN, create_tenant, fresh_database};
+use crate::support::script;
 
 /// What tenant A writes; no other file under the root may hold it, and no tool result
 /// of another tenant may show it.
@@ -41,63 +39,19 @@ fn call(name: &str, arguments: Value) -> Value {
 /// A Hub process on `database` with `--workspace root`, the scripted model `model`,
 /// edits allowed without a person, and `operator` as the default tenant.
 fn start_hub(dir: &Path, root: &Path, database: &str, operator: &str, model: &str) -> Served {
-    let log = dir.join("hub.log");
-    let mut child = Command::new(binary())
+    let mut command = hub::command(dir, "data", database, operator);
+    command
         .args([
-            "serve",
-            "--port",
-            "0",
             "--model",
             model,
             "--approve",
             "allow",
+            "--heartbeat",
+            "200ms",
         ])
-        .args(["--heartbeat", "200ms"])
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .args(["--database", database, "--agent", operator])
         .arg("--workspace")
-        .arg(root)
-        .env_remove("SHIITAKE_DATABASE")
-        .env_remove("SHIITAKE_AGENT")
-        .env_remove("SHIITAKE_MODEL")
-        .env("SHIITAKE_TOKEN", TOKEN)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if let Some(url) = line.strip_prefix("shiitake: listening on ")
-                && tx.send(url.to_owned()).is_err()
-            {
-                return;
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| {
-            panic!(
-                "serve printed no address; its log:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            )
-        });
-    Served { child, url, log }
-}
-
-/// Creates `tenant` with the operator's token: its first token.
-fn create_tenant(served: &Served, tenant: &str) -> String {
-    let (status, body) = served.request(
-        "POST",
-        "/v1/hub/tenants",
-        &json!({"name": tenant}).to_string(),
-    );
-    assert_eq!(status, 201, "{body}");
-    json_of(&body)["token"].as_str().unwrap().to_owned()
+        .arg(root);
+    hub::spawn(command, &dir.join("hub.log"))
 }
 
 /// A new Session of `token`'s caller with one prompt, once its run has ended: every

@@ -15,16 +15,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
-use crate::support::binary;
-use crate::support::hub::{Served, TOKEN, fresh_database};
+use crate::support::hub::{self as hub, Served, create_tenant, fresh_database};
 
 const GOAL: &str = "botanical-session-goal";
 
@@ -32,61 +30,17 @@ fn json_of(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {body}"))
 }
 
-/// A Hub `serve` child on `database` playing the scripted model `model` (the shared
-/// `support::hub::serve` starts its children with `--model none`), with the data
+/// A Hub `serve` child on `database` playing the scripted model `model`, with the data
 /// directory `dir/name`, a 200 ms heartbeat and its stderr in `dir/name.log`.
 fn start(dir: &Path, name: &str, database: &str, agent: &str, model: &str) -> Served {
-    let log = dir.join(format!("{name}.log"));
-    let mut child = Command::new(binary())
-        .args(["serve", "--port", "0", "--model", model])
-        .arg("--data-dir")
-        .arg(dir.join(name))
-        .args(["--database", database, "--agent", agent])
-        .args(["--heartbeat", "200ms"])
+    let mut command = hub::command(dir, name, database, agent);
+    command
+        .args(["--model", model, "--heartbeat", "200ms"])
         .arg("--workspace")
         .arg(dir)
-        .env_remove("SHIITAKE_DATABASE")
-        .env_remove("SHIITAKE_AGENT")
-        .env_remove("SHIITAKE_MODEL")
-        .env("SHIITAKE_TOKEN", TOKEN)
         // Warnings, and how each owner takes its work over.
-        .env("SHIITAKE_LOG", "warn,shiitake_core::owner::runs=info")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if let Some(url) = line.strip_prefix("shiitake: listening on ")
-                && tx.send(url.to_owned()).is_err()
-            {
-                return;
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| {
-            panic!(
-                "serve printed no address; its log:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            )
-        });
-    Served { child, url, log }
-}
-
-/// Creates `tenant` through `served` with the operator's token: its first token.
-fn create_tenant(served: &Served, tenant: &str) -> String {
-    let (status, body) = served.request(
-        "POST",
-        "/v1/hub/tenants",
-        &json!({"name": tenant}).to_string(),
-    );
-    assert_eq!(status, 201, "{body}");
-    json_of(&body)["token"].as_str().unwrap().to_owned()
+        .env("SHIITAKE_LOG", "warn,shiitake_core::owner::runs=info");
+    hub::spawn(command, &dir.join(format!("{name}.log")))
 }
 
 /// `method path` with `token` through `served`, answered 200: its JSON.

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
 use crate::support::binary;
-use crate::support::hub::{Served, TOKEN, fresh_database, operator_cli, start};
+use crate::support::hub::{Served, TOKEN, create_tenant, fresh_database, operator_cli, start};
 
 /// The address a load balancer in front of the processes would send as `Host`, so
 /// the cookie's name (which follows the port of `Host`) is the same on every process.
@@ -25,19 +25,6 @@ const BALANCER: &str = "hub.test:8443";
 
 fn json_of(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {body}"))
-}
-
-/// Creates `tenant` through `served` with the operator's token: its first token.
-fn create_tenant(served: &Served, tenant: &str) -> String {
-    let (status, body) = served.request(
-        "POST",
-        "/v1/hub/tenants",
-        &json!({"name": tenant}).to_string(),
-    );
-    assert_eq!(status, 201, "{body}");
-    let issued = json_of(&body);
-    assert_eq!(issued["tenant"], tenant);
-    issued["token"].as_str().unwrap().to_owned()
 }
 
 /// A new Session of the caller of `token` through `served`, with one prompt.

@@ -28,21 +28,31 @@ impl Drop for Served {
     }
 }
 
-/// `serve` on `database` with the data directory `dir/name`, the operator's default
-/// Agent `agent`, and `extra` flags.
-pub fn serve(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) -> Command {
+/// `serve` on `database` with the data directory `dir/name` and the operator's default
+/// Agent `agent`, without a model, a workspace or a heartbeat: the caller adds them.
+pub fn command(dir: &Path, name: &str, database: &str, agent: &str) -> Command {
     let mut command = Command::new(binary());
     command
-        .args(["serve", "--port", "0", "--model", "none"])
+        .args(["serve", "--port", "0"])
         .arg("--data-dir")
         .arg(dir.join(name))
         .args(["--database", database, "--agent", agent])
-        .arg("--workspace")
-        .arg(dir)
-        .args(extra)
         .env_remove("SHIITAKE_DATABASE")
         .env_remove("SHIITAKE_AGENT")
+        .env_remove("SHIITAKE_MODEL")
         .env("SHIITAKE_TOKEN", TOKEN);
+    command
+}
+
+/// `serve` on `database` with the data directory `dir/name`, the operator's default
+/// Agent `agent`, no model, `dir` as the workspace, and `extra` flags.
+pub fn serve(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) -> Command {
+    let mut command = command(dir, name, database, agent);
+    command
+        .args(["--model", "none"])
+        .arg("--workspace")
+        .arg(dir)
+        .args(extra);
     command
 }
 
@@ -53,14 +63,21 @@ pub fn start(dir: &Path, name: &str, database: &str, agent: &str) -> Served {
 
 /// [`start`] with `extra` flags.
 pub fn start_with(dir: &Path, name: &str, database: &str, agent: &str, extra: &[&str]) -> Served {
-    let log = dir.join(format!("{name}.log"));
     let flags: Vec<&str> = ["--heartbeat", "200ms"]
         .into_iter()
         .chain(extra.iter().copied())
         .collect();
-    let mut child = serve(dir, name, database, agent, &flags)
+    spawn(
+        serve(dir, name, database, agent, &flags),
+        &dir.join(format!("{name}.log")),
+    )
+}
+
+/// Spawns `command` with its stderr in `log` and waits for the address it prints.
+pub fn spawn(mut command: Command, log: &Path) -> Served {
+    let mut child = command
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(log).unwrap())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -80,10 +97,24 @@ pub fn start_with(dir: &Path, name: &str, database: &str, agent: &str, extra: &[
         .unwrap_or_else(|_| {
             panic!(
                 "serve printed no address; its log:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
+                std::fs::read_to_string(log).unwrap_or_default()
             )
         });
-    Served { child, url, log }
+    Served {
+        child,
+        url,
+        log: log.to_path_buf(),
+    }
+}
+
+/// Creates `tenant` through `served` with the operator's token: its first token.
+pub fn create_tenant(served: &Served, tenant: &str) -> String {
+    let body = serde_json::json!({ "name": tenant }).to_string();
+    let (status, answer) = served.request("POST", "/v1/hub/tenants", &body);
+    assert_eq!(status, 201, "{answer}");
+    let issued: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(issued["tenant"], tenant, "{answer}");
+    issued["token"].as_str().unwrap().to_owned()
 }
 
 impl Served {
