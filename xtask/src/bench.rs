@@ -8,7 +8,9 @@
 //! `docs/benchmarks.md` records them. `cargo xtask bench hub [PHASE] [N]` runs the Hub
 //! benchmark alone: `throughput [ROUNDS]` (the default), `takeover [KILLS]`,
 //! `rolling [ROUNDS]`, `profile [ROUNDS]` (one process's statements and commits per
-//! run, not in `all`) or `all`.
+//! run, not in `all`), `tenants [ROUNDS]` (1 and 100 tenants on three processes, and
+//! the memory of 100 open Agents, in `hub_node` and in a release `shiitake serve`,
+//! which is built for it; not in `all`) or `all`.
 
 use std::process::Command;
 
@@ -58,6 +60,15 @@ fn hub(args: &[String]) -> Result<(), String> {
         "--example",
         "hub_bench",
     ]))?;
+    // The tenants phase measures the real `serve` too.
+    if args.first().map(String::as_str) == Some("tenants") {
+        run_checked(Command::new(&cargo).current_dir(&root).args([
+            "build",
+            "--release",
+            "-p",
+            "shiitake",
+        ]))?;
+    }
     let (database, started) = match std::env::var(postgres::URL_VAR) {
         Ok(database) if !database.trim().is_empty() => (database, false),
         _ => {

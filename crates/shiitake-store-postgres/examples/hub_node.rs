@@ -29,7 +29,9 @@
 //!   admissions likewise write `<request id>@<when>@<process>` in `admitted`.
 //!
 //! Logs go to stderr (`RUST_LOG`, default `warn`), including the line a fenced
-//! owner writes when another process took its Session over.
+//! owner writes when another process took its Session over. `HUB_NODE_READ_CONNECTIONS`
+//! sets the pool's size (the store's default otherwise), for a benchmark that asks
+//! what a larger pool changes.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -385,6 +387,10 @@ async fn main() -> Result<(), Failure> {
         .map(PathBuf::from);
     let steps: usize = arg(&args, 4, "the steps of a run")?.parse()?;
     let lease_ttl = Duration::from_millis(lease_ms);
+    let read_connections: Option<u32> = std::env::var("HUB_NODE_READ_CONNECTIONS")
+        .ok()
+        .map(|n| n.parse())
+        .transpose()?;
     let heartbeat = match args.get(5) {
         Some(ms) => Duration::from_millis(ms.parse()?),
         None => shiitake_store_postgres::default_heartbeat(lease_ttl),
@@ -396,12 +402,14 @@ async fn main() -> Result<(), Failure> {
             let mut options = PostgresOptions::new(url, key.clone());
             options.lease_ttl = lease_ttl;
             options.heartbeat = heartbeat;
+            options.read_connections = read_connections.unwrap_or(options.read_connections);
             (vec![PostgresStore::open(options).await?], None)
         }
         _ => {
             let mut options = HubOptions::new(url);
             options.lease_ttl = lease_ttl;
             options.heartbeat = heartbeat;
+            options.read_connections = read_connections.unwrap_or(options.read_connections);
             let hub = PostgresHub::open(options).await?;
             let mut stores = Vec::with_capacity(keys.len());
             for key in &keys {

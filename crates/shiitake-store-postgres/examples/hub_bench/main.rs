@@ -11,18 +11,26 @@
 //!   waited for and started again; the longest stall of a Session with work, and
 //!   whether subscribers on the other processes missed a frame (`rolling.rs`);
 //! - `profile [rounds]`: one process, the statements, round trips and commits of a
-//!   10-step run, counted by the server (`profile.rs`; not part of `all`).
+//!   10-step run, counted by the server (`profile.rs`; not part of `all`);
+//! - `tenants [rounds]`: three processes serving 1 tenant and three serving 100, the
+//!   same load spread over the tenants, as ratios 100 / 1; the resident memory of
+//!   `hub_node` with 100 open Agents and with 1 (`tenants.rs`), and of the real
+//!   `shiitake serve` (the release binary beside `examples/`) before and after
+//!   opening 100 tenants (`serve_memory.rs`). Not part of `all` (over two minutes
+//!   while a run's Agent-state lock can starve the pool, `docs/benchmarks.md`).
 //!
 //! Usage: `hub_bench <database url> [throughput [rounds] | takeover [kills] |
-//! rolling [rounds] | profile [rounds] | all]`; a bare number is the throughput phase's rounds, as
-//! before the phases.
+//! rolling [rounds] | profile [rounds] | tenants [rounds] | all]`; a bare number is
+//! the throughput phase's rounds, as before the phases.
 
 #[path = "../../tests/support/cluster.rs"]
 mod cluster;
 mod pgstat;
 mod profile;
 mod rolling;
+mod serve_memory;
 mod takeover;
+mod tenants;
 mod throughput;
 
 use std::path::PathBuf;
@@ -37,6 +45,16 @@ fn node_binary() -> Result<PathBuf, Failure> {
         .parent()
         .ok_or("the benchmark binary has no directory")?;
     Ok(dir.join("hub_node"))
+}
+
+/// The release `shiitake` binary, beside the `examples/` directory of this one.
+fn product_binary() -> Result<PathBuf, Failure> {
+    let exe = std::env::current_exe()?;
+    let release = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .ok_or("the benchmark binary has no target directory")?;
+    Ok(release.join("shiitake"))
 }
 
 /// The one-minute load average, to print next to latencies measured on a shared machine.
@@ -65,7 +83,10 @@ fn secs(duration: Option<Duration>) -> String {
     duration.map_or_else(|| "-".to_owned(), |d| format!("{:.2} s", d.as_secs_f64()))
 }
 
-const USAGE: &str = "usage: hub_bench <database url> [throughput [rounds] | takeover [kills] | rolling [rounds] | profile [rounds] | all]";
+const USAGE: &str = "usage: hub_bench <database url> [throughput [rounds] | takeover [kills] | rolling [rounds] | profile [rounds] | tenants [rounds] | all]";
+
+/// Rounds of the tenants phase by default.
+const TENANT_ROUNDS: usize = 5;
 
 #[tokio::main]
 async fn main() -> Result<(), Failure> {
@@ -82,6 +103,15 @@ async fn main() -> Result<(), Failure> {
         Some("takeover") => takeover::run(&binary, database, count(2, 10)?).await,
         Some("rolling") => rolling::run(&binary, database, count(2, 3)?).await,
         Some("profile") => profile::run(&binary, database, count(2, 2)?).await,
+        Some("tenants") => {
+            tenants::run(
+                &binary,
+                &product_binary()?,
+                database,
+                count(2, TENANT_ROUNDS)?,
+            )
+            .await
+        }
         Some("all") => {
             throughput::run(&binary, database, 5).await?;
             takeover::run(&binary, database, 10).await?;

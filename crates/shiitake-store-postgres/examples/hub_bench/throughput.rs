@@ -42,9 +42,9 @@ use crate::cluster::{Node, NodeSpec, client, spawn_node_at};
 use crate::pgstat::{self, Counters};
 
 /// Concurrent callers of the acceptance phase.
-const CALLERS: usize = 48;
+pub(crate) const CALLERS: usize = 48;
 /// Prompts each caller sends in one round.
-const PER_CALLER: usize = 10;
+pub(crate) const PER_CALLER: usize = 10;
 /// Runs started at once in one round.
 pub(crate) const RUNS: usize = 30;
 /// Tool calls of a run.
@@ -52,7 +52,7 @@ pub(crate) const STEPS: usize = 10;
 /// The scripted model's pause before each of a run's `STEPS + 1` answers (`hub_node`).
 const MODEL_PAUSE_MS: u64 = 5;
 /// Lease period of the nodes (no failover here; long enough not to matter).
-const LEASE_MS: u64 = 5000;
+pub(crate) const LEASE_MS: u64 = 5000;
 
 /// The processes of one Agent and the Sessions the phases use.
 pub(crate) struct Cluster {
@@ -164,31 +164,7 @@ impl Cluster {
         sessions: Vec<shiitake_client::RemoteSession>,
     ) -> Result<(), Failure> {
         let started = Instant::now();
-        let runs = sessions.into_iter().map(|session| async move {
-            let watch = session.watch(WatchOptions::default()).await?;
-            let accepted = session
-                .send(PromptText::new("run")?, SendOptions::default())
-                .await?;
-            let mut changes = watch.changes;
-            while let Some(frame) = changes.next().await {
-                let done = match frame? {
-                    SessionFrame::Update(update) => update
-                        .terminals
-                        .iter()
-                        .any(|terminal| terminal.command_id == accepted.command_id),
-                    SessionFrame::Reset(reset) => reset
-                        .baseline
-                        .terminals
-                        .iter()
-                        .any(|terminal| terminal.command_id == accepted.command_id),
-                    SessionFrame::Progress(_) => false,
-                };
-                if done {
-                    return Ok::<(), Failure>(());
-                }
-            }
-            Err("a subscription ended before its run did".into())
-        });
+        let runs = sessions.into_iter().map(run_to_terminal);
         for result in join_all(runs).await {
             result?;
         }
@@ -199,7 +175,38 @@ impl Cluster {
     }
 }
 
-fn rate((count, time): (usize, Duration)) -> f64 {
+/// Runs one prompt (`run`) on `session`, until its terminal reaches a subscriber of
+/// the same process.
+pub(crate) async fn run_to_terminal(
+    session: shiitake_client::RemoteSession,
+) -> Result<(), Failure> {
+    let watch = session.watch(WatchOptions::default()).await?;
+    let accepted = session
+        .send(PromptText::new("run")?, SendOptions::default())
+        .await?;
+    let mut changes = watch.changes;
+    while let Some(frame) = changes.next().await {
+        let done = match frame? {
+            SessionFrame::Update(update) => update
+                .terminals
+                .iter()
+                .any(|terminal| terminal.command_id == accepted.command_id),
+            SessionFrame::Reset(reset) => reset
+                .baseline
+                .terminals
+                .iter()
+                .any(|terminal| terminal.command_id == accepted.command_id),
+            SessionFrame::Progress(_) => false,
+        };
+        if done {
+            return Ok(());
+        }
+    }
+    Err("a subscription ended before its run did".into())
+}
+
+/// Count over time, per second.
+pub(crate) fn rate((count, time): (usize, Duration)) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let count = count as f64;
     count / time.as_secs_f64().max(f64::MIN_POSITIVE)
