@@ -71,10 +71,6 @@ pub use extension::{
 };
 pub use frame::{FrameDelivery, ProgressFrame, ResetFrame, ResetReason, SessionFrame, UpdateFrame};
 pub use hub::{HubNode, HubNodeList};
-pub use tenant::{
-    CreateTenant, IssueToken, IssuedToken, TenantEntry, TenantList, TenantName, TenantNameError,
-    TokenEntry, TokenId, TokenIdError,
-};
 /// Applies a `macro_rules!` macro as an attribute (`#[apply(tool_input!)]`): how an
 /// extension's contract puts [`tool_input!`]'s attributes on a type in one line.
 pub use macro_rules_attribute::apply;
@@ -86,6 +82,10 @@ pub use snapshot::{
     SubscribeOptions, TerminalOutcome, WatchOptions,
 };
 pub use summary::{SessionInboxState, SessionSummary, SessionSummaryPage, SessionSummaryRow};
+pub use tenant::{
+    CreateTenant, IssueToken, IssuedToken, TenantEntry, TenantList, TenantName, TenantNameError,
+    TokenEntry, TokenId, TokenIdError,
+};
 pub use tools::{
     LeftOutReason, LeftOutSource, ReplaySafety, ToolEntry, ToolList, ToolProfile, ToolSource,
 };

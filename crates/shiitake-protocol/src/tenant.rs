@@ -240,7 +240,11 @@ mod tests {
         );
         let issue: IssueToken = serde_json::from_str(r#"{"revokeOthers":true}"#).unwrap();
         assert!(issue.revoke_others);
-        assert!(!serde_json::from_str::<IssueToken>("{}").unwrap().revoke_others);
+        assert!(
+            !serde_json::from_str::<IssueToken>("{}")
+                .unwrap()
+                .revoke_others
+        );
         assert!(serde_json::from_str::<IssueToken>(r#"{"other":1}"#).is_err());
         let issued = IssuedToken {
             tenant: TenantName::new("acme").unwrap(),
