@@ -46,6 +46,8 @@ struct Tenants {
     held: Vec<(usize, SessionId)>,
     accepted: Vec<f64>,
     ran: Vec<f64>,
+    /// The runs phase's total time over all rounds.
+    ran_for: Duration,
     round: usize,
 }
 
@@ -82,6 +84,7 @@ impl Tenants {
             held: Vec::with_capacity(CALLERS),
             accepted: Vec::new(),
             ran: Vec::new(),
+            ran_for: Duration::ZERO,
             round: 0,
         };
         for caller in 0..CALLERS {
@@ -148,6 +151,7 @@ impl Tenants {
         for result in join_all(sessions.into_iter().map(run_to_terminal)).await {
             result?;
         }
+        self.ran_for += started.elapsed();
         self.ran.push(rate((RUNS, started.elapsed())));
         self.round += 1;
         Ok(())
@@ -288,6 +292,32 @@ pub async fn run(
         "| {TENANTS} | {accept_many:.0} | {:.2}x | {runs_many:.1} | {:.2}x |",
         accept_many / accept_one.max(f64::MIN_POSITIVE),
         runs_many / runs_one.max(f64::MIN_POSITIVE)
+    );
+    // The medians hide a stalled round; each round's rates show it.
+    let listed_rates = |rates: &[f64]| {
+        rates
+            .iter()
+            .map(|rate| format!("{rate:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "each round, acceptances/s: 1 tenant {}; {TENANTS} tenants {}",
+        listed_rates(&one.accepted),
+        listed_rates(&many.accepted)
+    );
+    println!(
+        "each round, 10-step runs/s: 1 tenant {}; {TENANTS} tenants {}",
+        listed_rates(&one.ran),
+        listed_rates(&many.ran)
+    );
+    let (total_one, total_many) = (
+        rate((RUNS * one.ran.len(), one.ran_for)),
+        rate((RUNS * many.ran.len(), many.ran_for)),
+    );
+    println!(
+        "10-step runs over all rounds (all runs / all their time): 1 tenant {total_one:.1}/s; {TENANTS} tenants {total_many:.1}/s = {:.2}x",
+        total_many / total_one.max(f64::MIN_POSITIVE)
     );
     let rss = |figures: &[(f64, i64)]| median(&figures.iter().map(|f| f.0).collect::<Vec<_>>());
     let listed = |figures: &[(f64, i64)]| {
