@@ -30,7 +30,9 @@ use sqlx::Connection;
 
 use crate::Failure;
 use crate::cluster::{Node, NodeSpec, client, scratch, spawn_node_at};
-use crate::throughput::{CALLERS, LEASE_MS, PER_CALLER, RUNS, STEPS, rate, run_to_terminal};
+use crate::throughput::{
+    CALLERS, LEASE_MS, PER_CALLER, RUNS, STEPS, accept_all, rate, run_to_terminal,
+};
 
 /// Tenants of the many-tenant cluster.
 pub(crate) const TENANTS: usize = 100;
@@ -112,27 +114,16 @@ impl Tenants {
     }
 
     async fn accept_round(&mut self) -> Result<(), Failure> {
-        let round = self.round;
-        let started = Instant::now();
-        let callers = self
+        let sessions = self
             .held
             .iter()
             .enumerate()
             .map(|(caller, (tenant, session))| {
-                let session = self.client(caller, *tenant).session(session.clone());
-                async move {
-                    for prompt in 0..PER_CALLER {
-                        let text = PromptText::new(format!("hold {round}.{prompt}"))?;
-                        session.send(text, SendOptions::default()).await?;
-                    }
-                    Ok::<(), Failure>(())
-                }
-            });
-        for result in join_all(callers).await {
-            result?;
-        }
-        self.accepted
-            .push(rate((CALLERS * PER_CALLER, started.elapsed())));
+                self.client(caller, *tenant).session(session.clone())
+            })
+            .collect();
+        let took = accept_all(sessions, self.round).await?;
+        self.accepted.push(rate((CALLERS * PER_CALLER, took)));
         Ok(())
     }
 

@@ -121,23 +121,15 @@ impl Cluster {
 
     /// One round of the acceptance phase.
     async fn accept_round(&mut self) -> Result<(), Failure> {
-        let round = self.round;
-        let started = Instant::now();
-        let callers = self.held.iter().enumerate().map(|(caller, session)| {
-            let session = self.client(caller).session(session.clone());
-            async move {
-                for prompt in 0..PER_CALLER {
-                    let text = PromptText::new(format!("hold {round}.{prompt}"))?;
-                    session.send(text, SendOptions::default()).await?;
-                }
-                Ok::<(), Failure>(())
-            }
-        });
-        for result in join_all(callers).await {
-            result?;
-        }
+        let sessions = self
+            .held
+            .iter()
+            .enumerate()
+            .map(|(caller, session)| self.client(caller).session(session.clone()))
+            .collect();
+        let took = accept_all(sessions, self.round).await?;
         self.accepted.0 += CALLERS * PER_CALLER;
-        self.accepted.1 += started.elapsed();
+        self.accepted.1 += took;
         Ok(())
     }
 
@@ -173,6 +165,26 @@ impl Cluster {
         self.round += 1;
         Ok(())
     }
+}
+
+/// One round of acceptances: each of `sessions` (held: its run never ends) is sent
+/// `PER_CALLER` prompts one after the other, all Sessions at once; how long it took.
+pub(crate) async fn accept_all(
+    sessions: Vec<shiitake_client::RemoteSession>,
+    round: usize,
+) -> Result<Duration, Failure> {
+    let started = Instant::now();
+    let callers = sessions.into_iter().map(|session| async move {
+        for prompt in 0..PER_CALLER {
+            let text = PromptText::new(format!("hold {round}.{prompt}"))?;
+            session.send(text, SendOptions::default()).await?;
+        }
+        Ok::<(), Failure>(())
+    });
+    for result in join_all(callers).await {
+        result?;
+    }
+    Ok(started.elapsed())
 }
 
 /// Runs one prompt (`run`) on `session`, until its terminal reaches a subscriber of
