@@ -25,13 +25,13 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use shiitake_client::{RemoteAgent, RemoteSession};
-use shiitake_protocol::{AgentApi, PromptText, RequestId, SendOptions, SessionApi, SessionId};
+use shiitake_protocol::{AgentApi, RequestId, SessionId};
 use sqlx::Connection;
 
 use crate::Failure;
 use crate::cluster::{Node, NodeSpec, client, scratch, spawn_node_at};
 use crate::throughput::{
-    CALLERS, LEASE_MS, PER_CALLER, RUNS, STEPS, accept_all, rate, run_to_terminal,
+    CALLERS, LEASE_MS, PER_CALLER, RUNS, STEPS, accept_all, held_session, rate, run_to_terminal,
 };
 
 /// Tenants of the many-tenant cluster.
@@ -92,13 +92,7 @@ impl Tenants {
         for caller in 0..CALLERS {
             let tenant = caller % tenants;
             let client = cluster.client(caller, tenant);
-            let session = client
-                .create_session(RequestId::new(format!("held-{caller}"))?)
-                .await?;
-            client
-                .session(session.clone())
-                .send(PromptText::new("hold")?, SendOptions::default())
-                .await?;
+            let session = held_session(&client, caller).await?;
             cluster.held.push((tenant, session));
         }
         Ok(cluster)

@@ -103,13 +103,7 @@ impl Cluster {
         };
         for caller in 0..CALLERS {
             let client = cluster.client(caller);
-            let session = client
-                .create_session(RequestId::new(format!("held-{caller}"))?)
-                .await?;
-            client
-                .session(session.clone())
-                .send(PromptText::new("hold")?, SendOptions::default())
-                .await?;
+            let session = held_session(&client, caller).await?;
             cluster.held.push(session);
         }
         Ok(cluster)
@@ -165,6 +159,22 @@ impl Cluster {
         self.round += 1;
         Ok(())
     }
+}
+
+/// A new Session of caller `caller` whose run never ends (its prompt starts with
+/// `hold`), so every later prompt only queues.
+pub(crate) async fn held_session(
+    client: &RemoteAgent,
+    caller: usize,
+) -> Result<SessionId, Failure> {
+    let session = client
+        .create_session(RequestId::new(format!("held-{caller}"))?)
+        .await?;
+    client
+        .session(session.clone())
+        .send(PromptText::new("hold")?, SendOptions::default())
+        .await?;
+    Ok(session)
 }
 
 /// One round of acceptances: each of `sessions` (held: its run never ends) is sent
