@@ -67,6 +67,13 @@ impl HubOptions {
     }
 }
 
+/// Connections the Agent state locks of every tenant are held on (besides the pool).
+pub(crate) const AGENT_LOCK_CONNECTIONS: u32 = 4;
+
+/// Longest wait for a connection to hold an Agent state lock on: the locks of other
+/// tenants held meanwhile are each held for one settle's hooks.
+const AGENT_LOCK_WAIT: Duration = Duration::from_secs(120);
+
 /// Tenants whose freed leases are buffered for a slow [`PostgresHub::freed`] receiver.
 const FREED_BUFFER: usize = 1024;
 
@@ -113,6 +120,11 @@ pub(crate) struct HubInner {
     pub(crate) heartbeat: Duration,
     /// Reads, leases and forwarded requests of every tenant (and the listener).
     pub(crate) pool: PgPool,
+    /// The connections Agent state locks are held on (`lock_agent_state`), apart from
+    /// `pool`: a holder reads the Agent's rows through `pool` while it holds the lock, so
+    /// holders sharing `pool` with their lock could take every connection and wait for
+    /// one more forever (many tenants locking at once did, until the acquire timed out).
+    pub(crate) locks: PgPool,
     pub(crate) writer: writer::Writer,
     /// How the upkeep connection is opened again when it breaks.
     pub(crate) connect: PgConnectOptions,
@@ -263,6 +275,7 @@ impl HubInner {
             tracing::trace!(%error, "closing the upkeep connection");
         }
         self.pool.close().await;
+        self.locks.close().await;
     }
 }
 
@@ -311,6 +324,14 @@ impl PostgresHub {
             .connect_with(connect.clone())
             .await
             .map_err(OpenError::connect)?;
+        // Opened as locks are taken; a locker waits for a free one (each is held for a
+        // settle's hooks only) rather than going on without the lock.
+        let locks = PgPoolOptions::new()
+            .max_connections(AGENT_LOCK_CONNECTIONS)
+            .min_connections(0)
+            .acquire_timeout(AGENT_LOCK_WAIT)
+            .test_before_acquire(false)
+            .connect_lazy_with(connect.clone());
         let writer_conn = connect.connect().await.map_err(OpenError::connect)?;
         let writer = writer::Writer::start(writer_conn, connect.clone(), holder.clone());
         let (freed, _) = broadcast::channel(FREED_BUFFER);
@@ -319,6 +340,7 @@ impl PostgresHub {
             lease_ttl: options.lease_ttl,
             heartbeat: options.heartbeat,
             pool,
+            locks,
             writer,
             connect,
             upkeep: tokio::sync::Mutex::new(None),

@@ -419,7 +419,8 @@ impl Ownership for PostgresStore {
 
     async fn lock_agent_state(&self) -> Result<AgentStateLock, StoreError> {
         let key = agent_lock_key(self.shared.agent.as_str());
-        let mut conn = self.shared.pool.acquire().await.map_err(db)?;
+        // On a connection of its own pool: the holder reads through the main one.
+        let mut conn = self.shared.hub.locks.acquire().await.map_err(db)?;
         sqlx::query("SELECT pg_advisory_lock($1)")
             .bind(key)
             .execute(&mut *conn)
