@@ -3,14 +3,15 @@
 //! Runs the bench targets (`cargo bench --workspace`: the core's acceptance,
 //! observation and whole-run benches), the server's SSE latency example and the Hub
 //! benchmark (`shiitake-store-postgres`'s `hub_bench` example, every phase: 1, 2 and 3
-//! processes on one PostgreSQL database; takeover after a kill; a rolling restart) in
+//! processes on one PostgreSQL database; takeover after a kill; a rolling restart; 1
+//! and 100 tenants) in
 //! release mode. Each prints ratios or latencies measured within its own run;
 //! `docs/benchmarks.md` records them. `cargo xtask bench hub [PHASE] [N]` runs the Hub
 //! benchmark alone: `throughput [ROUNDS]` (the default), `takeover [KILLS]`,
 //! `rolling [ROUNDS]`, `profile [ROUNDS]` (one process's statements and commits per
 //! run, not in `all`), `tenants [ROUNDS]` (1 and 100 tenants on three processes, and
 //! the memory of 100 open Agents, in `hub_node` and in a release `shiitake serve`,
-//! which is built for it; not in `all`) or `all`.
+//! which is built for it) or `all`.
 
 use std::process::Command;
 
@@ -60,8 +61,8 @@ fn hub(args: &[String]) -> Result<(), String> {
         "--example",
         "hub_bench",
     ]))?;
-    // The tenants phase measures the real `serve` too.
-    if args.first().map(String::as_str) == Some("tenants") {
+    // The tenants phase (alone or in `all`) measures the real `serve` too.
+    if matches!(args.first().map(String::as_str), Some("tenants" | "all")) {
         run_checked(Command::new(&cargo).current_dir(&root).args([
             "build",
             "--release",

@@ -16,8 +16,7 @@
 //!   same load spread over the tenants, as ratios 100 / 1; the resident memory of
 //!   `hub_node` with 100 open Agents and with 1 (`tenants.rs`), and of the real
 //!   `shiitake serve` (the release binary beside `examples/`) before and after
-//!   opening 100 tenants (`serve_memory.rs`). Not part of `all` (over two minutes
-//!   while a run's Agent-state lock can starve the pool, `docs/benchmarks.md`).
+//!   opening 100 tenants (`serve_memory.rs`).
 //!
 //! Usage: `hub_bench <database url> [throughput [rounds] | takeover [kills] |
 //! rolling [rounds] | profile [rounds] | tenants [rounds] | all]`; a bare number is
@@ -115,7 +114,8 @@ async fn main() -> Result<(), Failure> {
         Some("all") => {
             throughput::run(&binary, database, 5).await?;
             takeover::run(&binary, database, 10).await?;
-            rolling::run(&binary, database, 3).await
+            rolling::run(&binary, database, 3).await?;
+            tenants::run(&binary, &product_binary()?, database, TENANT_ROUNDS).await
         }
         Some(rounds) => match rounds.parse() {
             Ok(rounds) => throughput::run(&binary, database, rounds).await,
