@@ -18,14 +18,10 @@ use shiitake_protocol::message::{Message, UserMessage};
 use shiitake_protocol::{CommandId, EntryId, ExtensionId, RequestId, SessionId};
 use shiitake_store_postgres::PostgresStore;
 use sqlx::Connection;
-use support::{fresh_key, store};
+use support::{create, fresh_key, held, session_id, store};
 
 fn header(id: &SessionId) -> SessionHeader {
     SessionHeader::new(id.clone(), 1)
-}
-
-fn session_id() -> SessionId {
-    SessionId::new(format!("ses_{}", ulid::Ulid::generate())).unwrap()
 }
 
 /// Two processes of one Agent (leases of 60 s: renewals, every 20 s, cannot interfere
@@ -38,18 +34,6 @@ async fn two_processes() -> (PostgresStore, PostgresStore, SessionId) {
     (first, second, session)
 }
 
-async fn create(store: &PostgresStore) -> SessionId {
-    let id = session_id();
-    store
-        .commit(vec![Op::CreateSession {
-            header: header(&id),
-            request_id: None,
-        }])
-        .await
-        .unwrap();
-    id
-}
-
 fn entry(session: &SessionId, sequence: u64) -> Op {
     Op::InsertEntry {
         session_id: session.clone(),
@@ -60,13 +44,6 @@ fn entry(session: &SessionId, sequence: u64) -> Op {
             command_id: None,
             message: Message::User(UserMessage::text("hi", 1)),
         },
-    }
-}
-
-fn held(claim: Claim) -> FencingToken {
-    match claim {
-        Claim::Held(lease) => lease.token,
-        other => panic!("expected the lease, found {other:?}"),
     }
 }
 

@@ -1,5 +1,6 @@
 //! One module per capability, named for the behaviour it tests.
 
+mod agent_locks;
 mod conformance;
 mod conformance_http;
 mod failover;

@@ -20,10 +20,13 @@ use async_trait::async_trait;
 use axum::Router;
 use shiitake_client::{ClientOptions, ReconnectPolicy, RemoteAgent};
 use shiitake_conformance::{Fixture, TestTools, tools};
+use shiitake_core::store::ownership::Claim;
+use shiitake_core::store::{FencingToken, Op, SessionHeader, Store};
 use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_model::{Script, ScriptedModel};
+use shiitake_protocol::SessionId;
 use shiitake_server::{ServerConfig, Token, router};
-use shiitake_store_postgres::{AgentKey, PostgresOptions, PostgresStore};
+use shiitake_store_postgres::{AgentKey, HubOptions, PostgresHub, PostgresOptions, PostgresStore};
 use shiitake_test_services::Service;
 use tokio::task::JoinHandle;
 
@@ -51,6 +54,42 @@ pub fn fresh_key() -> AgentKey {
         ulid::Ulid::generate().to_string().to_lowercase()
     ))
     .unwrap()
+}
+
+/// A fresh Session id.
+pub fn session_id() -> SessionId {
+    SessionId::new(format!("ses_{}", ulid::Ulid::generate())).unwrap()
+}
+
+/// Creates a Session in `store`: its id.
+pub async fn create(store: &PostgresStore) -> SessionId {
+    let id = session_id();
+    store
+        .commit(vec![Op::CreateSession {
+            header: SessionHeader::new(id.clone(), 1),
+            request_id: None,
+        }])
+        .await
+        .unwrap();
+    id
+}
+
+/// The fencing token of a claim that got the lease.
+pub fn held(claim: Claim) -> FencingToken {
+    match claim {
+        Claim::Held(lease) => lease.token,
+        other => panic!("expected the lease, found {other:?}"),
+    }
+}
+
+/// A hub on the test database: 60 s leases (nothing lapses while a test looks), a
+/// quick heartbeat, `read_connections` in the pool.
+pub async fn hub(read_connections: u32) -> PostgresHub {
+    let mut options = HubOptions::new(url().unwrap());
+    options.lease_ttl = Duration::from_secs(60);
+    options.heartbeat = Duration::from_millis(100);
+    options.read_connections = read_connections;
+    PostgresHub::open(options).await.unwrap()
 }
 
 /// Opens a store of `key` on the test database with leases of `ttl` (and the
