@@ -13,12 +13,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::hub::fresh_database;
+use crate::support::hub::test_database;
 use crate::support::{binary, script};
 use serde_json::json;
 use shiitake_client::{ClientOptions, RemoteAgent};
 use shiitake_protocol::{AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi};
-use shiitake_test_services::Service;
 
 const TOKEN: &str = "serve-database-token-0123456789";
 
@@ -124,7 +123,7 @@ fn start_with_model(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_on_postgres_share_sessions() {
-    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
+    let Some(database) = test_database() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

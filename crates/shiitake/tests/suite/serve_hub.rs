@@ -12,8 +12,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::support::hub::{Served, fresh_database, operator_cli, serve, start, start_with};
-use shiitake_test_services::Service;
+use crate::support::hub::{Served, operator_cli, serve, start, start_with, test_database};
 
 #[test]
 fn lease_and_heartbeat_out_of_bounds_are_refused_before_anything_starts() {
@@ -55,7 +54,7 @@ fn lease_and_heartbeat_out_of_bounds_are_refused_before_anything_starts() {
 
 #[test]
 fn the_operator_lists_the_processes_and_a_sigterm_drains_one() {
-    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
+    let Some(database) = test_database() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -120,7 +119,7 @@ fn metric(served: &Served, name: &str) -> f64 {
 
 #[test]
 fn the_hub_metrics_follow_a_session_from_a_killed_process_to_its_new_owner() {
-    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
+    let Some(database) = test_database() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -13,18 +13,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shiitake_test_services::Service;
 
-use crate::support::hub::{self as hub, Served, TOKEN, create_tenant, fresh_database};
+use crate::support::hub::{
+    self as hub, Served, TOKEN, create_tenant, json_of, session_with_prompt, test_database,
+};
 use crate::support::script;
 
 /// What tenant A writes; no other file under the root may hold it, and no tool result
 /// of another tenant may show it.
 const SECRET: &str = "acme-only-7f3c9d2e-the-launch-code";
-
-fn json_of(body: &str) -> Value {
-    serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {body}"))
-}
 
 fn add_file(path: &str, text: &str) -> Value {
     json!({"tool_call": {"name": "files__apply_patch", "arguments": {
@@ -57,22 +54,7 @@ fn start_hub(dir: &Path, root: &Path, database: &str, operator: &str, model: &st
 /// A new Session of `token`'s caller with one prompt, once its run has ended: every
 /// tool result of the run, as JSON.
 fn run_once(served: &Served, token: &str, request: &str) -> Vec<Value> {
-    let (status, body) = served.request_as(
-        Some(token),
-        "POST",
-        "/v1/sessions",
-        &json!({"requestId": request}).to_string(),
-    );
-    assert_eq!(status, 200, "{body}");
-    let session = json_of(&body)["sessionId"].as_str().unwrap().to_owned();
-    let prompt = json!({"type": "prompt", "requestId": format!("{request}-p"), "text": "use the files", "delivery": "followUp"});
-    let (status, body) = served.request_as(
-        Some(token),
-        "POST",
-        &format!("/v1/sessions/{session}/commands"),
-        &prompt.to_string(),
-    );
-    assert_eq!(status, 200, "{body}");
+    let session = session_with_prompt(served, token, request, "use the files");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (status, body) = served.request_as(
@@ -147,7 +129,7 @@ fn assert_private(dir: &Path) {
 
 #[test]
 fn each_tenant_of_a_hub_works_in_its_own_folder() {
-    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
+    let Some(database) = test_database() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

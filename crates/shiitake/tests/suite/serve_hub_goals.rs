@@ -20,15 +20,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shiitake_test_services::Service;
 
-use crate::support::hub::{self as hub, Served, create_tenant, fresh_database};
+use crate::support::hub::{self as hub, Served, create_tenant, json_of, test_database};
 
 const GOAL: &str = "botanical-session-goal";
-
-fn json_of(body: &str) -> Value {
-    serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {body}"))
-}
 
 /// A Hub `serve` child on `database` playing the scripted model `model`, with the data
 /// directory `dir/name`, a 200 ms heartbeat and its stderr in `dir/name.log`.
@@ -189,7 +184,7 @@ fn tool_calls(snapshot: &Value) -> Vec<String> {
 
 #[test]
 fn a_goal_turn_interrupted_by_a_deploy_resumes_and_the_goal_stays_live() {
-    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
+    let Some(database) = test_database() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -343,7 +338,7 @@ fn a_goal_turn_interrupted_by_a_deploy_resumes_and_the_goal_stays_live() {
 
 #[test]
 fn a_tenant_run_creates_an_agent_that_only_its_tenant_reaches() {
-    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
+    let Some(database) = test_database() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -13,40 +13,16 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use shiitake_test_services::Service;
+use serde_json::json;
 
 use crate::support::binary;
-use crate::support::hub::{Served, TOKEN, create_tenant, fresh_database, operator_cli, start};
+use crate::support::hub::{
+    Served, TOKEN, create_tenant, json_of, operator_cli, session_with_prompt, start, test_database,
+};
 
 /// The address a load balancer in front of the processes would send as `Host`, so
 /// the cookie's name (which follows the port of `Host`) is the same on every process.
 const BALANCER: &str = "hub.test:8443";
-
-fn json_of(body: &str) -> Value {
-    serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {body}"))
-}
-
-/// A new Session of the caller of `token` through `served`, with one prompt.
-fn session_with_prompt(served: &Served, token: &str, request: &str) -> String {
-    let (status, body) = served.request_as(
-        Some(token),
-        "POST",
-        "/v1/sessions",
-        &json!({"requestId": request}).to_string(),
-    );
-    assert_eq!(status, 200, "{body}");
-    let session = json_of(&body)["sessionId"].as_str().unwrap().to_owned();
-    let prompt = json!({"type": "prompt", "requestId": format!("{request}-p"), "text": format!("hello from {request}"), "delivery": "followUp"});
-    let (status, body) = served.request_as(
-        Some(token),
-        "POST",
-        &format!("/v1/sessions/{session}/commands"),
-        &prompt.to_string(),
-    );
-    assert_eq!(status, 200, "{body}");
-    session
-}
 
 /// The Session's snapshot through `served` as `token`'s caller: status and body.
 fn snapshot(served: &Served, token: &str, session: &str) -> (u16, String) {
@@ -109,7 +85,7 @@ fn log_in(served: &Served, opener: &Served, token: &str) -> String {
 
 #[test]
 fn three_processes_host_three_tenants_apart() {
-    let Some(database) = Service::Postgres.url().map(|url| fresh_database(&url)) else {
+    let Some(database) = test_database() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -136,7 +112,10 @@ fn three_processes_host_three_tenants_apart() {
         let of_tenant: Vec<String> = processes
             .iter()
             .enumerate()
-            .map(|(at, served)| session_with_prompt(served, token, &format!("{tenant}-{at}")))
+            .map(|(at, served)| {
+                let request = format!("{tenant}-{at}");
+                session_with_prompt(served, token, &request, &format!("hello from {request}"))
+            })
             .collect();
         for session in &of_tenant {
             for served in &processes {

@@ -248,3 +248,32 @@ pub fn fresh_database(url: &str) -> String {
         None => format!("{server}/{name}"),
     }
 }
+
+/// A fresh database of the test's own ([`fresh_database`]) on the test server, or
+/// `None` after the `SKIPPED` line when there is none (a failure instead when
+/// `SHIITAKE_REQUIRE_SERVICES=1`).
+pub fn test_database() -> Option<String> {
+    shiitake_test_services::Service::Postgres
+        .url()
+        .map(|url| fresh_database(&url))
+}
+
+/// `body` as JSON; the test fails naming it when it is not.
+pub fn json_of(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {body}"))
+}
+
+/// A new Session of `token`'s caller through `served`, with one follow-up prompt
+/// `text` (request ids derived from `request`): the Session's id.
+pub fn session_with_prompt(served: &Served, token: &str, request: &str, text: &str) -> String {
+    let create = serde_json::json!({ "requestId": request }).to_string();
+    let (status, body) = served.request_as(Some(token), "POST", "/v1/sessions", &create);
+    assert_eq!(status, 200, "{body}");
+    let session = json_of(&body)["sessionId"].as_str().unwrap().to_owned();
+    let prompt = serde_json::json!({"type": "prompt", "requestId": format!("{request}-p"),
+        "text": text, "delivery": "followUp"});
+    let path = format!("/v1/sessions/{session}/commands");
+    let (status, body) = served.request_as(Some(token), "POST", &path, &prompt.to_string());
+    assert_eq!(status, 200, "{body}");
+    session
+}
