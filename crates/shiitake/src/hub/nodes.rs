@@ -1,7 +1,6 @@
 //! `shiitake hub nodes`: the processes of a Hub (`serve --database postgres://…`),
 //! as the operator sees them at `GET /v1/hub/nodes`.
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use shiitake_protocol::{HubNode, HubNodeList};
 
 use crate::render::style::inert_line;
@@ -26,13 +25,7 @@ pub fn table(list: &HubNodeList) -> String {
 }
 
 fn row(node: &HubNode) -> [String; 7] {
-    let started = i64::try_from(node.started_at)
-        .ok()
-        .and_then(DateTime::<Utc>::from_timestamp_millis)
-        .map_or_else(
-            || node.started_at.to_string(),
-            |at| at.to_rfc3339_opts(SecondsFormat::Secs, true),
-        );
+    let started = super::table::utc(node.started_at);
     let state = match (node.connected, node.draining) {
         (false, _) => "gone",
         (true, true) => "draining",

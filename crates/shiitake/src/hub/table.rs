@@ -1,4 +1,17 @@
-//! Aligned columns for the operator's lists.
+//! Aligned columns for the operator's lists, and the times in them.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+/// Unix milliseconds as a UTC time to the second; the number itself when out of range.
+pub fn utc(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(DateTime::<Utc>::from_timestamp_millis)
+        .map_or_else(
+            || ms.to_string(),
+            |at| at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        )
+}
 
 /// A header and rows as lines, each column as wide as its widest cell, two spaces
 /// apart, without trailing blanks.

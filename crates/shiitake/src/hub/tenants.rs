@@ -2,7 +2,6 @@
 //! their tokens (`/v1/hub/tenants`, `docs/hub.md`). A token's secret is printed once,
 //! when it is issued; the Hub keeps only its hash.
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use shiitake_protocol::{IssuedToken, TenantList};
 
 use crate::render::style::inert_line;
@@ -36,7 +35,7 @@ pub fn table(list: &TenantList) -> String {
                 .collect();
             [
                 tenant.name.to_string(),
-                when(tenant.created_at),
+                super::table::utc(tenant.created_at),
                 agents.join(","),
                 if tokens.is_empty() {
                     "-".to_owned()
@@ -47,16 +46,6 @@ pub fn table(list: &TenantList) -> String {
         })
         .collect();
     super::table::aligned(&header, &rows)
-}
-
-fn when(ms: u64) -> String {
-    i64::try_from(ms)
-        .ok()
-        .and_then(DateTime::<Utc>::from_timestamp_millis)
-        .map_or_else(
-            || ms.to_string(),
-            |at| at.to_rfc3339_opts(SecondsFormat::Secs, true),
-        )
 }
 
 #[cfg(test)]

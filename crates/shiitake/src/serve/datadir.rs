@@ -36,6 +36,12 @@ fn io_error(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
 
 /// Creates `dir` (mode `0700`) if needed and makes it and its private files private.
 pub fn prepare(dir: &Path) -> Result<(), CliError> {
+    private_dir(dir).map_err(io_error(dir))?;
+    tighten(dir)
+}
+
+/// Creates `dir` (and its parents) if absent, the new ones readable by this user only.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -43,8 +49,7 @@ pub fn prepare(dir: &Path) -> Result<(), CliError> {
         use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
     }
-    builder.create(dir).map_err(io_error(dir))?;
-    tighten(dir)
+    builder.create(dir)
 }
 
 /// Sets `dir` to `0700` and each existing private file to `0600`.

@@ -202,14 +202,19 @@ fn computer_dirs(
 fn attach(dirs: &[(String, PathBuf)], data_dir: &Path) -> Result<Vec<Attachment>, CliError> {
     dirs.iter()
         .map(|(name, dir)| {
-            let failed =
-                |error: String| setup("--computer")(format!("{name}={}: {error}", dir.display()));
-            let port = knapsack::LocalFiles::new(dir)
-                .and_then(|files| files.hiding(data_dir))
-                .map_err(|error| failed(error.to_string()))?;
-            Attachment::from_local(name, port).map_err(|error| failed(error.to_string()))
+            attach_one(name, dir, data_dir)
+                .map_err(|error| setup("--computer")(format!("{name}={}: {error}", dir.display())))
         })
         .collect()
+}
+
+/// The directory `dir` as the Computer `name`, its file tools jailed to it and blind
+/// to `hidden`; why not, in words.
+fn attach_one(name: &str, dir: &Path, hidden: &Path) -> Result<Attachment, String> {
+    let port = knapsack::LocalFiles::new(dir)
+        .and_then(|files| files.hiding(hidden))
+        .map_err(|error| error.to_string())?;
+    Attachment::from_local(name, port).map_err(|error| error.to_string())
 }
 
 /// The skills of the `--skills` roots; what a root could not give is printed.

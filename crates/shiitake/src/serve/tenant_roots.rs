@@ -64,24 +64,9 @@ impl TenantRoots {
             dir: dir.clone(),
             reason,
         };
-        private_dir(&dir).map_err(|error| failed(error.to_string()))?;
-        let port = knapsack::LocalFiles::new(&dir)
-            .and_then(|files| files.hiding(&self.hidden))
-            .map_err(|error| failed(error.to_string()))?;
-        Attachment::from_local(name, port).map_err(|error| failed(error.to_string()))
+        super::datadir::private_dir(&dir).map_err(|error| failed(error.to_string()))?;
+        super::attach_one(name, &dir, &self.hidden).map_err(failed)
     }
-}
-
-/// Creates `dir` (and its parents) if absent, the last one readable by this user only.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }
 
 #[cfg(test)]

@@ -40,10 +40,11 @@ impl HubTenants for Tenants {
     }
 
     async fn delete(&self, name: &TenantName) -> Result<(), ShiitakeError> {
-        // Closed here first, so no owner of this process commits into rows being
-        // deleted; another process's owners find their Sessions gone and stop.
-        self.directory.close_tenant(name).await;
+        // Deleted first, so a request arriving meanwhile finds no tenant to open again;
+        // then closed here. Another process's open copy finds its rows gone and closes
+        // when idle.
         self.registry.delete_tenant(name).await.map_err(answer)?;
+        self.directory.close_tenant(name).await;
         Ok(())
     }
 
