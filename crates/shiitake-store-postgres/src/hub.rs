@@ -158,10 +158,9 @@ impl HubInner {
 
     /// The open tenant of `agent`, if any.
     pub(crate) fn tenant(&self, agent: &str) -> Option<Arc<Tenant>> {
+        // By the text: every notification of every process comes here.
         let tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
-        AgentKey::new(agent)
-            .ok()
-            .and_then(|key| tenants.get(&key).cloned())
+        tenants.get(agent).cloned()
     }
 
     /// Opens the store of `agent`: its row names the upkeep connection's backend before

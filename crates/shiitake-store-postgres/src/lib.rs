@@ -103,6 +103,13 @@ impl AgentKey {
     }
 }
 
+/// Looks a key up by its text (its hash and equality are the text's).
+impl std::borrow::Borrow<str> for AgentKey {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::fmt::Display for AgentKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)

@@ -30,7 +30,8 @@ async fn many_tenants_holding_their_agent_locks_still_read() {
     let work = stores.iter().map(|(store, session)| async move {
         let ownership = store.ownership().unwrap();
         let lock = ownership.lock_agent_state().await.unwrap();
-        // Every holder holds its lock until all hold theirs.
+        // Each holds its lock a while before it reads: on the old code the holders at
+        // once took both connections of the read pool and waited for a third.
         tokio::time::sleep(Duration::from_millis(200)).await;
         let read = store.load_session(session).await.unwrap();
         drop(lock);
