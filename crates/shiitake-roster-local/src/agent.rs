@@ -15,10 +15,9 @@ use crate::{LocalError, LocalOptions};
 
 /// One open Agent and the tasks that serve it.
 pub(crate) struct Opened {
-    pub(crate) agent: Agent,
-    /// The same Agent as the server is handed it: one `Arc` for as long as it is
+    /// The Agent, as the server is handed it too: one `Arc` for as long as it is
     /// open, so the server's router of it is built once.
-    pub(crate) served: std::sync::Arc<Agent>,
+    pub(crate) agent: std::sync::Arc<Agent>,
     pub(crate) tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -93,8 +92,7 @@ pub(crate) async fn open(
         .map_err(|error| failed(error.message))?;
     let tasks = conversation.start(&agent);
     Ok(Opened {
-        served: std::sync::Arc::new(agent.clone()),
-        agent,
+        agent: std::sync::Arc::new(agent),
         tasks,
     })
 }

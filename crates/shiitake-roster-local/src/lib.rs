@@ -81,7 +81,7 @@ impl Inner {
         self.agents()
             .iter()
             .find(|(known, _)| known == name)
-            .map(|(_, opened)| opened.agent.clone())
+            .map(|(_, opened)| Agent::clone(&opened.agent))
     }
 
     fn names(&self) -> Vec<AgentName> {
@@ -92,7 +92,7 @@ impl Inner {
         self.agents()
             .iter()
             .find(|(known, _)| known == name)
-            .map(|(_, opened)| opened.served.clone())
+            .map(|(_, opened)| opened.agent.clone())
     }
 
     fn insert(&self, name: AgentName, opened: Opened) {
@@ -121,7 +121,7 @@ async fn create(inner: &Arc<Inner>, name: &AgentName) -> Result<Agent, Directory
             name: name.clone(),
             reason: error.to_string(),
         })?;
-    let created = opened.agent.clone();
+    let created = Agent::clone(&opened.agent);
     inner.insert(name.clone(), opened);
     Ok(created)
 }
@@ -160,7 +160,7 @@ impl LocalDirectory {
         });
         let opened = agent::open(&inner.options, &default_name, reference(&inner)).await?;
         let directory = Self {
-            default: opened.agent.clone(),
+            default: Agent::clone(&opened.agent),
             inner,
         };
         directory.insert(default_name, opened);

@@ -118,12 +118,10 @@ pub fn directory_router<D: AgentDirectoryApi>(directory: Arc<D>, config: ServerC
     crate::guarded(app, config)
 }
 
-/// Where a request goes: the listing, one Agent's routes with the path it has there,
-/// or the browser bridge.
+/// Where a request goes: the listing, or one Agent's routes with the path it has there.
 enum Target {
     List,
     Agent(AgentName, String),
-    Browser,
 }
 
 /// Where `path` goes for a caller whose default Agent is `default`.
@@ -162,13 +160,15 @@ async fn route<D: AgentDirectoryApi>(
         .get::<Caller>()
         .cloned()
         .ok_or_else(|| ShiitakeError::not_found("no such route; see docs/http.md"))?;
+    if let Some((bridge, name)) = &shared.browser
+        && request.uri().path().starts_with("/browser/")
+    {
+        let agent = shared.directory.agent(name, &caller).await?;
+        let router = shared.browser_router(bridge, name, agent);
+        return forward(router, request, None).await;
+    }
     let default = shared.directory.default_name(&caller);
-    let path = request.uri().path();
-    let target = match &shared.browser {
-        Some(_) if path.starts_with("/browser/") => Target::Browser,
-        _ => target(path, default.clone())?,
-    };
-    match target {
+    match target(request.uri().path(), default.clone())? {
         Target::List if request.method() == Method::GET => {
             let agents = shared
                 .directory
@@ -187,14 +187,6 @@ async fn route<D: AgentDirectoryApi>(
             let agent = shared.directory.agent(&name, &caller).await?;
             let router = shared.router(&name, agent);
             forward(router, request, Some(path)).await
-        }
-        Target::Browser => {
-            let Some((bridge, name)) = &shared.browser else {
-                return Ok(crate::error::no_route().await.into_response());
-            };
-            let agent = shared.directory.agent(name, &caller).await?;
-            let router = shared.browser_router(bridge, name, agent);
-            forward(router, request, None).await
         }
     }
 }
@@ -235,7 +227,7 @@ mod tests {
 
     fn agent_of(path: &str) -> Option<(String, String)> {
         match target(path, Some(name("main"))).ok()? {
-            Target::List | Target::Browser => None,
+            Target::List => None,
             Target::Agent(agent, rest) => Some((agent.to_string(), rest)),
         }
     }

@@ -75,7 +75,7 @@ pub use web_login::{
     DEFAULT_CODE_TTL, DEFAULT_MAX_CODES, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL, WebLogin,
     WebLoginLimits,
 };
-pub use web_logins::{LoginSecret, MAX_LOGIN_SECRET_BYTES, WebLogins};
+pub use web_logins::{LoginSecret, MAX_LOGIN_SECRET_BYTES, WebLogins, login_path};
 
 /// How a server behaves besides the Agent it serves.
 #[derive(Clone, Debug)]

@@ -178,7 +178,7 @@ pub(crate) async fn mint_link(
     };
     match web.issue(&caller).await {
         Ok(code) => Json(LoginLink {
-            path: format!("/login?code={}", code.as_str()),
+            path: crate::web_logins::login_path(&code),
         })
         .into_response(),
         Err(error) => HttpError(check_failed(&error)).into_response(),

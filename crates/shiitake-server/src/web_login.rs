@@ -273,7 +273,7 @@ impl WebLogin {
     /// Mints a one-time login path, `/login?code=...`, to append to the server's base URL.
     pub fn login_path(&self) -> Result<String, TokenError> {
         let code = self.lock().issue_code(Instant::now())?;
-        Ok(format!("/login?code={}", code.text()))
+        Ok(crate::web_logins::login_path_of(&code.text()))
     }
 
     /// Mints a one-time login link on `base` (such as `http://127.0.0.1:8080`).

@@ -44,6 +44,17 @@ impl fmt::Debug for LoginSecret {
     }
 }
 
+/// The path that redeems the one-time `code`, `/login?code=…`, to append to the
+/// server's base URL.
+pub fn login_path(code: &LoginSecret) -> String {
+    login_path_of(code.as_str())
+}
+
+/// [`login_path`] of a code's text.
+pub(crate) fn login_path_of(code: &str) -> String {
+    format!("/login?code={code}")
+}
+
 /// The logins of the web page: one-time codes and the browser sessions they open.
 ///
 /// Every error is answered `503 unavailable` (the store behind is down); a code or a

@@ -100,7 +100,8 @@ impl HubDirectory {
 
     /// As [`HubDirectory::agent`], as the one `Arc` handed out while the tenant stays
     /// open here (another after it reopens), so a host that keeps something per Agent
-    /// (the server's router cache, keyed by the `Arc`) drops it with the closed Agent.
+    /// (the server's router cache, keyed by the `Arc`) never serves the closed one: it
+    /// builds anew for the new `Arc`, and the old entry waits for the cache's bound.
     pub async fn shared_agent(&self, name: &AgentName) -> Result<Arc<Agent>, CatalogError> {
         self.reach(name).await.map(|(agent, _)| agent)
     }

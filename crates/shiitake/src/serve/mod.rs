@@ -408,8 +408,8 @@ pub async fn run(
         .await
         .map_err(|error| setup("login link")(error.message))?;
     println!(
-        "shiitake: web page: open http://{address}/login?code={} (the link works once)",
-        code.as_str()
+        "shiitake: web page: open http://{address}{} (the link works once)",
+        shiitake_server::login_path(&code)
     );
     let mut config = ServerConfig::new(token.clone());
     if let Some(exporter) = exporter {
