@@ -20,7 +20,9 @@
 //!
 //! `SHIITAKE_BENCH_DURABILITY=normal` runs both sides without an fsync per commit, to
 //! separate the run's own latency from the disk's.
-//! `SHIITAKE_BENCH_PROFILE=seq|par|turns` repeats one phase for `perf record`;
+//! `SHIITAKE_BENCH_PROFILE=seq|par|turns|acc|warm` repeats one phase for `perf record`
+//! or cachegrind (`acc`: the acceptance phase with its warm Sessions, `warm`: those
+//! Sessions alone, so the difference of the two counts is the acceptances' own);
 //! with `SHIITAKE_BENCH_KEEP=1` it keeps its database and prints where.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -451,6 +453,24 @@ async fn profile(phase: &str, dir: &Path, tools: Arc<Catalog>) {
             early.as_secs_f64() * 1e3,
             late.as_secs_f64() * 1e3
         );
+        return;
+    }
+    if phase == "acc" || phase == "warm" {
+        let (acceptor, _) = open_agent(
+            &dir.join("profile.db"),
+            Arc::new(Stalled::new(usize::MAX)),
+            tools,
+        )
+        .await;
+        for round in 0..ROUNDS * 3 {
+            let waiting = warm_sessions(&acceptor, round).await;
+            if phase == "acc" {
+                let took = many_callers(&waiting, PER_CALLER).await;
+                let rate = (PARALLEL * PER_CALLER) as f64 / took.as_secs_f64();
+                println!("{phase}: {rate:.0} acceptances/s");
+            }
+        }
+        acceptor.close().await.unwrap();
         return;
     }
     let (agent, _) = open_agent(
