@@ -108,7 +108,7 @@ async fn json_written_before_the_migration_reads_back_and_new_entries_are_packed
             .unwrap();
     assert_eq!(
         first_bytes,
-        [i32::from(b'{'), 1],
+        [i32::from(b'{'), 2],
         "the old row stays JSON, the new one is packed"
     );
     conn.close().await.unwrap();
