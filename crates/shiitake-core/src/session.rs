@@ -183,21 +183,27 @@ fn live_frames(
     .boxed()
 }
 
+/// The frame a subscriber receives. A frame is copied out of its `Arc` only while other
+/// subscribers have yet to receive it: the channel lets go of its copy once the last one
+/// did, so the only (or last) subscriber takes the frame itself.
 fn to_frame(published: Published, include_sandbox_failures: bool) -> SessionFrame {
     match published {
         Published::Update(update) => {
-            let mut update = (*update).clone();
+            let mut update = Arc::unwrap_or_clone(update);
             if !include_sandbox_failures {
                 update.sandbox_failures = None;
             }
             SessionFrame::Update(update)
         }
-        Published::Progress(progress) => SessionFrame::Progress((*progress).clone()),
-        Published::Reset(baseline) => SessionFrame::Reset(Box::new(ResetFrame {
-            reason: ResetReason::HistoryUnavailable,
-            cursor: baseline.cursor.clone(),
-            baseline: (*baseline).clone(),
-        })),
+        Published::Progress(progress) => SessionFrame::Progress(Arc::unwrap_or_clone(progress)),
+        Published::Reset(baseline) => {
+            let baseline = Arc::unwrap_or_clone(baseline);
+            SessionFrame::Reset(Box::new(ResetFrame {
+                reason: ResetReason::HistoryUnavailable,
+                cursor: baseline.cursor.clone(),
+                baseline,
+            }))
+        }
     }
 }
 
