@@ -48,11 +48,12 @@ fn result_message(
     })
 }
 
-/// The text the model reads for a tool's JSON output.
+/// The text the model reads for a tool's JSON output: its compact JSON, written straight
+/// into the string (`Display` writes the same text through a formatter, piece by piece).
 fn output_text(output: &Value) -> String {
     match output {
         Value::String(text) => text.clone(),
-        other => other.to_string(),
+        other => serde_json::to_string(other).unwrap_or_else(|_| other.to_string()),
     }
 }
 
