@@ -15,12 +15,13 @@
 //! only once in a build because it `links = "sqlite3"`): one copy of SQLite in the
 //! process matters, because two would not see each other's POSIX locks.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rusqlite::types::{ToSql, ToSqlOutput, Value as SqlValue};
-use rusqlite::{Connection, OpenFlags, params_from_iter};
+use rusqlite::{Connection, OpenFlags, PrepFlags, Statement, params_from_iter};
 use shiitake_core::store::StoreError;
 use shiitake_store_sql::queue::{self, Groups, Request};
 use shiitake_store_sql::{Bind, Stmt};
@@ -32,6 +33,7 @@ use crate::Durability;
 type WriteRequest = Request<Vec<Stmt>>;
 
 /// Prepared statements the writer keeps: every statement shape it writes, with room.
+/// One past them is prepared for its one run (none is: the shapes are fixed).
 const STATEMENT_CACHE: usize = 64;
 
 /// Opens the writer's connection on the database the migrations just prepared.
@@ -48,26 +50,67 @@ pub(crate) fn open(path: &Path, durability: Durability) -> Result<Connection, St
         .map_err(sqlite)?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(sqlite)?;
-    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
 
 /// Runs on the writer thread until every sender is dropped, then closes the connection.
 /// Counts each transaction it commits in `commits`.
 pub(crate) fn run(conn: Connection, mut requests: Groups<Vec<Stmt>>, commits: &AtomicU64) {
+    let mut prepared = Prepared::new(&conn);
     let mut group = Vec::with_capacity(queue::MAX_GROUP);
     while requests.blocking_next(&mut group) {
-        let results = commit_group(&conn, &group, commits);
+        let results = commit_group(&mut prepared, &group, commits);
         queue::answer(&mut group, results);
     }
+    drop(prepared);
     if let Err((_, error)) = conn.close() {
         tracing::warn!(%error, "closing the SQLite writer connection");
     }
 }
 
+/// The writer's prepared statements, found by the address of their `'static` text.
+///
+/// rusqlite's own cache (`prepare_cached`) hashes the whole text of a statement, copies
+/// it into a new `Arc<str>` and moves the statement through an LRU list, on every
+/// execution; a commit runs each of a few fixed texts, and their addresses are enough
+/// to tell them apart (two copies of one text are two entries, which is harmless).
+struct Prepared<'conn> {
+    conn: &'conn Connection,
+    statements: HashMap<(usize, usize), Statement<'conn>>,
+}
+
+impl<'conn> Prepared<'conn> {
+    fn new(conn: &'conn Connection) -> Self {
+        Self {
+            conn,
+            statements: HashMap::with_capacity(STATEMENT_CACHE),
+        }
+    }
+
+    /// Runs `sql` with `params` and returns the rows it changed.
+    fn execute<P: rusqlite::Params>(
+        &mut self,
+        sql: &'static str,
+        params: P,
+    ) -> rusqlite::Result<usize> {
+        let key = (sql.as_ptr() as usize, sql.len());
+        if let Some(statement) = self.statements.get_mut(&key) {
+            return statement.execute(params);
+        }
+        let mut statement = self
+            .conn
+            .prepare_with_flags(sql, PrepFlags::SQLITE_PREPARE_PERSISTENT)?;
+        let changed = statement.execute(params);
+        if self.statements.len() < STATEMENT_CACHE {
+            self.statements.insert(key, statement);
+        }
+        changed
+    }
+}
+
 /// Commits `group` in one transaction and returns each request's outcome, in order.
 fn commit_group(
-    conn: &Connection,
+    conn: &mut Prepared<'_>,
     group: &[WriteRequest],
     commits: &AtomicU64,
 ) -> Vec<Result<(), StoreError>> {
@@ -126,7 +169,7 @@ fn commit_group(
 
 /// Applies one request of a group under a savepoint, undoing only it when it fails.
 /// The outer error means the savepoint could not be taken, undone or released.
-fn isolated(conn: &Connection, batch: &[Stmt]) -> Result<Result<(), StoreError>, StoreError> {
+fn isolated(conn: &mut Prepared<'_>, batch: &[Stmt]) -> Result<Result<(), StoreError>, StoreError> {
     execute(conn, "SAVEPOINT request")?;
     let result = apply(conn, batch);
     if result.is_err() {
@@ -137,23 +180,18 @@ fn isolated(conn: &Connection, batch: &[Stmt]) -> Result<Result<(), StoreError>,
 }
 
 /// Executes every statement of `batch`, checking what each must find.
-fn apply(conn: &Connection, batch: &[Stmt]) -> Result<(), StoreError> {
+fn apply(conn: &mut Prepared<'_>, batch: &[Stmt]) -> Result<(), StoreError> {
     for stmt in batch {
         let changed = conn
-            .prepare_cached(stmt.sql)
-            .and_then(|mut prepared| {
-                prepared.execute(params_from_iter(stmt.binds.iter().map(Param)))
-            })
+            .execute(stmt.sql, params_from_iter(stmt.binds.iter().map(Param)))
             .map_err(sqlite)?;
         stmt.expect.check(changed as u64)?;
     }
     Ok(())
 }
 
-fn execute(conn: &Connection, sql: &'static str) -> Result<(), StoreError> {
-    conn.prepare_cached(sql)
-        .and_then(|mut prepared| prepared.execute([]))
-        .map_err(sqlite)?;
+fn execute(conn: &mut Prepared<'_>, sql: &'static str) -> Result<(), StoreError> {
+    conn.execute(sql, []).map_err(sqlite)?;
     Ok(())
 }
 
@@ -172,7 +210,7 @@ impl ToSql for Param<'_> {
     }
 }
 
-fn rollback(conn: &Connection) {
+fn rollback(conn: &mut Prepared<'_>) {
     if let Err(error) = execute(conn, "ROLLBACK") {
         tracing::trace!(%error, "nothing to roll back");
     }
