@@ -331,8 +331,9 @@ impl PostgresHub {
             .acquire_timeout(AGENT_LOCK_WAIT)
             .test_before_acquire(false)
             .connect_lazy_with(connect.clone());
-        let writer_conn = connect.connect().await.map_err(OpenError::connect)?;
-        let writer = writer::Writer::start(writer_conn, connect.clone(), holder.clone());
+        let writer = writer::Writer::start(writer::config(&options.url, &connect), holder.clone())
+            .await
+            .map_err(|error| OpenError::Connect(error.to_string()))?;
         let (freed, _) = broadcast::channel(FREED_BUFFER);
         let inner = Arc::new(HubInner {
             holder,

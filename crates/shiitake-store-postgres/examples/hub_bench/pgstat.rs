@@ -60,7 +60,8 @@ pub struct Counters {
     /// Transaction ids handed out: one per writing transaction, one per writing
     /// savepoint inside one.
     pub xids: i64,
-    /// Statements sent (round trips), `BEGIN`/`COMMIT`/`SAVEPOINT` included;
+    /// Statements run, `BEGIN`/`COMMIT`/`SAVEPOINT` included (not round trips: the
+    /// writer pipelines a group);
     /// `None` without `pg_stat_statements`.
     pub statements: Option<i64>,
     /// `COMMIT` statements (explicit transactions).

@@ -4,8 +4,10 @@
 //! `rounds` rounds of `RUNS` runs at once. Around each round's runs (the Sessions are
 //! created before) the server's counters are read, and, with `pg_stat_statements`
 //! (loaded by `cargo xtask postgres start`), every statement's calls, rows and
-//! server time. Printed per run: a statement is one round trip (sqlx sends a
-//! prepared statement's bind and execute in one), so the calls are the round trips.
+//! server time. Printed per run. A statement on the pool is one round trip (sqlx
+//! sends a prepared statement's bind and execute in one); the writer pipelines a
+//! group (`BEGIN`, its statements and its `pg_notify` in one round trip, `COMMIT` in
+//! a second), so its round trips are two per `COMMIT`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -67,7 +69,7 @@ pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Fai
         crate::load_average()
     );
     println!(
-        "per run: {:.1} durable commits, {} statements (round trips), {} COMMITs, {} savepoints",
+        "per run: {:.1} durable commits, {} statements, {} COMMITs, {} savepoints",
         per_run(total.durable_commits()),
         total
             .statements

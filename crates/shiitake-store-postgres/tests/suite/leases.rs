@@ -820,3 +820,58 @@ async fn next_event(
     .await
     .unwrap_or(false)
 }
+
+#[tokio::test]
+async fn a_broken_writer_connection_is_replaced_and_commits_go_on() {
+    if !support::ready() {
+        return;
+    }
+    let key = fresh_key();
+    let store = store(&key, Duration::from_secs(60)).await;
+    let session = create(&store).await;
+    let token = held(store.claim(&session).await.unwrap());
+    let fenced = |sequence: u64| {
+        vec![
+            Op::Fence {
+                session_id: session.clone(),
+                token,
+            },
+            entry(&session, sequence),
+        ]
+    };
+    store.commit(fenced(1)).await.unwrap();
+    // The writer's backend (the process's one whose last statement was a COMMIT: the
+    // pool has only claimed a lease here) ends under it.
+    let mut conn = sqlx::PgConnection::connect(&support::url().unwrap())
+        .await
+        .unwrap();
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE application_name = $1 AND query = 'COMMIT'",
+    )
+    .bind(format!("shiitake {}", store.holder()))
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(ended, vec![true]);
+    // The first group on the dead connection fails whole; the writer connects again
+    // and the next one lands.
+    let mut sequence = 2;
+    let mut failed = 0;
+    while let Err(error) = store.commit(fenced(sequence)).await {
+        assert!(matches!(error, StoreError::Database { .. }), "{error:?}");
+        failed += 1;
+        assert!(failed < 3, "the writer did not come back: {error:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    sequence += 1;
+    store.commit(fenced(sequence)).await.unwrap();
+    let sequences: Vec<u64> = store
+        .entries_after(&session, 0, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|entry| entry.sequence)
+        .collect();
+    assert_eq!(sequences, vec![1, 2, 3]);
+}
