@@ -215,6 +215,11 @@ impl Extension for Ticker {
         let key = format!("{}@{}@{}", timer.id.as_str(), timer.due_at, self.process);
         tx.put(StateScope::Agent, "fired", &key, &timer.due_at)
     }
+
+    fn settled_uses_agent_state(&self) -> bool {
+        // No settled hook: settles need not take the Agent lock for this extension.
+        false
+    }
 }
 
 /// A real extension whose timer firings (and admissions) are also recorded in its own
@@ -242,6 +247,10 @@ impl<E: Extension> Extension for Recorded<E> {
 
     fn on_settled(&self, tx: &mut Tx<'_>, settled: &Settled) -> Result<(), HookError> {
         self.inner.on_settled(tx, settled)
+    }
+
+    fn settled_uses_agent_state(&self) -> bool {
+        self.inner.settled_uses_agent_state()
     }
 
     fn on_tool_result(&self, tx: &mut Tx<'_>, outcome: &ToolOutcome) -> Result<(), HookError> {

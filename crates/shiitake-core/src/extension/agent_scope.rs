@@ -74,6 +74,7 @@ impl<'a> AgentScope<'a> {
             session_rows: &empty,
             agent_rows: &self.rows,
             now: self.deps.clock.now_ms(),
+            agent_state: true,
             agent_command,
         };
         run_hook(self.registered, &place, hook)

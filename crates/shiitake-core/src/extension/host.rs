@@ -47,6 +47,16 @@ pub(crate) struct Registered {
     pub(crate) files: Option<super::FilesHandle>,
 }
 
+impl Registered {
+    /// Whether this extension's settled hook gets Agent state (and so a settle takes
+    /// the Agent-transaction lock for it): it keeps Agent state and has not said its
+    /// settled hook leaves it alone ([`Extension::settled_uses_agent_state`]).
+    pub(crate) fn settled_uses_agent_state(&self) -> bool {
+        self.definition.scopes.contains(&StateScope::Agent)
+            && self.extension.settled_uses_agent_state()
+    }
+}
+
 /// A prompt an extension admitted, to be accepted with the transaction.
 #[derive(Clone, Debug)]
 pub(crate) struct Admission {
@@ -147,11 +157,16 @@ impl Host {
             .any(|registered| registered.definition.scopes.contains(&StateScope::Agent))
     }
 
-    /// The Agent-transaction lock for hooks every extension runs in a Session's commit
-    /// (settled hooks): taken only when some extension keeps Agent-scope state, so
-    /// settles of different Sessions do not queue on it for nothing.
-    pub(crate) async fn lock_if_agent_state(&self) -> Option<AgentGuard<'_>> {
-        if self.keeps_agent_state() {
+    /// The Agent-transaction lock for the settled hooks every extension runs in a
+    /// Session's commit: taken only when some extension's settled hook uses Agent
+    /// state, so settles of different Sessions (and, on a shared store, of different
+    /// processes) do not queue on it for nothing.
+    pub(crate) async fn lock_for_settled_hooks(&self) -> Option<AgentGuard<'_>> {
+        if self
+            .extensions
+            .iter()
+            .any(Registered::settled_uses_agent_state)
+        {
             Some(self.agent_transactions.lock().await)
         } else {
             None
@@ -310,6 +325,9 @@ pub(crate) struct Place<'a> {
     pub(crate) session_rows: &'a Rows,
     pub(crate) agent_rows: &'a Rows,
     pub(crate) now: u64,
+    /// Whether the hook may read and write Agent state: not a settled hook whose
+    /// extension said it does not ([`Registered::settled_uses_agent_state`]).
+    pub(crate) agent_state: bool,
     /// An Agent-scope command: only its hook may require Sessions
     /// ([`Tx::require_session`]), which its caller checks before committing.
     pub(crate) agent_command: bool,
@@ -329,6 +347,7 @@ pub(crate) fn run_hook<T>(
         session_id: place.session_id,
         session_rows: place.session_rows,
         agent_rows: place.agent_rows,
+        agent_state: place.agent_state,
         writes: BTreeMap::new(),
         effects: Vec::new(),
         now: place.now,

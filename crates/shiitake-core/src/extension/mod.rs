@@ -240,6 +240,17 @@ pub trait Extension: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether [`Extension::on_settled`] reads or writes Agent-scope state. A settle
+    /// takes the Agent-transaction lock (across processes, on a store several share)
+    /// only when some extension with Agent scope says so, so settles of different
+    /// Sessions need not take turns for an extension that keeps Agent state for its
+    /// commands and timers alone. The default says so, since the host cannot see
+    /// whether `on_settled` was written; an extension that says not is held to it:
+    /// Agent state is not there for its settled hook, which fails if it asks.
+    fn settled_uses_agent_state(&self) -> bool {
+        true
+    }
+
     /// Runs in the transaction that commits the result of a call of one of this
     /// extension's tools (see [`ToolOutcome`]).
     fn on_tool_result(&self, _tx: &mut Tx<'_>, _outcome: &ToolOutcome) -> Result<(), HookError> {

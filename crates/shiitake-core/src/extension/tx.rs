@@ -200,6 +200,8 @@ pub struct Tx<'a> {
     pub(crate) session_id: Option<&'a SessionId>,
     pub(crate) session_rows: &'a Rows,
     pub(crate) agent_rows: &'a Rows,
+    /// `false` in a settled hook whose extension said it leaves Agent state alone.
+    pub(crate) agent_state: bool,
     pub(crate) writes: BTreeMap<(StateScope, String, String), Option<Value>>,
     pub(crate) effects: Vec<Effect>,
     pub(crate) now: u64,
@@ -230,6 +232,11 @@ impl<'a> Tx<'a> {
                 "Session state is not available outside a Session".into(),
             )),
             StateScope::Session => Ok(self.session_rows),
+            StateScope::Agent if !self.agent_state => Err(HookError::Failed(format!(
+                "{} said its settled hook does not use Agent state \
+                 (settled_uses_agent_state), and it asked for it",
+                self.extension_id
+            ))),
             StateScope::Agent => Ok(self.agent_rows),
         }
     }

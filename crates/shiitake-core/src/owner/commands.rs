@@ -240,7 +240,7 @@ impl Owner {
         if let Some((index, removed)) = self.queue.remove(command_id) {
             let host = self.deps.host.clone();
             // Settled hooks may read or write Agent state: then the Agent lock holds.
-            let _serialised = host.lock_if_agent_state().await;
+            let _serialised = host.lock_for_settled_hooks().await;
             let mut change = self.change();
             change.terminal(command_id, TerminalOutcome::Cancelled, None);
             // A prompt cancelled before it ran settles too: settled hooks see it

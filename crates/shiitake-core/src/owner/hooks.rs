@@ -71,6 +71,7 @@ impl Owner {
             session_rows: self.extensions.rows_of(id),
             agent_rows: &agent,
             now: self.deps.config.clock.now_ms(),
+            agent_state: true,
             agent_command: false,
         };
         let mut header = self.next_header();
@@ -177,7 +178,7 @@ impl Owner {
     fn hook_into_commit(
         &self,
         registered: &Registered,
-        agent_rows: &Rows,
+        agent_rows: Option<&Rows>,
         what: &str,
         hook: impl FnOnce(
             &dyn crate::extension::Extension,
@@ -186,11 +187,13 @@ impl Owner {
         mut into: StagedCommit<'_>,
     ) {
         let id = &registered.definition.id;
+        let empty = Rows::new();
         let place = Place {
             session_id: Some(self.record.id()),
             session_rows: self.extensions.rows_of(id),
-            agent_rows,
+            agent_rows: agent_rows.unwrap_or(&empty),
             now: self.deps.config.clock.now_ms(),
+            agent_state: agent_rows.is_some(),
             agent_command: false,
         };
         match run_hook(registered, &place, hook) {
@@ -224,9 +227,14 @@ impl Owner {
             if host.stopped(id).is_some() {
                 continue;
             }
+            // An extension whose settled hook leaves Agent state alone gets none (the
+            // settle may not hold the Agent lock for it).
+            let agent_rows = registered
+                .settled_uses_agent_state()
+                .then(|| agent.get(id).unwrap_or(&empty));
             self.hook_into_commit(
                 registered,
-                agent.get(id).unwrap_or(&empty),
+                agent_rows,
                 "settled",
                 |extension, tx| extension.on_settled(tx, settled),
                 StagedCommit {
@@ -252,7 +260,7 @@ impl Owner {
         let agent_rows = host.agent_rows_of(&outcome.extension_id);
         self.hook_into_commit(
             registered,
-            &agent_rows,
+            Some(&agent_rows),
             "tool-result",
             |extension, tx| extension.on_tool_result(tx, outcome),
             into,
@@ -300,7 +308,7 @@ impl Owner {
         let mut staged = Staged::default();
         self.hook_into_commit(
             registered,
-            &agent,
+            Some(&agent),
             "timer",
             |extension, tx| extension.on_timer(tx, &fired),
             StagedCommit {

@@ -288,7 +288,7 @@ impl Owner {
         let host = self.deps.host.clone();
         // Settles of different Sessions queue on the Agent lock only when some
         // extension's settled hook could read or write Agent state.
-        let _serialised = host.lock_if_agent_state().await;
+        let _serialised = host.lock_for_settled_hooks().await;
         let mut change = self.change();
         for id in std::iter::once(command_id).chain(absorbed) {
             change.terminal(id, outcome, diagnostic.clone());

@@ -525,3 +525,17 @@ async fn a_run_contribution_gives_the_prompt_and_the_tools_of_one_reading() {
     assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 1);
     agent.close().await.unwrap();
 }
+
+#[test]
+fn a_kit_extension_says_its_settled_hook_uses_agent_state_only_when_it_has_one() {
+    use shiitake_core::extension::Extension;
+    // No `.on_settled`: settles need not take the Agent lock for it.
+    assert!(!tally().settled_uses_agent_state());
+    let settling = ExtensionKit::<Tally>::new("tally")
+        .unwrap()
+        .agent_state()
+        .on_settled(|_tx, _settled| Ok(()))
+        .build()
+        .unwrap();
+    assert!(settling.settled_uses_agent_state());
+}

@@ -134,6 +134,11 @@ where
         Ok(())
     }
 
+    fn settled_uses_agent_state(&self) -> bool {
+        // The gate's own settle reads and writes Session state alone.
+        self.declared.settled.is_some()
+    }
+
     fn gate(&self, tx: &mut Tx<'_>, call: &GatedCall) -> Result<GateVerdict, HookError> {
         match &self.declared.gate {
             Some(rule) => super::gate::decide(rule, tx, call),
