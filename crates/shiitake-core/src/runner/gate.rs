@@ -110,7 +110,13 @@ pub(crate) async fn pass(
             }
         }
     }
-    if first == GateMoment::Resumed && call.replay != Replay::Safe {
+    undecided(first, call.replay)
+}
+
+/// What becomes of a call no gate decided (or that had no gate to ask): it runs, unless
+/// it resumed after a restart and is not safe to repeat.
+pub(crate) fn undecided(moment: GateMoment, replay: Replay) -> Passage {
+    if moment == GateMoment::Resumed && replay != Replay::Safe {
         Passage::Unknown
     } else {
         Passage::Run

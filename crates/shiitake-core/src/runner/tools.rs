@@ -8,7 +8,7 @@ use shiitake_protocol::message::{InputContent, Message, TextContent, ToolCall, T
 use shiitake_protocol::{EntryId, ShiitakeError};
 
 use super::RunEvent;
-use super::gate::{Passage, pass};
+use super::gate::{Passage, pass, undecided};
 use super::{OwnerLink, RunStart, RunTools};
 use crate::clock::now_ms;
 use crate::extension::{GateMoment, GatedCall};
@@ -104,15 +104,21 @@ async fn gated(
         .resolve_tool_name(&call.name)
         .and_then(|path| catalog.replay(&path))
         .unwrap_or(Replay::Unsafe);
-    let asked = GatedCall {
-        tool_name: call.name.clone(),
-        arguments: call.arguments.clone(),
-        execution_id: execution_id(start, call),
-        command_id: start.command_id.clone(),
-        replay,
-        moment,
+    let passage = if start.gates.is_empty() {
+        // Nobody to ask: the question and its context are not put together.
+        undecided(moment, replay)
+    } else {
+        let asked = GatedCall {
+            tool_name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            execution_id: execution_id(start, call),
+            command_id: start.command_id.clone(),
+            replay,
+            moment,
+        };
+        pass(&start.gates, asked, &invocation(start, call)).await
     };
-    match pass(&start.gates, asked, &invocation(start, call)).await {
+    match passage {
         Passage::Run => None,
         Passage::Refused(text) => Some(result_message(call, text, true, None)),
         Passage::Cancelled => Some(result_message(call, ABORTED.to_owned(), true, None)),
