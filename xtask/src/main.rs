@@ -4,6 +4,7 @@
 
 mod bench;
 mod chromium;
+mod dictionary;
 mod eval;
 mod fuzz;
 mod local_model;
@@ -22,6 +23,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   bench        run the benchmarks and print their ratios (see docs/benchmarks.md)
   chromium     find or install headless Chromium for the browser tests; prints its path
+  dictionary   remake the zstd dictionary messages are packed against (--check compares)
   pack         package every publishable crate and check each package's file list
   soak         rounds of load, SIGKILL and restart against the release binary (--rounds N)
   fuzz         run each fuzz target for a bounded time (--seconds N, default 60)
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     let result = match command.as_deref() {
         Some("bench") => bench::run(&rest),
         Some("chromium") => chromium::run(&rest),
+        Some("dictionary") => dictionary::run(&rest),
         Some("pack") => pack::run(&rest).map(|_| ()),
         Some("stranger") => stranger::run(&rest),
         Some("local-model") => local_model::run(&rest),

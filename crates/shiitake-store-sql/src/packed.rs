@@ -15,8 +15,9 @@
 //! the sequences), counted from made-up messages of every shape the schema has: v1 has
 //! none, so a message packed against it built its tables again, which was half of what
 //! zstd cost a committed message (docs/benchmarks.md, "CPU per committed message").
-//! `messages-v2.finalize.c` says how it was made, from what `messages-v2.samples.py`
-//! writes; run again, the two make the same bytes.
+//! `cargo xtask dictionary` makes it (from `xtask/dictionary/`: the samples `samples.py`
+//! writes, finalised by `finalize.c` against the zstd that zstd-sys vendors), and
+//! `--check` shows that it makes these bytes again.
 //!
 //! A dictionary is never edited once released: a new one takes a new tag, and the old one
 //! stays to read what it wrote.
