@@ -1,12 +1,8 @@
-/* How messages-v2.dict was made (docs/benchmarks.md, "CPU per committed message"):
- * zstd's ZDICT_finalizeDictionary over the content of messages-v1.dict and the
- * samples messages-v2.samples.py writes, for level 3, with dictionary id 2.
- *
- *   python3 messages-v2.samples.py > samples.jsonl
- *   Z=<zstd 1.5.7>/lib
- *   cc -O2 -DZSTD_DISABLE_ASM -I$Z messages-v2.finalize.c $Z/common/*.c \
- *      $Z/compress/*.c $Z/dictBuilder/*.c $Z/decompress/*.c -o finalize
- *   ./finalize messages-v1.dict samples.jsonl messages-v2.dict
+/* How crates/shiitake-store-sql/src/messages-v2.dict is made: zstd's
+ * ZDICT_finalizeDictionary over the content of messages-v1.dict and the samples
+ * samples.py writes, for level 3, with dictionary id 2. `cargo xtask dictionary`
+ * builds and runs it against the zstd sources zstd-sys vendors (docs/xtask.md);
+ * `--check` compares its output with the committed dictionary.
  *
  * It only adds the entropy tables (Huffman for literals, FSE for the sequences)
  * in front of v1's content: a message packed against it need not build them. */

@@ -1,9 +1,10 @@
-"""The samples messages-v2.dict's entropy tables were counted from (see
-messages-v2.finalize.c): lineage messages of every shape the schema has, as the store
-serialises them, with made-up values drawn from a fixed seed. None is taken from a
-benchmark or a test, so the tables describe messages in general, not one workload.
+"""The samples messages-v2.dict's entropy tables were counted from (see finalize.c;
+`cargo xtask dictionary` runs both): lineage messages of every shape the schema has,
+as the store serialises them, with made-up values drawn from a fixed seed. None is
+taken from a benchmark or a test, so the tables describe messages in general, not one
+workload.
 
-    python3 messages-v2.samples.py > samples.jsonl    # one message a line
+    python3 samples.py > samples.jsonl    # one message a line
 """
 
 import json
