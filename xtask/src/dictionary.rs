@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{cargo, output_checked, run_checked, workspace_root};
+use crate::util::{cargo, check_flag, output_checked, run_checked, workspace_root};
 
 const USAGE: &str = "usage: cargo xtask dictionary [--check]
 
@@ -27,14 +27,8 @@ const USAGE: &str = "usage: cargo xtask dictionary [--check]
 
 /// Runs `dictionary`.
 pub fn run(args: &[String]) -> Result<(), String> {
-    let check = match args {
-        [] => false,
-        [flag] if flag == "--check" => true,
-        [flag] if flag == "-h" || flag == "--help" => {
-            println!("{USAGE}");
-            return Ok(());
-        }
-        _ => return Err(format!("unexpected arguments {args:?}\n\n{USAGE}")),
+    let Some(check) = check_flag(args, USAGE)? else {
+        return Ok(());
     };
     let root = workspace_root();
     let sources = root.join("xtask/dictionary");

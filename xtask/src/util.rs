@@ -47,3 +47,17 @@ pub fn output_checked(command: &mut Command) -> Result<String, String> {
         ))
     }
 }
+
+/// Reads the arguments of a command that takes only `--check`: whether it was given,
+/// or `None` when help was asked for (and printed).
+pub fn check_flag(args: &[String], usage: &str) -> Result<Option<bool>, String> {
+    match args {
+        [] => Ok(Some(false)),
+        [flag] if flag == "--check" => Ok(Some(true)),
+        [flag] if flag == "-h" || flag == "--help" => {
+            println!("{usage}");
+            Ok(None)
+        }
+        _ => Err(format!("unexpected arguments {args:?}\n\n{usage}")),
+    }
+}

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{run_checked, workspace_root};
+use crate::util::{check_flag, run_checked, workspace_root};
 
 const USAGE: &str = "usage: cargo xtask web-vendor [--check]
 
@@ -37,14 +37,8 @@ const INPUTS: &[&str] = &["package.json", "package-lock.json", "entry.js"];
 
 /// Runs `web-vendor`.
 pub fn run(args: &[String]) -> Result<(), String> {
-    let check = match args {
-        [] => false,
-        [flag] if flag == "--check" => true,
-        [flag] if flag == "-h" || flag == "--help" => {
-            println!("{USAGE}");
-            return Ok(());
-        }
-        _ => return Err(format!("unexpected arguments {args:?}\n\n{USAGE}")),
+    let Some(check) = check_flag(args, USAGE)? else {
+        return Ok(());
     };
     let root = workspace_root();
     let inputs = root.join("xtask/web-vendor");
