@@ -11,3 +11,4 @@ mod registry;
 mod rolling;
 mod tenants;
 mod timers_across;
+mod writer;

@@ -21,10 +21,11 @@ use axum::Router;
 use shiitake_client::{ClientOptions, ReconnectPolicy, RemoteAgent};
 use shiitake_conformance::{Fixture, TestTools, tools};
 use shiitake_core::store::ownership::Claim;
-use shiitake_core::store::{FencingToken, Op, SessionHeader, Store};
+use shiitake_core::store::{FencingToken, Op, SessionHeader, Store, StoredEntry};
 use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
 use shiitake_model::{Script, ScriptedModel};
-use shiitake_protocol::SessionId;
+use shiitake_protocol::message::{Message, UserMessage};
+use shiitake_protocol::{EntryId, SessionId};
 use shiitake_server::{ServerConfig, Token, router};
 use shiitake_store_postgres::{AgentKey, HubOptions, PostgresHub, PostgresOptions, PostgresStore};
 use shiitake_test_services::Service;
@@ -249,4 +250,40 @@ impl Fixture for PgRemote {
     fn tools(&self) -> &TestTools {
         &self.tools
     }
+}
+
+/// Two processes of one Agent (leases of 60 s: renewals, every 20 s, cannot interfere
+/// with a test's clock moves) and a Session the first created.
+pub async fn two_processes() -> (PostgresStore, PostgresStore, SessionId) {
+    let key = fresh_key();
+    let first = store(&key, Duration::from_secs(60)).await;
+    let second = store(&key, Duration::from_secs(60)).await;
+    let session = create(&first).await;
+    (first, second, session)
+}
+
+/// An entry of `session` at `sequence` with no parent (a user's "hi").
+pub fn entry(session: &SessionId, sequence: u64) -> Op {
+    Op::InsertEntry {
+        session_id: session.clone(),
+        entry: StoredEntry {
+            id: EntryId::new(format!("ent_{}", ulid::Ulid::generate())).unwrap(),
+            parent: None,
+            sequence,
+            command_id: None,
+            message: Message::User(UserMessage::text("hi", 1)),
+        },
+    }
+}
+
+/// Runs SQL on the test database directly, as an operator (or a clock) would.
+pub async fn sql(statement: &str, session: &SessionId) {
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url().unwrap())
+        .await
+        .unwrap();
+    sqlx::query(statement)
+        .bind(session.as_str())
+        .execute(&mut conn)
+        .await
+        .unwrap();
 }
