@@ -43,4 +43,4 @@ pub use encode::encode;
 pub use error::db;
 pub use reads::Reads;
 pub use rows::{int, uint};
-pub use stmt::{Bind, Expect, Stmt};
+pub use stmt::{Bind, Expect, Stmt, TextKey};

@@ -66,6 +66,20 @@ impl From<Vec<u8>> for Bind {
     }
 }
 
+/// What a writer keeps its prepared copy of a statement's text under: the text's
+/// address and length. Every text is `'static` and rendered once, so the address tells
+/// them apart without hashing the text at every execution (two copies of one text are
+/// two keys, which only costs a second prepare).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TextKey(usize, usize);
+
+impl TextKey {
+    /// The key of `sql`.
+    pub fn of(sql: &'static str) -> Self {
+        Self(sql.as_ptr() as usize, sql.len())
+    }
+}
+
 /// What a statement must find for its request to commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Expect {

@@ -24,7 +24,7 @@ use rusqlite::types::{ToSql, ToSqlOutput, Value as SqlValue};
 use rusqlite::{Connection, OpenFlags, PrepFlags, Statement, params_from_iter};
 use shiitake_core::store::StoreError;
 use shiitake_store_sql::queue::{self, Groups, Request};
-use shiitake_store_sql::{Bind, Stmt};
+use shiitake_store_sql::{Bind, Stmt, TextKey};
 
 use crate::Durability;
 
@@ -76,7 +76,7 @@ pub(crate) fn run(conn: Connection, mut requests: Groups<Vec<Stmt>>, commits: &A
 /// to tell them apart (two copies of one text are two entries, which is harmless).
 struct Prepared<'conn> {
     conn: &'conn Connection,
-    statements: HashMap<(usize, usize), Statement<'conn>>,
+    statements: HashMap<TextKey, Statement<'conn>>,
 }
 
 impl<'conn> Prepared<'conn> {
@@ -93,7 +93,7 @@ impl<'conn> Prepared<'conn> {
         sql: &'static str,
         params: P,
     ) -> rusqlite::Result<usize> {
-        let key = (sql.as_ptr() as usize, sql.len());
+        let key = TextKey::of(sql);
         if let Some(statement) = self.statements.get_mut(&key) {
             return statement.execute(params);
         }

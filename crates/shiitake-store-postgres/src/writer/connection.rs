@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use futures::future::join_all;
 use shiitake_core::store::StoreError;
-use shiitake_store_sql::{Bind, Stmt};
+use shiitake_store_sql::{Bind, Stmt, TextKey};
 use sqlx::postgres::PgConnectOptions;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
@@ -55,9 +55,9 @@ pub(super) struct WriterConnection {
     driver: tokio::task::JoinHandle<()>,
     /// The group's announcement, [`NOTIFY`].
     notify: Statement,
-    /// Each commit statement's text (by address: texts are rendered once and kept)
-    /// → its parameter types and the statement prepared for them.
-    prepared: HashMap<usize, (Vec<Type>, Statement)>,
+    /// Each commit statement's text → its parameter types and the statement prepared
+    /// for them.
+    prepared: HashMap<TextKey, (Vec<Type>, Statement)>,
 }
 
 /// The statement announcing a group's Sessions on [`CHANNEL`].
@@ -139,7 +139,7 @@ impl WriterConnection {
         let types: Vec<Type> = std::iter::once(Type::TEXT)
             .chain(stmt.binds.iter().map(bind_type))
             .collect();
-        let key = stmt.sql.as_ptr() as usize;
+        let key = TextKey::of(stmt.sql);
         let statement = match self.prepared.get(&key) {
             Some((known, statement)) if *known == types => statement.clone(),
             _ => {
