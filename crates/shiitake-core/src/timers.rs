@@ -187,19 +187,34 @@ async fn fire_agent_timer(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), 
     Ok(())
 }
 
-/// How long a scheduler holds a delivery row while it delivers: another process
-/// takes the row over only after this, if the holder stopped before finishing.
+/// How long a scheduler holds a delivery row while it delivers, on a store no other
+/// process shares: the row is delivered again only after this, if the process stopped
+/// before finishing.
 const DELIVERY_LEASE_MS: u64 = 30_000;
+
+/// How long this scheduler holds a delivery row. On a shared store it is the Session
+/// lease's time: a process that died mid-delivery holds the Agent's timers up no longer
+/// than it holds its Sessions, and a delivery that takes as long (a door whose owner
+/// died) ends within it, since a stand-in takes over a lapsed lease. Delivering twice is
+/// harmless, so a short hold costs at most a repeated door call.
+fn delivery_lease_ms(core: &AgentCore) -> u64 {
+    core.ownership
+        .as_ref()
+        .map_or(DELIVERY_LEASE_MS, |ownership| {
+            u64::try_from(ownership.lease_ttl().as_millis()).unwrap_or(DELIVERY_LEASE_MS)
+        })
+}
 
 /// Delivers a prompt admitted with `Tx::admit_into` through the Session's door,
 /// then runs the extension's admission hook with the answer, in the transaction
 /// that claims the delivery row.
 ///
-/// The row is first leased (its due time moved [`DELIVERY_LEASE_MS`] ahead, a
+/// The row is first leased (its due time moved [`delivery_lease_ms`] ahead, a
 /// conditional write only one scheduler wins), so one process delivers it; if that
 /// process stops before the hook commits, the lease runs out and the row is
 /// delivered again, which is harmless: the door answers a repeated request id with
-/// the original `Accepted`.
+/// the original `Accepted`. A door that answers `unavailable` hands the lease back,
+/// so the row is tried again after the scheduler's pause, not after the lease.
 async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeError> {
     let drop_row = Op::ClaimTimer {
         id: timer.id.clone(),
@@ -220,12 +235,10 @@ async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeE
             return Ok(core.store.commit(vec![drop_row]).await?);
         }
     };
-    let leased_until = core
-        .config
-        .clock
-        .now_ms()
+    let now = core.config.clock.now_ms();
+    let leased_until = now
         .max(timer.due_at)
-        .saturating_add(DELIVERY_LEASE_MS);
+        .saturating_add(delivery_lease_ms(core));
     core.store
         .commit(vec![Op::ClaimTimer {
             id: timer.id.clone(),
@@ -249,8 +262,19 @@ async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeE
     );
     let outcome = match session.admit(delivery.clone(), origin).await {
         Ok(accepted) => AdmissionOutcome::Accepted(accepted.command_id),
-        // Storage trouble or a retiring owner: leave the row due and try again.
-        Err(error) if error.code == ErrorCode::Unavailable => return Err(error),
+        // Storage trouble or a retiring owner: hand the row back, due now, and try
+        // again after the scheduler's pause.
+        Err(error) if error.code == ErrorCode::Unavailable => {
+            let hand_back = Op::ClaimTimer {
+                id: timer.id.clone(),
+                due_at: leased_until,
+                next: Some(now.max(timer.due_at)),
+            };
+            if let Err(handing) = core.store.commit(vec![hand_back]).await {
+                tracing::debug!(error = %handing, timer = %timer.id, "a delivery's lease runs out instead");
+            }
+            return Err(error);
+        }
         Err(error) => AdmissionOutcome::Refused(error),
     };
     let admitted = Admitted {

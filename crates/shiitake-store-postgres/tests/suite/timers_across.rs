@@ -12,19 +12,23 @@
 //!   occurrence missed while nobody could fire it fires once, as after a restart);
 //! - the Loop admitted one prompt per firing it did not skip, and Almanac one prompt
 //!   per occurrence (each admitted once), and every one of them ran to `completed`.
+//!
+//! And a delivery whose process died midway (it fired the occurrence and was waiting
+//! on the door) is delivered by another process once the Session lease's time has
+//! passed, not after the 30 s a single process holds a delivery for.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
 use crate::support::cluster::{
-    Node, NodeSpec, node_binary, query_rows, scratch, spawn_node, start_three,
+    Node, NodeSpec, client, node_binary, now_ms, query_rows, scratch, spawn_node, start_three,
 };
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shiitake_protocol::{AgentApi, ExtensionId, RequestId, SessionApi, SessionId};
+use shiitake_protocol::{AgentApi, ExtensionId, ReadOptions, RequestId, SessionApi, SessionId};
 use sqlx::Row;
 use support::fresh_key;
 
@@ -331,4 +335,85 @@ async fn loop_and_almanac_occurrences_fire_once_across_kills_and_restarts() {
             Some("completed")
         );
     }
+}
+
+/// A one-shot schedule fires in process B while the target Session's owner, A, is
+/// paused, so B's delivery waits on the door; B is killed then. Process C delivers it
+/// once the delivery's hold (the Session lease's time) has passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_delivery_whose_process_died_midway_is_delivered_after_the_lease_time() {
+    let Some(database) = support::url() else {
+        return;
+    };
+    let key = fresh_key();
+    let (effects, _scratch) = scratch();
+    let spec = NodeSpec::new(LEASE_MS, 2);
+    let owner = spawn_node(&database, key.as_str(), &effects, "owner", spec);
+    let mut firing = spawn_node(&database, key.as_str(), &effects, "firing", spec);
+    let target = client(&owner.url)
+        .create_session(RequestId::new("target").unwrap())
+        .await
+        .unwrap();
+    // A read starts the owner, which takes the lease.
+    client(&owner.url)
+        .session(target.clone())
+        .read(ReadOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        holder_of(&database, key.as_str(), &target).await.as_deref(),
+        Some(owner.holder.as_str()),
+        "the owner holds the target's lease"
+    );
+    let due = now_ms() + 3000;
+    client(&firing.url)
+        .call_extension(
+            &ExtensionId::new(ALMANAC).unwrap(),
+            "create",
+            json!({"sessionId": target.as_str(), "prompt": "once", "at": due}),
+        )
+        .await
+        .unwrap();
+
+    // Pause the owner a second before the occurrence, kill the firing process half a
+    // second after it: it fired and waits on the door of a paused owner.
+    tokio::time::sleep(Duration::from_millis(due - 1000 - now_ms())).await;
+    owner.signal("-STOP");
+    tokio::time::sleep(Duration::from_millis(due + 500 - now_ms())).await;
+    firing.kill();
+    let killed_at = now_ms();
+    let fired = firings(&database, key.as_str(), ALMANAC, "fired").await;
+    assert!(
+        fired.values().flatten().all(|at| *at < killed_at) && fired.len() == 1,
+        "the occurrence fired before the kill, once: {fired:?}"
+    );
+    let admitted = firings(&database, key.as_str(), ALMANAC, "admitted").await;
+    assert!(
+        admitted.is_empty(),
+        "nothing admitted while the owner is paused: {admitted:?}"
+    );
+
+    let _survivor = spawn_node(&database, key.as_str(), &effects, "survivor", spec);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let admitted = loop {
+        let admitted = firings(&database, key.as_str(), ALMANAC, "admitted").await;
+        if !admitted.is_empty() {
+            break admitted;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the occurrence was never admitted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    owner.signal("-CONT");
+    let at: Vec<u64> = admitted.values().flatten().copied().collect();
+    assert_eq!(at.len(), 1, "admitted once: {admitted:?}");
+    let late = at[0] - due;
+    eprintln!("admitted {late} ms after it was due");
+    // The hold is the lease (4 s) from the firing; a 30 s hold would be far past this.
+    assert!(
+        late < 3 * LEASE_MS,
+        "admitted {late} ms after it was due: the dead process held the delivery longer than a Session lease"
+    );
 }
