@@ -53,8 +53,12 @@ pub(crate) static COUNT_RECOVERY: Statement = Statement::new(
 );
 
 // ---- Entries: $2 session_id, $3 id, $4 sequence, $5 command_id, $6 message, $7 parent.
-// SQLite names the parent by its sequence and inserts by selecting the Session's (or
-// the parent's) row, so the insert changes no row when that row is not there.
+// SQLite names the parent by its sequence. A root entry is inserted by selecting its
+// Session's row, so it changes no row when the Session is not there. A child reads its
+// parent's key and sequence in scalar subqueries: an `INSERT … SELECT` from `entries`
+// into `entries` would make SQLite copy the selection into a temporary table first.
+// A missing parent leaves `session_key` NULL, which its NOT NULL refuses, and the
+// writer reads that refusal of a claim as a claim that found nothing.
 
 pub(crate) static INSERT_ROOT_ENTRY: Statement = Statement::each(
     "INSERT INTO entries (session_key, sequence, id, parent_sequence, command_id, message) \
@@ -64,8 +68,10 @@ pub(crate) static INSERT_ROOT_ENTRY: Statement = Statement::each(
 );
 pub(crate) static INSERT_CHILD_ENTRY: Statement = Statement::each(
     "INSERT INTO entries (session_key, sequence, id, parent_sequence, command_id, message) \
-     SELECT p.session_key, $4, $3, p.sequence, $5, $6 FROM entries p \
-     WHERE p.session_key = (SELECT key FROM sessions WHERE id = $2) AND p.id = $7",
+     VALUES ((SELECT p.session_key FROM entries p \
+     WHERE p.session_key = (SELECT key FROM sessions WHERE id = $2) AND p.id = $7), \
+     $4, $3, (SELECT p.sequence FROM entries p \
+     WHERE p.session_key = (SELECT key FROM sessions WHERE id = $2) AND p.id = $7), $5, $6)",
     "INSERT INTO entries (agent_id, session_id, id, parent_id, sequence, command_id, message) \
      VALUES ($1, $2, $3, $7, $4, $5, $6)",
 );

@@ -24,7 +24,7 @@ use rusqlite::types::{ToSql, ToSqlOutput, Value as SqlValue};
 use rusqlite::{Connection, OpenFlags, PrepFlags, Statement, params_from_iter};
 use shiitake_core::store::StoreError;
 use shiitake_store_sql::queue::{self, Groups, Request};
-use shiitake_store_sql::{Bind, Stmt, TextKey};
+use shiitake_store_sql::{Bind, Expect, Stmt, TextKey};
 
 use crate::Durability;
 
@@ -182,10 +182,14 @@ fn isolated(conn: &mut Prepared<'_>, batch: &[Stmt]) -> Result<Result<(), StoreE
 /// Executes every statement of `batch`, checking what each must find.
 fn apply(conn: &mut Prepared<'_>, batch: &[Stmt]) -> Result<(), StoreError> {
     for stmt in batch {
-        let changed = conn
-            .execute(stmt.sql, params_from_iter(stmt.binds.iter().map(Param)))
-            .map_err(sqlite)?;
-        stmt.expect.check(changed as u64)?;
+        let changed = match conn.execute(stmt.sql, params_from_iter(stmt.binds.iter().map(Param))) {
+            Ok(changed) => changed as u64,
+            // A claim's insert reads the row it depends on in a subquery, which binds
+            // NULL into a NOT NULL column when that row is not there: it found nothing.
+            Err(error) if matches!(stmt.expect, Expect::Claim(_)) && not_null(&error) => 0,
+            Err(error) => return Err(sqlite(error)),
+        };
+        stmt.expect.check(changed)?;
     }
     Ok(())
 }
@@ -214,6 +218,15 @@ fn rollback(conn: &mut Prepared<'_>) {
     if let Err(error) = execute(conn, "ROLLBACK") {
         tracing::trace!(%error, "nothing to roll back");
     }
+}
+
+/// Whether a NOT NULL constraint refused the write.
+fn not_null(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(failure, _)
+            if failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_NOTNULL
+    )
 }
 
 /// A rusqlite error as core sees it: whether a unique index (or the primary key)
