@@ -371,7 +371,13 @@ async fn serve(
     let address = listener.local_addr()?;
     Ok((
         address,
-        tokio::spawn(async move { axum::serve(listener, app).await }),
+        // The server's own connection handling, as `shiitake serve --hub` has it
+        // (`TCP_NODELAY` on, bounded heads and connections), not bare `axum::serve`.
+        tokio::spawn(shiitake_server::serve(
+            listener,
+            app,
+            shiitake_server::ConnectionLimits::default(),
+        )),
     ))
 }
 

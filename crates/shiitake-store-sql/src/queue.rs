@@ -22,7 +22,16 @@ const QUEUE: usize = 4096;
 pub struct Request<T> {
     /// What to commit.
     pub work: T,
-    reply: oneshot::Sender<Result<(), StoreError>>,
+    reply: oneshot::Sender<Answer<T>>,
+}
+
+/// A request's outcome, with its work handed back: the committer frees it on its own
+/// thread. Freed on the writer's, every allocation of it would go back to another
+/// thread's heap, which glibc does under that heap's lock.
+#[derive(Debug)]
+struct Answer<T> {
+    result: Result<(), StoreError>,
+    work: T,
 }
 
 /// The committers' side: submit a commit and wait for its answer.
@@ -72,9 +81,10 @@ impl<T> Queue<T> {
             .send(Request { work, reply })
             .await
             .map_err(|_| StoreError::Closed)?;
-        let answered = answer.await.map_err(|_| StoreError::Closed)?;
+        let Answer { result, work } = answer.await.map_err(|_| StoreError::Closed)?;
         telemetry::store_commit(handed.elapsed());
-        answered
+        drop(work);
+        result
     }
 
     /// Takes no more commits, and waits until the writer committed what it was handed
@@ -128,7 +138,11 @@ pub fn answer<T>(group: &mut Vec<Request<T>>, results: Vec<Result<(), StoreError
     telemetry::store_group(group.len());
     for (request, result) in group.drain(..).zip(results) {
         // A caller that stopped waiting (its task was cancelled): what committed stands.
-        if request.reply.send(result).is_err() {
+        let answer = Answer {
+            result,
+            work: request.work,
+        };
+        if request.reply.send(answer).is_err() {
             tracing::trace!("a committer left before its answer");
         }
     }
