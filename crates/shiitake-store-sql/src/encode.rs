@@ -22,6 +22,7 @@ pub fn encode(dialect: Dialect, holder: &str, ops: &[Op]) -> Result<Vec<Stmt>, S
         dialect,
         holder,
         stmts: Vec::with_capacity(ops.len() + 1),
+        fence_on_header: header_fence(dialect, ops),
     };
     for op in ops {
         batch.op(op)?;
@@ -33,6 +34,30 @@ struct Batch<'a> {
     dialect: Dialect,
     holder: &'a str,
     stmts: Vec<Stmt>,
+    /// The commit's fence, when it rides on the header update of its Session instead
+    /// of a statement of its own ([`header_fence`]); taken by that update.
+    fence_on_header: Option<(&'a SessionId, FencingToken)>,
+}
+
+/// The fence of `ops` that the header update of its Session can carry: on PostgreSQL,
+/// when the commit has one fence and rewrites that Session's header. Each statement
+/// of a group costs its own execution, so an acceptance (a command, the header, the
+/// fence) is two statements instead of three (docs/benchmarks.md).
+fn header_fence(dialect: Dialect, ops: &[Op]) -> Option<(&SessionId, FencingToken)> {
+    if dialect != Dialect::Postgres {
+        return None;
+    }
+    let mut fences = ops.iter().filter_map(|op| match op {
+        Op::Fence { session_id, token } => Some((session_id, *token)),
+        _ => None,
+    });
+    let fence = fences.next()?;
+    if fences.next().is_some() {
+        return None;
+    }
+    ops.iter()
+        .any(|op| matches!(op, Op::PutHeader(header) if &header.id == fence.0))
+        .then_some(fence)
 }
 
 impl Batch<'_> {
@@ -57,8 +82,13 @@ impl Batch<'_> {
                 binds.push(request_id.as_ref().map(RequestId::as_str).into());
                 self.push(&CREATE_SESSION, binds);
             }
-            Op::PutHeader(header) => self.push(&PUT_HEADER, header_binds(header)?),
+            Op::PutHeader(header) => self.header(header)?,
             Op::DeleteSession { session_id } => self.delete_session(session_id),
+            // Checked by the header's update instead.
+            Op::Fence { session_id, .. }
+                if self
+                    .fence_on_header
+                    .is_some_and(|(fenced, _)| fenced == session_id) => {}
             Op::Fence { session_id, token } => self.fence(session_id, *token),
             Op::InsertCommand {
                 session_id,
@@ -233,6 +263,20 @@ impl Batch<'_> {
         );
     }
 
+    /// A header rewrite; the first of the fenced Session's carries the commit's fence.
+    fn header(&mut self, header: &SessionHeader) -> Result<(), StoreError> {
+        let mut binds = header_binds(header)?;
+        match self.fence_on_header {
+            Some((session_id, token)) if *session_id == header.id => {
+                self.fence_on_header = None;
+                binds.extend([int(token.0).into(), self.holder.into()]);
+                self.expect(&PUT_HEADER_FENCED, binds, Expect::Fence);
+            }
+            _ => self.push(&PUT_HEADER, binds),
+        }
+        Ok(())
+    }
+
     fn fence(&mut self, session_id: &SessionId, token: FencingToken) {
         match self.dialect {
             // One process owns every Session of a SQLite file: there is no lease to check.
@@ -360,4 +404,84 @@ fn row_key(extension_id: &ExtensionId, scope: &RowScope, collection: &str, key: 
         collection.into(),
         key.into(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use shiitake_core::store::SessionHeader;
+
+    use super::*;
+
+    fn session(id: &str) -> SessionId {
+        SessionId::new(id.to_owned()).expect("a session id")
+    }
+
+    fn fence(id: &str) -> Op {
+        Op::Fence {
+            session_id: session(id),
+            token: FencingToken(7),
+        }
+    }
+
+    fn header(id: &str) -> Op {
+        Op::PutHeader(SessionHeader::new(session(id), 1))
+    }
+
+    fn texts(dialect: Dialect, ops: &[Op]) -> Vec<(&'static str, Expect, usize)> {
+        encode(dialect, "holder-1", ops)
+            .expect("encodes")
+            .into_iter()
+            .map(|stmt| (stmt.sql, stmt.expect, stmt.binds.len()))
+            .collect()
+    }
+
+    #[test]
+    fn on_postgres_the_fence_rides_on_the_header_of_its_session() {
+        let found = texts(Dialect::Postgres, &[fence("ses_a"), header("ses_a")]);
+        let fenced = PUT_HEADER_FENCED.text(Dialect::Postgres);
+        // The header's twelve binds, then the token and the holder.
+        assert_eq!(found, vec![(fenced, Expect::Fence, 14)]);
+    }
+
+    #[test]
+    fn a_fence_without_its_sessions_header_keeps_its_own_statement() {
+        let fence_text = FENCE.text(Dialect::Postgres);
+        let header_text = PUT_HEADER.text(Dialect::Postgres);
+        // Another Session's header: the fence cannot ride on it.
+        let found = texts(Dialect::Postgres, &[fence("ses_a"), header("ses_b")]);
+        assert_eq!(
+            found,
+            vec![
+                (fence_text, Expect::Fence, 3),
+                (header_text, Expect::Any, 12)
+            ]
+        );
+        // No header at all.
+        let found = texts(Dialect::Postgres, &[fence("ses_a")]);
+        assert_eq!(found, vec![(fence_text, Expect::Fence, 3)]);
+    }
+
+    #[test]
+    fn only_the_first_header_of_the_fenced_session_carries_the_fence() {
+        let found = texts(
+            Dialect::Postgres,
+            &[fence("ses_a"), header("ses_a"), header("ses_a")],
+        );
+        assert_eq!(
+            found,
+            vec![
+                (PUT_HEADER_FENCED.text(Dialect::Postgres), Expect::Fence, 14),
+                (PUT_HEADER.text(Dialect::Postgres), Expect::Any, 12),
+            ]
+        );
+    }
+
+    #[test]
+    fn sqlite_has_no_fence_to_fold() {
+        let found = texts(Dialect::Sqlite, &[fence("ses_a"), header("ses_a")]);
+        assert_eq!(
+            found,
+            vec![(PUT_HEADER.text(Dialect::Sqlite), Expect::Any, 12)]
+        );
+    }
 }

@@ -8,7 +8,8 @@ use crate::support;
 use std::time::Duration;
 
 use shiitake_core::store::{
-    CommandKind, CommandState, FencingToken, Op, Ownership, Store, StoreError, StoredCommand,
+    CommandKind, CommandState, FencingToken, Op, Ownership, SessionHeader, Store, StoreError,
+    StoredCommand,
 };
 use shiitake_protocol::{CommandId, RequestId, SessionId};
 use sqlx::Connection;
@@ -74,6 +75,54 @@ async fn a_refused_request_fails_alone_in_its_group() {
         let expected = if n == 33 { 0 } else { n };
         assert_eq!(found.accepted_sequence, expected);
     }
+}
+
+/// A commit that rewrites its Session's header carries its fence in that update
+/// (no fence statement of its own): a stale owner's rewrite of a Session taken over
+/// is refused as fenced and lands nothing, neither its entry nor its header, while a
+/// held lease's rewrite in the same group commits.
+#[tokio::test]
+async fn a_fenced_header_rewrite_fails_alone_and_lands_nothing() {
+    if !support::ready() {
+        return;
+    }
+    let (first, second, lost) = two_processes().await;
+    let kept = create(&first).await;
+    let stale = held(first.claim(&lost).await.unwrap());
+    let token = held(first.claim(&kept).await.unwrap());
+    sql(
+        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
+         WHERE session_id = $1",
+        &lost,
+    )
+    .await;
+    held(second.claim(&lost).await.unwrap());
+    let rewrite = |session: &SessionId, token: FencingToken, sequence: u64| {
+        let mut header = SessionHeader::new(session.clone(), 1);
+        header.head_sequence = sequence;
+        header.title = format!("rewritten at {sequence}");
+        vec![
+            Op::Fence {
+                session_id: session.clone(),
+                token,
+            },
+            entry(session, sequence),
+            Op::PutHeader(header),
+        ]
+    };
+    let (refused, committed) = tokio::join!(
+        first.commit(rewrite(&lost, stale, 1)),
+        first.commit(rewrite(&kept, token, 1))
+    );
+    assert!(matches!(refused, Err(StoreError::Fenced(_))), "{refused:?}");
+    committed.unwrap();
+    assert!(second.entries_after(&lost, 0, 10).await.unwrap().is_empty());
+    let lost_header = second.load_session(&lost).await.unwrap().unwrap().header;
+    assert_eq!(lost_header.head_sequence, 0);
+    assert_ne!(lost_header.title, "rewritten at 1");
+    let kept_header = first.load_session(&kept).await.unwrap().unwrap().header;
+    assert_eq!(kept_header.title, "rewritten at 1");
+    assert_eq!(first.entries_after(&kept, 0, 10).await.unwrap().len(), 1);
 }
 
 /// A group first runs without savepoints and, when one request fails, again with
