@@ -12,6 +12,7 @@ use shiitake_core::store::{
     StoredCommand,
 };
 use shiitake_protocol::{CommandId, RequestId, SessionId};
+use shiitake_store_postgres::PostgresStore;
 use sqlx::Connection;
 use support::{create, entry, fresh_key, held, sql, store, two_processes};
 
@@ -77,15 +78,18 @@ async fn a_refused_request_fails_alone_in_its_group() {
     }
 }
 
-/// A commit that rewrites its Session's header carries its fence in that update
-/// (no fence statement of its own): a stale owner's rewrite of a Session taken over
-/// is refused as fenced and lands nothing, neither its entry nor its header, while a
-/// held lease's rewrite in the same group commits.
-#[tokio::test]
-async fn a_fenced_header_rewrite_fails_alone_and_lands_nothing() {
-    if !support::ready() {
-        return;
-    }
+/// Two processes on one tenant; the first held `lost` (with `stale`) until the second
+/// took it over, and still holds `kept` (with `token`).
+struct TakenOver {
+    first: PostgresStore,
+    second: PostgresStore,
+    lost: SessionId,
+    stale: FencingToken,
+    kept: SessionId,
+    token: FencingToken,
+}
+
+async fn taken_over() -> TakenOver {
     let (first, second, lost) = two_processes().await;
     let kept = create(&first).await;
     let stale = held(first.claim(&lost).await.unwrap());
@@ -97,6 +101,33 @@ async fn a_fenced_header_rewrite_fails_alone_and_lands_nothing() {
     )
     .await;
     held(second.claim(&lost).await.unwrap());
+    TakenOver {
+        first,
+        second,
+        lost,
+        stale,
+        kept,
+        token,
+    }
+}
+
+/// A commit that rewrites its Session's header carries its fence in that update
+/// (no fence statement of its own): a stale owner's rewrite of a Session taken over
+/// is refused as fenced and lands nothing, neither its entry nor its header, while a
+/// held lease's rewrite in the same group commits.
+#[tokio::test]
+async fn a_fenced_header_rewrite_fails_alone_and_lands_nothing() {
+    if !support::ready() {
+        return;
+    }
+    let TakenOver {
+        first,
+        second,
+        lost,
+        stale,
+        kept,
+        token,
+    } = taken_over().await;
     let rewrite = |session: &SessionId, token: FencingToken, sequence: u64| {
         let mut header = SessionHeader::new(session.clone(), 1);
         header.head_sequence = sequence;
@@ -133,17 +164,14 @@ async fn a_fenced_request_fails_alone_in_its_group_and_lands_nothing() {
     if !support::ready() {
         return;
     }
-    let (first, second, lost) = two_processes().await;
-    let kept = create(&first).await;
-    let stale = held(first.claim(&lost).await.unwrap());
-    let token = held(first.claim(&kept).await.unwrap());
-    sql(
-        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
-         WHERE session_id = $1",
-        &lost,
-    )
-    .await;
-    held(second.claim(&lost).await.unwrap());
+    let TakenOver {
+        first,
+        second,
+        lost,
+        stale,
+        kept,
+        token,
+    } = taken_over().await;
     let fenced = |session: &SessionId, token: FencingToken, sequence: u64| {
         vec![
             Op::Fence {
