@@ -18,21 +18,24 @@ pub(crate) static CREATE_SESSION: Statement = Statement::each(
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
 );
 /// The header is written whole.
-pub(crate) static PUT_HEADER: Statement = Statement::new(
-    "UPDATE sessions SET created_at = $3, last_activity_at = $4, settled_at = $5, title = $6, \
-     head_sequence = $7, leaf_entry_id = $8, lineage_epoch = $9, model_preference = $10, \
-     inbox_state = $11, inbox_rank = $12, open_from = $13 WHERE [agent_id = $1 AND ]id = $2",
-);
+/// The header's columns, `$3` .. `$13`, as both header updates set them.
+macro_rules! set_header {
+    () => {
+        "UPDATE sessions SET created_at = $3, last_activity_at = $4, settled_at = $5, \
+         title = $6, head_sequence = $7, leaf_entry_id = $8, lineage_epoch = $9, \
+         model_preference = $10, inbox_state = $11, inbox_rank = $12, open_from = $13 "
+    };
+}
+pub(crate) static PUT_HEADER: Statement =
+    Statement::new(concat!(set_header!(), "WHERE [agent_id = $1 AND ]id = $2"));
 /// PostgreSQL only: [`PUT_HEADER`] that changes the row only while the Session's lease
 /// has the owner's token (`$14`) and holder (`$15`), so the commit's fence costs no
 /// statement of its own; found nothing means fenced, as [`FENCE`] would have said.
-pub(crate) static PUT_HEADER_FENCED: Statement = Statement::new(
-    "UPDATE sessions SET created_at = $3, last_activity_at = $4, settled_at = $5, title = $6, \
-     head_sequence = $7, leaf_entry_id = $8, lineage_epoch = $9, model_preference = $10, \
-     inbox_state = $11, inbox_rank = $12, open_from = $13 WHERE agent_id = $1 AND id = $2 \
-     AND EXISTS (SELECT 1 FROM session_leases WHERE agent_id = $1 AND session_id = $2 \
-     AND token = $14 AND holder = $15 FOR KEY SHARE)",
-);
+pub(crate) static PUT_HEADER_FENCED: Statement = Statement::new(concat!(
+    set_header!(),
+    "WHERE agent_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM session_leases \
+     WHERE agent_id = $1 AND session_id = $2 AND token = $14 AND holder = $15 FOR KEY SHARE)"
+));
 pub(crate) static DELETE_SESSION: Statement =
     Statement::new("DELETE FROM sessions WHERE [agent_id = $1 AND ]id = $2");
 /// PostgreSQL only: requests forwarded to the Session's owner have no foreign key.
