@@ -30,6 +30,15 @@ pub fn encode(dialect: Dialect, holder: &str, ops: &[Op]) -> Result<Vec<Stmt>, S
     Ok(batch.stmts)
 }
 
+/// Whether `sql`, a statement [`encode`] made for `dialect`, changes rows of its
+/// Session (`$2`) alone and binds plain values, so that a writer may fold the same
+/// statement of several Sessions' commits into one over arrays.
+pub fn per_session(dialect: Dialect, sql: &'static str) -> bool {
+    PER_SESSION
+        .iter()
+        .any(|statement| std::ptr::eq(statement.text(dialect), sql))
+}
+
 struct Batch<'a> {
     dialect: Dialect,
     holder: &'a str,
@@ -483,5 +492,23 @@ mod tests {
             found,
             vec![(PUT_HEADER.text(Dialect::Sqlite), Expect::Any, 12)]
         );
+    }
+
+    #[test]
+    fn per_session_statements_are_known_by_their_rendered_text() {
+        for dialect in [Dialect::Postgres, Dialect::Sqlite] {
+            assert!(per_session(dialect, PUT_HEADER.text(dialect)));
+            assert!(per_session(dialect, INSERT_CHILD_ENTRY.text(dialect)));
+            // Creation may be refused by a unique request id; the fence reads a lease.
+            assert!(!per_session(dialect, CREATE_SESSION.text(dialect)));
+            assert!(!per_session(dialect, COUNT_RECOVERY.text(dialect)));
+        }
+        assert!(!per_session(
+            Dialect::Postgres,
+            FENCE.text(Dialect::Postgres)
+        ));
+        // The same text elsewhere is not the statement: it is known by where it lives.
+        let copy: &'static str = Box::leak(PUT_HEADER.text(Dialect::Postgres).into());
+        assert!(!per_session(Dialect::Postgres, copy));
     }
 }

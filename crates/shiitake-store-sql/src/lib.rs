@@ -39,7 +39,7 @@ mod stmt;
 pub use backend::__private;
 pub use backend::SqlBackend;
 pub use dialect::Dialect;
-pub use encode::encode;
+pub use encode::{encode, per_session};
 pub use error::db;
 pub use reads::Reads;
 pub use rows::{int, uint};

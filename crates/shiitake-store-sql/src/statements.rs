@@ -89,6 +89,21 @@ pub(crate) static INSERT_CHILD_ENTRY: Statement = Statement::each(
      VALUES ($1, $2, $3, $7, $4, $5, $6)",
 );
 
+/// The commit statements that change rows of one Session alone, named by `$2`, and
+/// bind only plain values: a writer may run one of them for many Sessions at once, as
+/// one statement over arrays (PostgreSQL's writer does, `writer/fold.rs` there).
+/// Statements that read or write rows other Sessions share (extension rows, timers,
+/// the Session's creation, which a unique request id may refuse) are not among them.
+pub(crate) static PER_SESSION: [&Statement; 7] = [
+    &PUT_HEADER,
+    &PUT_HEADER_FENCED,
+    &INSERT_COMMAND,
+    &SET_COMMAND_STATE,
+    &INSERT_ROOT_ENTRY,
+    &INSERT_CHILD_ENTRY,
+    &INSERT_TERMINAL,
+];
+
 // ---- Sequenced events of a Session: $2 session_id, then the columns.
 
 pub(crate) static INSERT_TERMINAL: Statement = Statement::new(

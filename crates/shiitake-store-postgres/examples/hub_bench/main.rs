@@ -24,6 +24,7 @@
 
 #[path = "../../tests/support/cluster.rs"]
 mod cluster;
+mod machine;
 mod pgstat;
 mod profile;
 mod rolling;

@@ -39,6 +39,7 @@ use shiitake_protocol::{
 
 use crate::Failure;
 use crate::cluster::{Node, NodeSpec, client, spawn_node_at};
+use crate::machine::CpuTicks;
 use crate::pgstat::{self, Counters};
 
 /// Concurrent callers of the acceptance phase.
@@ -61,6 +62,8 @@ pub(crate) struct Cluster {
     held: Vec<SessionId>,
     /// Phase totals: (count, time).
     accepted: (usize, Duration),
+    /// The machine's CPU ticks over the acceptance rounds.
+    accepted_cpu: CpuTicks,
     ran: (usize, Duration),
     round: usize,
 }
@@ -98,6 +101,7 @@ impl Cluster {
             nodes,
             held: Vec::new(),
             accepted: (0, Duration::ZERO),
+            accepted_cpu: CpuTicks::default(),
             ran: (0, Duration::ZERO),
             round: 0,
         };
@@ -121,7 +125,9 @@ impl Cluster {
             .enumerate()
             .map(|(caller, session)| self.client(caller).session(session.clone()))
             .collect();
+        let before = CpuTicks::now();
         let took = accept_all(sessions, self.round).await?;
+        self.accepted_cpu = self.accepted_cpu.plus(CpuTicks::now().since(before));
         self.accepted.0 += CALLERS * PER_CALLER;
         self.accepted.1 += took;
         Ok(())
@@ -227,6 +233,24 @@ pub(crate) async fn run_to_terminal(
     Err("a subscription ended before its run did".into())
 }
 
+/// What the whole machine spent (every process: the Hub's, PostgreSQL's, the callers')
+/// on one acceptance of one process and on one raw commit: while both phases keep the
+/// cores busy, acceptances can reach at most (raw CPU ÷ acceptance CPU) of the raw rate.
+fn print_cpu((accepted, accept_cpu): (usize, CpuTicks), raw_commits: f64, raw_cpu: CpuTicks) {
+    #[allow(clippy::cast_precision_loss)]
+    let per_acceptance = accept_cpu.busy_time().as_secs_f64() * 1e6 / accepted.max(1) as f64;
+    let per_raw = raw_cpu.busy_time().as_secs_f64() * 1e6 / raw_commits.max(1.0);
+    println!(
+        "machine CPU (/proc/stat, every process): 1-process acceptances {:.0}% busy, {per_acceptance:.0} µs an acceptance; \
+         raw {CALLERS}-connection commits {:.0}% busy, {per_raw:.0} µs a commit; an acceptance costs {:.2} raw commits of CPU, \
+         so on busy cores acceptances reach at most {:.2}x of the raw rate",
+        accept_cpu.busy_share() * 100.0,
+        raw_cpu.busy_share() * 100.0,
+        per_acceptance / per_raw.max(f64::MIN_POSITIVE),
+        per_raw / per_acceptance.max(f64::MIN_POSITIVE),
+    );
+}
+
 /// Count over time, per second.
 pub(crate) fn rate((count, time): (usize, Duration)) -> f64 {
     #[allow(clippy::cast_precision_loss)]
@@ -260,7 +284,9 @@ pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Fai
         eprintln!("hub_bench: round {} of {rounds} done", round + 1);
     }
     // The clusters stay up (idle but for their heartbeats), as in the phases.
+    let before = CpuTicks::now();
     let raw_accept = pgstat::raw_commit_rate(database, CALLERS).await?;
+    let raw_accept_cpu = CpuTicks::now().since(before);
     let raw_runs = pgstat::raw_commit_rate(database, RUNS).await?;
     let raw_one = pgstat::raw_commit_rate(database, 1).await?;
     let load = crate::load_average();
@@ -323,6 +349,11 @@ pub async fn run(binary: &Path, database: &str, rounds: usize) -> Result<(), Fai
     println!(
         "acceptances: 1 process {base_accept:.0}/s = {:.2}x of raw commits with {CALLERS} connections",
         base_accept / raw_accept.max(f64::MIN_POSITIVE)
+    );
+    print_cpu(
+        (clusters[0].accepted.0, clusters[0].accepted_cpu),
+        raw_accept * pgstat::RAW_FOR.as_secs_f64(),
+        raw_accept_cpu,
     );
     Ok(())
 }

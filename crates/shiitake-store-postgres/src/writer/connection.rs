@@ -14,6 +14,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
+use super::fold::{Column, set_based};
 use crate::events::CHANNEL;
 
 /// One statement of a pipeline: prepared, with its parameters.
@@ -58,6 +59,9 @@ pub(super) struct WriterConnection {
     /// Each commit statement's text → its parameter types and the statement prepared
     /// for them.
     prepared: HashMap<TextKey, (Vec<Type>, Statement)>,
+    /// The same for the set-based texts of folded statements (`fold.rs`), keyed by the
+    /// statement each folds.
+    folded: HashMap<TextKey, (Vec<Type>, Statement)>,
 }
 
 /// The statement announcing a group's Sessions on [`CHANNEL`].
@@ -80,6 +84,7 @@ impl WriterConnection {
             driver,
             notify,
             prepared: HashMap::new(),
+            folded: HashMap::new(),
         })
     }
 
@@ -156,6 +161,32 @@ impl WriterConnection {
         params.push(agent);
         params.extend(stmt.binds.iter().map(bind_value));
         Ok(Call { statement, params })
+    }
+
+    /// The call of `sql` folded over `columns` (`fold.rs`), its set-based text made and
+    /// prepared on first use.
+    pub(super) async fn fold_call<'a>(
+        &mut self,
+        sql: &'static str,
+        columns: &'a [Column<'a>],
+    ) -> Result<Call<'a>, StoreError> {
+        let types: Vec<Type> = columns.iter().map(Column::sql_type).collect();
+        let key = TextKey::of(sql);
+        let statement = match self.folded.get(&key) {
+            Some((known, statement)) if *known == types => statement.clone(),
+            _ => {
+                let text = set_based(sql, &types).ok_or_else(|| {
+                    StoreError::database(format!("a statement that cannot be folded: {sql}"))
+                })?;
+                let statement = self.client.prepare_typed(&text, &types).await.map_err(pg)?;
+                self.folded.insert(key, (types, statement.clone()));
+                statement
+            }
+        };
+        Ok(Call {
+            statement,
+            params: columns.iter().map(Column::value).collect(),
+        })
     }
 
     /// Sends `BEGIN` and `calls` at once and returns whether the transaction began

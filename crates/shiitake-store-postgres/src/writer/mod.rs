@@ -13,12 +13,13 @@
 //! is in its transaction, which PostgreSQL delivers when, and only if, it commits.
 
 mod connection;
+mod fold;
 
 use std::collections::BTreeMap;
 
 use shiitake_core::store::{Op, StoreError};
 use shiitake_store_sql::queue::{self, Groups, Queue, Request};
-use shiitake_store_sql::{Dialect, Stmt, encode};
+use shiitake_store_sql::{Dialect, Expect, Stmt, encode};
 use tokio_postgres::Config;
 
 pub(crate) use connection::config;
@@ -181,23 +182,42 @@ fn payloads<'a>(requests: impl Iterator<Item = &'a Prepared<'a>>) -> Vec<String>
 }
 
 /// Runs the group as one pipeline and commits it, or rolls it back and says why not.
+/// Requests of distinct Sessions run folded (`fold.rs`): each statement once for all.
 async fn pipelined(
     conn: &mut WriterConnection,
     prepared: &[Result<Prepared<'_>, StoreError>],
 ) -> Result<(), Refused> {
     let payloads = payloads(prepared.iter().filter_map(|request| request.as_ref().ok()));
+    let folds = fold::plan(prepared);
+    let columns: Vec<Vec<fold::Column<'_>>> =
+        folds.iter().flatten().map(fold::Fold::columns).collect();
     let mut calls = Vec::new();
-    // Which request each statement call is of, and what it must find.
-    let mut owners = Vec::new();
-    for (at, request) in prepared.iter().enumerate() {
-        let Ok(request) = request else { continue };
-        for stmt in &request.statements {
-            let call = conn
-                .call(&request.agent.0, stmt)
-                .await
-                .map_err(|error| Refused::Request(at, error))?;
-            calls.push(call);
-            owners.push((at, stmt.expect));
+    // What each call must find, and which request a failure of it is reported against.
+    let mut checks = Vec::new();
+    match &folds {
+        Some(folds) => {
+            for (fold, columns) in folds.iter().zip(&columns) {
+                let at = fold.first_request();
+                let call = conn
+                    .fold_call(fold.sql, columns)
+                    .await
+                    .map_err(|error| Refused::Request(at, error))?;
+                calls.push(call);
+                checks.push(Check::Fold(fold));
+            }
+        }
+        None => {
+            for (at, request) in prepared.iter().enumerate() {
+                let Ok(request) = request else { continue };
+                for stmt in &request.statements {
+                    let call = conn
+                        .call(&request.agent.0, stmt)
+                        .await
+                        .map_err(|error| Refused::Request(at, error))?;
+                    calls.push(call);
+                    checks.push(Check::Statement(at, stmt.expect));
+                }
+            }
         }
     }
     if !payloads.is_empty() {
@@ -206,7 +226,7 @@ async fn pipelined(
     let (begun, results) = conn.begin_with(&calls).await;
     let refused = match begun {
         Err(error) => Some(Refused::Group(error)),
-        Ok(()) => check(results, &owners),
+        Ok(()) => check(results, &checks),
     };
     if let Some(refused) = refused {
         conn.rollback().await;
@@ -218,18 +238,46 @@ async fn pipelined(
     })
 }
 
-/// The first failure among a pipeline's answers: the statements (of the requests
-/// `owners` names), then the announcement if any.
-fn check(
-    results: Vec<Result<u64, StoreError>>,
-    owners: &[(usize, shiitake_store_sql::Expect)],
-) -> Option<Refused> {
+/// What one call of a pipeline must find.
+enum Check<'a> {
+    /// A request's own statement (the request's index in the group).
+    Statement(usize, Expect),
+    /// A folded statement: one row for each of its requests that had to find one.
+    Fold(&'a fold::Fold<'a>),
+}
+
+impl Check<'_> {
+    /// The request a failure is reported against, and whether `rows` satisfy it.
+    fn verdict(&self, rows: u64) -> (usize, Result<(), StoreError>) {
+        let verdict = match self {
+            Check::Statement(_, expect) => expect.check(rows),
+            Check::Fold(fold) => fold.check(rows),
+        };
+        (self.request(), verdict)
+    }
+
+    /// The request a failure of this call is reported against.
+    fn request(&self) -> usize {
+        match self {
+            Check::Statement(at, _) => *at,
+            Check::Fold(fold) => fold.first_request(),
+        }
+    }
+}
+
+/// The first failure among a pipeline's answers: the statements (what `checks` says
+/// each must find), then the announcement if any.
+fn check(results: Vec<Result<u64, StoreError>>, checks: &[Check<'_>]) -> Option<Refused> {
     let mut results = results.into_iter();
-    for &(at, expect) in owners {
+    for expected in checks {
         let found = results
             .next()
             .unwrap_or_else(|| Err(StoreError::database("the pipeline lost an answer")));
-        if let Err(error) = found.and_then(|rows| expect.check(rows)) {
+        let (at, verdict) = match found {
+            Ok(rows) => expected.verdict(rows),
+            Err(error) => (expected.request(), Err(error)),
+        };
+        if let Err(error) = verdict {
             // What follows a failed statement failed with it (the transaction is
             // aborted), so the first failure is the one to report.
             return Some(Refused::Request(at, error));

@@ -267,3 +267,128 @@ async fn a_broken_writer_connection_is_replaced_and_commits_go_on() {
         .collect();
     assert_eq!(sequences, vec![1, 2, 3]);
 }
+
+/// Requests of distinct Sessions run folded, each statement once over arrays for all
+/// of them (`writer/fold.rs`). 23 acceptances in flight at once each land their own
+/// command and header, none mixed up; then, of 24 more, one reuses its Session's request
+/// id and one is a stale owner's: those two fail alone and land nothing, and every
+/// other lands as before.
+#[tokio::test]
+async fn a_folded_group_lands_each_row_in_its_place_and_refuses_bad_requests_alone() {
+    if !support::ready() {
+        return;
+    }
+    let TakenOver {
+        first,
+        second,
+        lost,
+        stale,
+        kept,
+        token,
+    } = taken_over().await;
+    let mut sessions = vec![(kept, token)];
+    for _ in 1..23 {
+        let session = create(&first).await;
+        let token = held(first.claim(&session).await.unwrap());
+        sessions.push((session, token));
+    }
+    // Round 1, all good; round 2 with the seventh Session's request id taken (by
+    // round 1) and the stale owner's acceptance.
+    for round in 1..=2u64 {
+        let mut commits = Vec::new();
+        for (index, (session, token)) in sessions.iter().enumerate() {
+            let n = acceptance_number(round, index);
+            let request = if round == 2 && index == 6 {
+                request_name(1, index)
+            } else {
+                request_name(round, index)
+            };
+            let ops = acceptance(session, *token, n, &request);
+            let store = first.clone();
+            commits.push(tokio::spawn(
+                async move { (index, store.commit(ops).await) },
+            ));
+        }
+        if round == 2 {
+            let ops = acceptance(&lost, stale, 999, "r999");
+            let store = first.clone();
+            commits.push(tokio::spawn(async move { (99, store.commit(ops).await) }));
+        }
+        for commit in commits {
+            match commit.await.unwrap() {
+                (6, result) if round == 2 => assert!(result.unwrap_err().is_unique_violation()),
+                (99, result) => assert!(matches!(result, Err(StoreError::Fenced(_))), "{result:?}"),
+                (index, result) => {
+                    result.unwrap_or_else(|error| panic!("round {round}, {index}: {error}"));
+                }
+            }
+        }
+        for (index, (session, _)) in sessions.iter().enumerate() {
+            // The refused acceptance left round 1's header and commands as they were.
+            let landed = if index == 6 { 1 } else { round };
+            let n = acceptance_number(landed, index);
+            let header = first.load_session(session).await.unwrap().unwrap().header;
+            assert_eq!(
+                (header.title, header.head_sequence),
+                (format!("accepted {n}"), n)
+            );
+            let request = RequestId::new(request_name(landed, index)).unwrap();
+            let command = first
+                .command_by_request(session, &request)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                (command.accepted_sequence, command.payload),
+                (n, format!("{{\"n\":{n}}}"))
+            );
+        }
+    }
+    let lost_header = second.load_session(&lost).await.unwrap().unwrap().header;
+    assert_ne!(lost_header.title, "accepted 999");
+    let missing = RequestId::new("r999").unwrap();
+    assert!(
+        second
+            .command_by_request(&lost, &missing)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// The sequence (and command number) of Session `index`'s acceptance in `round`.
+fn acceptance_number(round: u64, index: usize) -> u64 {
+    round * 100 + index as u64
+}
+
+fn request_name(round: u64, index: usize) -> String {
+    format!("r{}", acceptance_number(round, index))
+}
+
+/// An acceptance as an owner commits it: the fence, the command, the header.
+fn acceptance(session: &SessionId, token: FencingToken, n: u64, request: &str) -> Vec<Op> {
+    let mut header = SessionHeader::new(session.clone(), 1);
+    header.head_sequence = n;
+    header.title = format!("accepted {n}");
+    vec![
+        Op::Fence {
+            session_id: session.clone(),
+            token,
+        },
+        Op::InsertCommand {
+            session_id: session.clone(),
+            command: StoredCommand {
+                id: CommandId::new(format!("cmd_{n:04}")).unwrap(),
+                request_id: Some(RequestId::new(request).unwrap()),
+                origin: None,
+                kind: CommandKind::Prompt,
+                payload: format!("{{\"n\":{n}}}"),
+                accepted_sequence: n,
+                state: CommandState::Pending,
+                run_id: None,
+                recoveries: 0,
+            },
+        },
+        Op::PutHeader(header),
+    ]
+}
