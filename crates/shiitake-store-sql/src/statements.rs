@@ -185,15 +185,29 @@ pub(crate) static SESSION_HEADER: Statement = Statement::new(
      lineage_epoch, model_preference, inbox_state, inbox_rank, open_from \
      FROM sessions WHERE [agent_id = $1 AND ]id = $2",
 );
-/// After position ($2 rank, $3 last activity, $4 id) if any, at most $5.
-pub(crate) static LIST_SESSIONS: Statement = Statement::new(
-    "SELECT id, created_at, last_activity_at, settled_at, title, head_sequence, leaf_entry_id, \
-     lineage_epoch, model_preference, inbox_state, inbox_rank, open_from \
-     FROM sessions WHERE [agent_id = $1 AND ](CAST($2 AS BIGINT) IS NULL \
-       OR inbox_rank > $2 \
-       OR (inbox_rank = $2 AND last_activity_at < $3) \
-       OR (inbox_rank = $2 AND last_activity_at = $3 AND id > $4)) \
-     ORDER BY inbox_rank, last_activity_at DESC, id LIMIT $5",
+/// The rows of an inbox page after position ($2 rank, $3 last activity, $4 id) if any.
+macro_rules! inbox_after {
+    () => {
+        "SELECT id, created_at, last_activity_at, settled_at, title, head_sequence, \
+         leaf_entry_id, lineage_epoch, model_preference, inbox_state, inbox_rank, open_from \
+         FROM sessions WHERE [agent_id = $1 AND ](CAST($2 AS BIGINT) IS NULL \
+           OR inbox_rank > $2 \
+           OR (inbox_rank = $2 AND last_activity_at < $3) \
+           OR (inbox_rank = $2 AND last_activity_at = $3 AND id > $4)) "
+    };
+}
+/// One inbox page, at most $5 rows. PostgreSQL's inbox index holds the activity's second,
+/// not its millisecond (so a header rewrite within a second is HOT: migration 0005), and
+/// orders by it first: the same order, read from the index a second at a time.
+pub(crate) static LIST_SESSIONS: Statement = Statement::each(
+    concat!(
+        inbox_after!(),
+        "ORDER BY inbox_rank, last_activity_at DESC, id LIMIT $5"
+    ),
+    concat!(
+        inbox_after!(),
+        "ORDER BY inbox_rank, activity_second DESC, last_activity_at DESC, id LIMIT $5"
+    ),
 );
 pub(crate) static SESSIONS_WITH_OPEN_WORK: Statement =
     Statement::new("SELECT id FROM sessions WHERE [agent_id = $1 AND ]inbox_rank <= 1");

@@ -39,7 +39,7 @@ use shiitake_protocol::{
 
 use crate::Failure;
 use crate::cluster::{Node, NodeSpec, client, spawn_node_at};
-use crate::machine::CpuTicks;
+use crate::machine::{CpuTicks, KINDS};
 use crate::pgstat::{self, Counters};
 
 /// Concurrent callers of the acceptance phase.
@@ -249,6 +249,13 @@ fn print_cpu((accepted, accept_cpu): (usize, CpuTicks), raw_commits: f64, raw_cp
         per_acceptance / per_raw.max(f64::MIN_POSITIVE),
         per_raw / per_acceptance.max(f64::MIN_POSITIVE),
     );
+    let mut shares = Vec::new();
+    for ((_, kind), time) in KINDS.iter().zip(accept_cpu.kind_times()) {
+        #[allow(clippy::cast_precision_loss)]
+        let micros = time.as_secs_f64() * 1e6 / accepted.max(1) as f64;
+        shares.push(format!("{kind} {micros:.0} µs"));
+    }
+    println!("an acceptance's CPU by process: {}", shares.join(", "));
 }
 
 /// Count over time, per second.

@@ -5,6 +5,7 @@ mod conformance;
 mod conformance_http;
 mod failover;
 mod hub_process;
+mod inbox;
 mod leases;
 mod packed_messages;
 mod registry;
