@@ -18,8 +18,6 @@ use shiitake_core::store::StoreError;
 use shiitake_store_sql::{Bind, Dialect, Expect, Stmt, TextKey, per_session};
 use tokio_postgres::types::{ToSql, Type};
 
-use super::Prepared;
-
 /// One statement run for several requests at once.
 pub(super) struct Fold<'a> {
     /// The statement each request runs, as [`shiitake_store_sql::encode`] wrote it.
@@ -32,33 +30,31 @@ pub(super) struct Fold<'a> {
     rows: Vec<(usize, &'a str, &'a Stmt)>,
 }
 
+/// A request of a group as the planner sees it: its index in the group, its tenant
+/// and its statements.
+pub(super) type Request<'a> = (usize, &'a str, &'a [Stmt]);
+
 /// The group's statements as folds, in an order that keeps each request's own order,
 /// or `None` when the group is not folded: fewer than two requests, a statement that
 /// is not per-Session, two requests of one Session, binds of another type, or
 /// requests whose statements come in orders no one sequence of folds keeps.
-pub(super) fn plan<'a>(prepared: &'a [Result<Prepared<'a>, StoreError>]) -> Option<Vec<Fold<'a>>> {
-    let requests: Vec<(usize, &Prepared<'a>)> = prepared
-        .iter()
-        .enumerate()
-        .filter_map(|(at, request)| request.as_ref().ok().map(|request| (at, request)))
-        .collect();
+pub(super) fn plan<'a>(requests: &[Request<'a>]) -> Option<Vec<Fold<'a>>> {
     if requests.len() < 2 {
         return None;
     }
     let mut sessions = HashSet::with_capacity(requests.len());
     let mut folds: Vec<Fold<'a>> = Vec::new();
-    for (at, request) in requests {
-        let agent = request.agent.as_str();
-        if !sessions.insert((agent, session_of(&request.statements)?)) {
+    for &(at, agent, statements) in requests {
+        if !sessions.insert((agent, session_of(statements)?)) {
             return None;
         }
         // The fold of this request's previous statement: the next one must come later.
         let mut previous = None;
-        for (nth, stmt) in request.statements.iter().enumerate() {
+        for (nth, stmt) in statements.iter().enumerate() {
             if !per_session(Dialect::Postgres, stmt.sql) {
                 return None;
             }
-            let occurrence = request.statements[..nth]
+            let occurrence = statements[..nth]
                 .iter()
                 .filter(|earlier| std::ptr::eq(earlier.sql, stmt.sql))
                 .count();
@@ -341,9 +337,14 @@ mod tests {
         let agent = AgentKey::new("a").unwrap();
         let prepared: Vec<_> = requests
             .iter()
-            .map(|ops| prepare("holder", &agent, ops))
+            .map(|ops| prepare("holder", &agent, ops).unwrap())
             .collect();
-        plan(&prepared).map(|folds| {
+        let requests: Vec<Request<'_>> = prepared
+            .iter()
+            .enumerate()
+            .map(|(at, request)| (at, request.agent.as_str(), request.statements.as_slice()))
+            .collect();
+        plan(&requests).map(|folds| {
             folds
                 .iter()
                 .map(|fold| (fold.sql, fold.rows.iter().map(|(at, _, _)| *at).collect()))

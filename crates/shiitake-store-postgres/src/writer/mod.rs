@@ -188,7 +188,15 @@ async fn pipelined(
     prepared: &[Result<Prepared<'_>, StoreError>],
 ) -> Result<(), Refused> {
     let payloads = payloads(prepared.iter().filter_map(|request| request.as_ref().ok()));
-    let folds = fold::plan(prepared);
+    let requests: Vec<fold::Request<'_>> = prepared
+        .iter()
+        .enumerate()
+        .filter_map(|(at, request)| {
+            let request = request.as_ref().ok()?;
+            Some((at, request.agent.as_str(), request.statements.as_slice()))
+        })
+        .collect();
+    let folds = fold::plan(&requests);
     let columns: Vec<Vec<fold::Column<'_>>> =
         folds.iter().flatten().map(fold::Fold::columns).collect();
     let mut calls = Vec::new();
