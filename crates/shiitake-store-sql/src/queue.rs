@@ -137,6 +137,10 @@ impl<T> Groups<T> {
 pub fn answer<T>(group: &mut Vec<Request<T>>, results: Vec<Result<(), StoreError>>) {
     telemetry::store_group(group.len());
     for (request, result) in group.drain(..).zip(results) {
+        // Counted here, once, whichever of the group's runs found the fence.
+        if matches!(result, Err(StoreError::Fenced(_))) {
+            telemetry::fenced_commit();
+        }
         // A caller that stopped waiting (its task was cancelled): what committed stands.
         let answer = Answer {
             result,
@@ -145,5 +149,67 @@ pub fn answer<T>(group: &mut Vec<Request<T>>, results: Vec<Result<(), StoreError
         if request.reply.send(answer).is_err() {
             tracing::trace!("a committer left before its answer");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
+
+    use super::*;
+    use crate::Expect;
+
+    /// Counts the fenced commits recorded on this thread.
+    #[derive(Default)]
+    struct FencedCommits(Arc<AtomicU64>);
+
+    impl metrics::Recorder for FencedCommits {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            if key.name() == telemetry::HUB_FENCED_COMMITS {
+                Counter::from_arc(self.0.clone())
+            } else {
+                Counter::noop()
+            }
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    fn request() -> (Request<()>, oneshot::Receiver<Answer<()>>) {
+        let (reply, answer) = oneshot::channel();
+        (Request { work: (), reply }, answer)
+    }
+
+    /// A fenced request is checked in the group's pipeline and again when the group
+    /// runs request by request; it is one fenced commit, counted with its answer.
+    #[test]
+    fn a_fenced_request_counts_once_however_often_its_fence_was_checked() {
+        let recorder = FencedCommits::default();
+        let (fenced, mut fenced_answer) = request();
+        let (kept, mut kept_answer) = request();
+        let mut group = vec![fenced, kept];
+        metrics::with_local_recorder(&recorder, || {
+            let first = Expect::Fence.check(0);
+            let again = Expect::Fence.check(0);
+            assert!(matches!(first, Err(StoreError::Fenced(_))));
+            assert_eq!(recorder.0.load(Ordering::Relaxed), 0);
+            answer(&mut group, vec![again, Expect::Fence.check(1)]);
+        });
+        assert_eq!(recorder.0.load(Ordering::Relaxed), 1);
+        assert!(matches!(
+            fenced_answer.try_recv().unwrap().result,
+            Err(StoreError::Fenced(_))
+        ));
+        assert!(kept_answer.try_recv().unwrap().result.is_ok());
     }
 }
