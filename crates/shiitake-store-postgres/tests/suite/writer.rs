@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use shiitake_core::store::{
     CommandKind, CommandState, FencingToken, Op, Ownership, SessionHeader, Store, StoreError,
-    StoredCommand,
+    StoredCommand, StoredEntry, StoredTerminal,
 };
-use shiitake_protocol::{CommandId, RequestId, SessionId};
+use shiitake_protocol::message::{Message, UserMessage};
+use shiitake_protocol::{CommandId, EntryId, RequestId, SessionId, TerminalOutcome};
 use shiitake_store_postgres::PostgresStore;
 use sqlx::Connection;
 use support::{create, entry, fresh_key, held, sql, store, two_processes};
@@ -274,7 +275,7 @@ async fn a_broken_writer_connection_is_replaced_and_commits_go_on() {
 
 /// Requests of distinct Sessions run folded, each statement once over arrays for all
 /// of them (`writer/fold.rs`). 23 acceptances in flight at once each land their own
-/// command and header, none mixed up; then, of 24 more, one reuses its Session's request
+/// command, entry and header, none mixed up; then, of 24 more, one reuses its Session's request
 /// id and one is a stale owner's: those two fail alone and land nothing, and every
 /// other lands as before.
 #[tokio::test]
@@ -346,6 +347,18 @@ async fn a_folded_group_lands_each_row_in_its_place_and_refuses_bad_requests_alo
                 (command.accepted_sequence, command.payload),
                 (n, format!("{{\"n\":{n}}}"))
             );
+            // Each acceptance's prompt entry, in its own Session under its own sequence.
+            let entries: Vec<u64> = first
+                .entries_after(session, 0, 10)
+                .await
+                .unwrap()
+                .iter()
+                .map(|entry| entry.sequence)
+                .collect();
+            let landed: Vec<u64> = (1..=landed)
+                .map(|round| acceptance_number(round, index))
+                .collect();
+            assert_eq!(entries, landed);
         }
     }
     let lost_header = second.load_session(&lost).await.unwrap().unwrap().header;
@@ -369,7 +382,8 @@ fn request_name(round: u64, index: usize) -> String {
     format!("r{}", acceptance_number(round, index))
 }
 
-/// An acceptance as an owner commits it: the fence, the command, the header.
+/// An acceptance as an owner commits it (here with its prompt entry, as a prompt that
+/// starts a run is): the fence, the command, the entry, the header.
 fn acceptance(session: &SessionId, token: FencingToken, n: u64, request: &str) -> Vec<Op> {
     let mut header = SessionHeader::new(session.clone(), 1);
     header.head_sequence = n;
@@ -393,6 +407,104 @@ fn acceptance(session: &SessionId, token: FencingToken, n: u64, request: &str) -
                 recoveries: 0,
             },
         },
+        entry(session, n),
         Op::PutHeader(header),
     ]
+}
+
+/// The statements of a run's last commit, folded for 12 Sessions settling at once:
+/// each lands its answer (a child of its prompt), its command's new state and its
+/// terminal (anchored at that answer) in its own Session.
+#[tokio::test]
+async fn folded_settles_land_each_answer_state_and_terminal_in_their_session() {
+    if !support::ready() {
+        return;
+    }
+    let key = fresh_key();
+    let store = store(&key, Duration::from_secs(60)).await;
+    let mut sessions = Vec::new();
+    for index in 0..12usize {
+        let session = create(&store).await;
+        let token = held(store.claim(&session).await.unwrap());
+        store
+            .commit(acceptance(&session, token, 1, &format!("s{index}")))
+            .await
+            .unwrap();
+        let prompt = store.entries_after(&session, 0, 1).await.unwrap()[0]
+            .id
+            .clone();
+        sessions.push((session, token, prompt));
+    }
+    let mut settles = Vec::new();
+    for (index, (session, token, prompt)) in sessions.iter().enumerate() {
+        let n = index as u64;
+        let answer = EntryId::new(format!("ent_answer_{n:04}")).unwrap();
+        let mut header = SessionHeader::new(session.clone(), 1);
+        header.head_sequence = 3;
+        header.title = format!("settled {n}");
+        let command_id = CommandId::new("cmd_0001").unwrap();
+        let ops = vec![
+            Op::Fence {
+                session_id: session.clone(),
+                token: *token,
+            },
+            Op::InsertEntry {
+                session_id: session.clone(),
+                entry: StoredEntry {
+                    id: answer.clone(),
+                    parent: Some(prompt.clone()),
+                    sequence: 2,
+                    command_id: Some(command_id.clone()),
+                    message: Message::User(UserMessage::text(format!("answer {n}"), n)),
+                },
+            },
+            Op::SetCommandState {
+                session_id: session.clone(),
+                command_id: command_id.clone(),
+                state: CommandState::Settled,
+                run_id: None,
+            },
+            Op::InsertTerminal {
+                session_id: session.clone(),
+                terminal: StoredTerminal {
+                    command_id,
+                    outcome: TerminalOutcome::Completed,
+                    sequence: 3,
+                    diagnostic: Some(format!("diagnostic {n}")),
+                    anchor: Some(answer),
+                },
+            },
+            Op::PutHeader(header),
+        ];
+        let store = store.clone();
+        settles.push(tokio::spawn(async move { store.commit(ops).await }));
+    }
+    for settle in settles {
+        settle.await.unwrap().unwrap();
+    }
+    for (index, (session, _, prompt)) in sessions.iter().enumerate() {
+        let n = index as u64;
+        let entries = store.entries_after(session, 0, 10).await.unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1].parent.as_ref(), Some(prompt));
+        assert_eq!(
+            entries[1].message,
+            Message::User(UserMessage::text(format!("answer {n}"), n))
+        );
+        let command = store
+            .command_by_request(session, &RequestId::new(format!("s{index}")).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(command.state, CommandState::Settled);
+        let terminals = store.terminals_between(session, 0, 10, 10).await.unwrap();
+        assert_eq!(terminals.len(), 1);
+        assert_eq!(
+            (terminals[0].sequence, terminals[0].diagnostic.as_deref()),
+            (3, Some(format!("diagnostic {n}").as_str()))
+        );
+        assert_eq!(terminals[0].anchor.as_ref(), Some(&entries[1].id));
+        let header = store.load_session(session).await.unwrap().unwrap().header;
+        assert_eq!(header.title, format!("settled {n}"));
+    }
 }
