@@ -25,7 +25,7 @@ pub(super) struct Fold<'a> {
     /// How many statements of the same text each request ran before this one.
     occurrence: usize,
     /// What each request's statement must find.
-    pub(super) expect: Expect,
+    expect: Expect,
     /// The requests it runs for, by index in the group, with their tenant and statement.
     rows: Vec<(usize, &'a str, &'a Stmt)>,
 }

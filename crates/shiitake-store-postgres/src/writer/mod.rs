@@ -255,13 +255,12 @@ enum Check<'a> {
 }
 
 impl Check<'_> {
-    /// The request a failure is reported against, and whether `rows` satisfy it.
-    fn verdict(&self, rows: u64) -> (usize, Result<(), StoreError>) {
-        let verdict = match self {
+    /// Whether `rows` are what the call had to find.
+    fn verdict(&self, rows: u64) -> Result<(), StoreError> {
+        match self {
             Check::Statement(_, expect) => expect.check(rows),
             Check::Fold(fold) => fold.check(rows),
-        };
-        (self.request(), verdict)
+        }
     }
 
     /// The request a failure of this call is reported against.
@@ -281,14 +280,10 @@ fn check(results: Vec<Result<u64, StoreError>>, checks: &[Check<'_>]) -> Option<
         let found = results
             .next()
             .unwrap_or_else(|| Err(StoreError::database("the pipeline lost an answer")));
-        let (at, verdict) = match found {
-            Ok(rows) => expected.verdict(rows),
-            Err(error) => (expected.request(), Err(error)),
-        };
-        if let Err(error) = verdict {
+        if let Err(error) = found.and_then(|rows| expected.verdict(rows)) {
             // What follows a failed statement failed with it (the transaction is
             // aborted), so the first failure is the one to report.
-            return Some(Refused::Request(at, error));
+            return Some(Refused::Request(expected.request(), error));
         }
     }
     match results.next() {

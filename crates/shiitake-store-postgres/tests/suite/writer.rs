@@ -15,7 +15,7 @@ use shiitake_protocol::message::{Message, UserMessage};
 use shiitake_protocol::{CommandId, EntryId, RequestId, SessionId, TerminalOutcome};
 use shiitake_store_postgres::PostgresStore;
 use sqlx::Connection;
-use support::{create, entry, fresh_key, held, sql, store, two_processes};
+use support::{claimed, create, entry, fresh_key, held, sql, store, two_processes};
 
 #[tokio::test]
 async fn a_refused_request_fails_alone_in_its_group() {
@@ -96,9 +96,8 @@ async fn taken_over() -> Option<TakenOver> {
         return None;
     }
     let (first, second, lost) = two_processes().await;
-    let kept = create(&first).await;
     let stale = held(first.claim(&lost).await.unwrap());
-    let token = held(first.claim(&kept).await.unwrap());
+    let (kept, token) = claimed(&first).await;
     sql(
         "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
          WHERE session_id = $1",
@@ -293,9 +292,7 @@ async fn a_folded_group_lands_each_row_in_its_place_and_refuses_bad_requests_alo
     };
     let mut sessions = vec![(kept, token)];
     for _ in 1..23 {
-        let session = create(&first).await;
-        let token = held(first.claim(&session).await.unwrap());
-        sessions.push((session, token));
+        sessions.push(claimed(&first).await);
     }
     // Round 1, all good; round 2 with the seventh Session's request id taken (by
     // round 1) and the stale owner's acceptance.
@@ -424,8 +421,7 @@ async fn folded_settles_land_each_answer_state_and_terminal_in_their_session() {
     let store = store(&key, Duration::from_secs(60)).await;
     let mut sessions = Vec::new();
     for index in 0..12usize {
-        let session = create(&store).await;
-        let token = held(store.claim(&session).await.unwrap());
+        let (session, token) = claimed(&store).await;
         store
             .commit(acceptance(&session, token, 1, &format!("s{index}")))
             .await

@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use axum::Router;
 use shiitake_client::{ClientOptions, ReconnectPolicy, RemoteAgent};
 use shiitake_conformance::{Fixture, TestTools, tools};
+use shiitake_core::store::Ownership;
 use shiitake_core::store::ownership::Claim;
 use shiitake_core::store::{FencingToken, Op, SessionHeader, Store, StoredEntry};
 use shiitake_core::{Agent, AgentConfig, FixedModel, RetryPolicy};
@@ -81,6 +82,13 @@ pub fn held(claim: Claim) -> FencingToken {
         Claim::Held(lease) => lease.token,
         other => panic!("expected the lease, found {other:?}"),
     }
+}
+
+/// A new Session of `store`, its lease claimed there: its id and fencing token.
+pub async fn claimed(store: &PostgresStore) -> (SessionId, FencingToken) {
+    let session = create(store).await;
+    let token = held(store.claim(&session).await.unwrap());
+    (session, token)
 }
 
 /// A hub on the test database: 60 s leases (nothing lapses while a test looks), a
