@@ -38,6 +38,8 @@ const STEPS: usize = 4;
 const SESSIONS: usize = 30;
 const PROMPTS: usize = 3;
 const WATCHED: usize = 6;
+/// Sessions with work in flight on process 1 when it is paused.
+const MID_FLIGHT: i64 = 3;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sessions_survive_a_killed_and_a_paused_process() {
@@ -71,8 +73,31 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
         .collect();
 
     // Mid-run: kill process 0 and pause process 1; process 2 takes over the killed
-    // Sessions; process 1 is continued past its lease.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Sessions; process 1 is continued past its lease. Both happen once process 1 has
+    // work in flight (at a fixed time it sometimes had none left, and then no stale
+    // commit was there for the fence to refuse).
+    let open_on = "SELECT count(*) FROM session_leases l JOIN sessions s \
+         ON s.agent_id = l.agent_id AND s.id = l.session_id \
+         WHERE l.agent_id = $1 AND s.open_from IS NOT NULL AND l.holder = $2";
+    let started = Instant::now();
+    let mut conn = sqlx::PgConnection::connect(&database).await.unwrap();
+    loop {
+        let open: i64 = sqlx::query_scalar(open_on)
+            .bind(key.as_str())
+            .bind(&nodes[1].holder)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        if open >= MID_FLIGHT && started.elapsed() >= Duration::from_millis(500) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "process 1 never had {MID_FLIGHT} Sessions with work in flight"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(conn);
     let killed_at_ms = now_ms();
     eprintln!("killing process 0 at {killed_at_ms}");
     cluster.set(0, None);
@@ -83,12 +108,9 @@ async fn sessions_survive_a_killed_and_a_paused_process() {
     nodes[1].signal("-STOP");
     let paused = Instant::now();
     let victim = nodes[0].holder.clone();
-    let held_by_victim = "SELECT count(*) FROM session_leases l JOIN sessions s \
-         ON s.agent_id = l.agent_id AND s.id = l.session_id \
-         WHERE l.agent_id = $1 AND s.open_from IS NOT NULL AND l.holder = $2";
     let taken_over = loop {
         let mut conn = sqlx::PgConnection::connect(&database).await.unwrap();
-        let count: i64 = sqlx::query_scalar(held_by_victim)
+        let count: i64 = sqlx::query_scalar(open_on)
             .bind(key.as_str())
             .bind(&victim)
             .fetch_one(&mut conn)
