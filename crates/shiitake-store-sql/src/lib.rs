@@ -40,7 +40,7 @@ pub use backend::__private;
 pub use backend::SqlBackend;
 pub use dialect::Dialect;
 pub use encode::{encode, per_session};
-pub use error::db;
+pub use error::{code_passes, db, sqlite_code_passes, sqlstate_passes};
 pub use reads::Reads;
 pub use rows::{int, uint};
 pub use stmt::{Bind, Expect, Stmt, TextKey};

@@ -229,9 +229,16 @@ fn not_null(error: &rusqlite::Error) -> bool {
     )
 }
 
-/// A rusqlite error as core sees it: whether a unique index (or the primary key)
-/// refused the write.
+/// A rusqlite error as core sees it: whether it passes by waiting (a full disk, an I/O
+/// error, a busy or locked file, a file that refuses writes: [`StoreError::Unavailable`],
+/// and the owner waits for the store), else whether a unique index (or the primary
+/// key) refused the write.
 fn sqlite(error: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(failure, _) = &error
+        && shiitake_store_sql::sqlite_code_passes(failure.extended_code)
+    {
+        return StoreError::Unavailable(error.to_string());
+    }
     let unique = matches!(
         &error,
         rusqlite::Error::SqliteFailure(failure, _)

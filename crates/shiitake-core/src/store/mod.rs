@@ -28,7 +28,9 @@ use shiitake_protocol::{
 /// into these, so core never sees which database it runs on.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database refused or failed an operation (I/O, connection, a constraint).
+    /// The database refused or failed an operation for a reason that will not pass
+    /// by waiting: a constraint the data breaks, a statement the schema cannot run.
+    /// (A reason that passes is [`StoreError::Unavailable`].)
     #[error("database: {message}")]
     Database {
         /// What the database said.
@@ -52,12 +54,31 @@ pub enum StoreError {
     /// process took the Session over, and nothing of this commit landed.
     #[error("fenced: {0}")]
     Fenced(String),
+    /// The store cannot serve now, for a reason that passes: the connection was lost
+    /// or refused, the server is restarting or has no connection to spare, the disk is
+    /// full, an I/O error, a pool or lock wait ran out. Trying again later may succeed.
+    /// A commit that fails so may have landed all the same (a connection can drop
+    /// after `COMMIT` was sent), so an owner reads its Session back before going on
+    /// (`docs/core.md`, "When the store fails").
+    #[error("unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl StoreError {
     /// Whether a unique index refused the write (an idempotency key already used).
     pub fn is_unique_violation(&self) -> bool {
         matches!(self, StoreError::Database { unique: true, .. })
+    }
+
+    /// Whether the failure passes by waiting ([`StoreError::Unavailable`]): the same
+    /// request may succeed later, and a commit that failed so may have landed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+
+    /// A failure that passes by waiting, with this message.
+    pub fn unavailable(message: impl std::fmt::Display) -> Self {
+        StoreError::Unavailable(message.to_string())
     }
 
     /// A failure of the database with this message, not a unique violation.
@@ -80,6 +101,7 @@ impl StoreError {
             StoreError::Closed => StoreError::Closed,
             StoreError::Conflict(message) => StoreError::Conflict(message.clone()),
             StoreError::Fenced(message) => StoreError::Fenced(message.clone()),
+            StoreError::Unavailable(message) => StoreError::Unavailable(message.clone()),
         }
     }
 }
