@@ -8,9 +8,7 @@ impl From<StoreError> for ShiitakeError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Closed => ShiitakeError::unavailable("the Agent is closing"),
-            StoreError::Database { .. }
-            | StoreError::Migration(_)
-            | StoreError::Unavailable(_) => {
+            StoreError::Database { .. } | StoreError::Migration(_) | StoreError::Unavailable(_) => {
                 ShiitakeError::unavailable(format!("storage failed: {error}"))
             }
             StoreError::Corrupt(_) => ShiitakeError::internal(error.to_string()),

@@ -21,6 +21,7 @@
 
 mod agent;
 mod agent_core;
+pub mod backoff;
 pub mod clock;
 pub mod config;
 pub mod cursor;
@@ -35,6 +36,7 @@ mod runner;
 mod session;
 mod shared;
 pub mod store;
+mod store_waits;
 pub mod telemetry;
 mod timers;
 mod tool_list;

@@ -1,21 +1,26 @@
 //! The life of one Session's owner in this process: take the lease (or stand in
 //! while another process holds it), load the Session, resume its interrupted
-//! work, then serve its mailbox until it is stopped, fenced or idle.
+//! work, then serve its mailbox until it is stopped, fenced or idle; and, when its
+//! store fails a commit for a reason that passes, wait for the store and go on
+//! (`docs/core.md`, "When the store fails").
 //!
 //! The registry starts this task for every mailbox it hands out. It is where the
 //! single-process [`Owner`] and the multi-process parts (`crate::shared`) meet: the
 //! owner itself only commits under the [`Tenure`] given to it here.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use shiitake_protocol::{SessionId, ShiitakeError};
+use shiitake_protocol::{SessionId, ShiitakeError, StorageWait};
 use tokio::sync::mpsc;
 
 use crate::agent_core::AgentCore;
+use crate::backoff::Backoff;
 use crate::owner::registry::OwnerSlot;
-use crate::owner::{Flow, Owner, Request, Tenure};
+use crate::owner::{Flow, Owner, Reloaded, Request, Resumption, Tenure};
 use crate::shared::{ForwardedRequests, StandIn, stand_in};
 use crate::store::ownership::{Claim, Lease};
+use crate::store_waits::StoreWaits;
 
 /// Runs one owner until it is stopped, its Session disappears, or it idles out.
 pub(crate) async fn run(core: Arc<AgentCore>, slot: OwnerSlot) {
@@ -65,21 +70,49 @@ pub(crate) async fn run(core: Arc<AgentCore>, slot: OwnerSlot) {
         session_id.clone(),
         lease,
     );
-    let mut owner = Owner::load(core.owner_deps(), tenure, loaded, mailbox).await;
-    owner.resume().await;
+    let mut owner = match Owner::load(core.owner_deps(), tenure, loaded, mailbox).await {
+        Ok(owner) => owner,
+        Err(error) => {
+            let error = retire(&mut requests, ShiitakeError::from(error));
+            if let Some(pending) = pending {
+                pending.fail(error);
+            }
+            return;
+        }
+    };
+    owner.resume(Resumption::Opened).await;
     let mut forwarded = core.ownership.clone().map(ForwardedRequests::new);
     // Requests other processes forwarded while the Session had no owner.
     if let Some(forwarded) = &mut forwarded {
         forwarded.serve(&mut owner).await;
     }
-    let mut exit = owner.fenced();
-    if let Some(pending) = pending
-        && !exit
-    {
-        exit = matches!(owner.handle(*pending).await, Flow::Exit);
+    let mut flow = owner.flow();
+    if let Some(pending) = pending {
+        match flow {
+            Flow::Continue => flow = owner.handle(*pending).await,
+            // Asked again by its caller, of the owner that goes on.
+            Flow::Pause | Flow::Exit => pending.fail(ShiitakeError::unavailable(
+                "the Session could not go on here just now; try again",
+            )),
+        }
     }
     let idle_for = core.config.owner_idle;
-    while !exit {
+    loop {
+        match flow {
+            Flow::Exit => break,
+            Flow::Pause => match wait_for_store(&mut owner, &mut requests).await {
+                Waited::Exit => break,
+                Waited::Resumed => {
+                    owner.resume(Resumption::StoreReturned).await;
+                    if let Some(forwarded) = &mut forwarded {
+                        forwarded.serve(&mut owner).await;
+                    }
+                    flow = owner.flow();
+                    continue;
+                }
+            },
+            Flow::Continue => {}
+        }
         // The quiet period restarts with every request; when it passes, an owner
         // with no work and no subscriber leaves, any other checks again later.
         let request = tokio::select! {
@@ -97,17 +130,107 @@ pub(crate) async fn run(core: Arc<AgentCore>, slot: OwnerSlot) {
             }
         };
         let Some(request) = request else { break };
-        if let Request::Drain = request {
-            if let Some(forwarded) = &mut forwarded {
-                forwarded.serve(&mut owner).await;
+        flow = match request {
+            Request::Drain => {
+                if let Some(forwarded) = &mut forwarded {
+                    forwarded.serve(&mut owner).await;
+                }
+                owner.flow()
             }
-            exit = owner.fenced();
-            continue;
-        }
-        exit = matches!(owner.handle(request).await, Flow::Exit);
+            request => owner.handle(request).await,
+        };
     }
     core.owners.retire(&session_id, generation);
     owner.release().await;
+}
+
+/// How waiting for the store ended.
+enum Waited {
+    /// The Session was read back and took a commit: its work goes on.
+    Resumed,
+    /// The owner stops (stopped, deleted, taken over, its mailbox gone).
+    Exit,
+}
+
+/// The least and the most an owner waits between two attempts to go on.
+const STORE_RETRY_FLOOR: Duration = Duration::from_millis(100);
+const STORE_RETRY_CAP: Duration = Duration::from_secs(2);
+
+/// Pauses the owner after its store failed a commit, and tries to go on with growing
+/// waits (jittered, at most [`STORE_RETRY_CAP`] apart; at once when another Session of
+/// the process got through). Meanwhile it is stopped or told its lease was lost as
+/// usual and answers reads, watches and replays; a stopped run's events are dropped,
+/// forwarded requests wait, and any other request (a command, an extension's call)
+/// is refused `unavailable`: the caller tries again.
+async fn wait_for_store(owner: &mut Owner, requests: &mut mpsc::Receiver<Request>) -> Waited {
+    let waits = StoreWaits::process();
+    let mut error = owner.pause();
+    waits.pause(&error);
+    tracing::debug!(session = %owner.session_id(), %error, "this Session waits for its store");
+    let since = crate::clock::now_ms();
+    let mut backoff = Backoff::new(STORE_RETRY_FLOOR, STORE_RETRY_CAP);
+    loop {
+        let delay = backoff.next_delay();
+        let wait = StorageWait {
+            since,
+            attempts: backoff.attempts() - 1,
+            next_attempt_at: crate::clock::now_ms()
+                + u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            error_message: error.clone(),
+        };
+        owner.show_storage_wait(Some(wait));
+        let deadline = tokio::time::Instant::now() + delay;
+        loop {
+            let request = tokio::select! {
+                request = requests.recv() => request,
+                () = tokio::time::sleep_until(deadline) => break,
+                () = waits.returned() => break,
+            };
+            let Some(request) = request else {
+                waits.left();
+                return Waited::Exit;
+            };
+            match request {
+                // Stopping and losing the lease work as ever; observing commits nothing
+                // and shows the wait (what watchers saw stays what was committed).
+                Request::Stop(_)
+                | Request::LeaseLost(_)
+                | Request::Read(..)
+                | Request::Watch(..)
+                | Request::Subscribe(..)
+                | Request::Replay(..)
+                | Request::Preference(_)
+                | Request::Republish(_) => {
+                    if let Flow::Exit = owner.handle(request).await {
+                        waits.left();
+                        return Waited::Exit;
+                    }
+                }
+                // A stopped run's event (dropping it tells the run to stop), and the
+                // signal of forwarded requests, served once the work goes on.
+                Request::Run(..) | Request::Drain => {}
+                other => other.fail(ShiitakeError::unavailable(format!(
+                    "this Session waits for its store ({error}); it goes on by itself once \
+                     the store takes writes again: try again shortly"
+                ))),
+            }
+        }
+        match owner.reload().await {
+            Reloaded::Resumed => {
+                tracing::debug!(session = %owner.session_id(), attempts = backoff.attempts(), "the store is back; this Session goes on");
+                waits.resumed();
+                return Waited::Resumed;
+            }
+            Reloaded::StillDown(failure) => {
+                error = failure.to_string();
+                waits.still_failing(&error);
+            }
+            Reloaded::Gone | Reloaded::Fenced => {
+                waits.left();
+                return Waited::Exit;
+            }
+        }
+    }
 }
 
 /// How taking the Session for this process came out.

@@ -70,6 +70,10 @@ pub const HUB_TAKEOVERS: &str = "shiitake_hub_takeovers_total";
 pub const HUB_FENCED_COMMITS: &str = "shiitake_hub_fenced_commits_total";
 /// Times the store's `LISTEN` connection was opened again after it broke.
 pub const HUB_NOTIFY_RECONNECTS: &str = "shiitake_hub_notify_reconnects_total";
+/// Sessions whose owner waits for the store to take writes again.
+pub const SESSIONS_WAITING_FOR_STORE: &str = "shiitake_sessions_waiting_for_store";
+/// Times an owner paused because a commit failed for a reason that passes.
+pub const STORE_PAUSES: &str = "shiitake_store_pauses_total";
 
 /// Every metric core and the stores record.
 pub const METRICS: &[Metric] = &[
@@ -175,6 +179,18 @@ pub const METRICS: &[Metric] = &[
         labels: &[],
         help: "Times the store's LISTEN/NOTIFY connection was opened again after it broke.",
     },
+    Metric {
+        name: SESSIONS_WAITING_FOR_STORE,
+        kind: MetricKind::Gauge,
+        labels: &[],
+        help: "Sessions of this process whose work waits for the store: a commit failed for a reason that passes (a lost connection, a full disk), and the owner resumes from the store once it takes writes again.",
+    },
+    Metric {
+        name: STORE_PAUSES,
+        kind: MetricKind::Counter,
+        labels: &[],
+        help: "Times a Session's owner paused because a commit failed for a reason that passes; each pause ends when the owner has read its Session back and committed again.",
+    },
 ];
 
 /// Bucket bounds of the `_seconds` histograms: 1 ms to 2 min.
@@ -193,7 +209,12 @@ pub fn describe() {
     }
     // Scraped as 0 before anything moves them (a Session whose prompts never wait
     // leaves the queue gauge untouched), so a query finds a series, not nothing.
-    for gauge in [QUEUED_PROMPTS, OPEN_SESSIONS, EXTENSIONS_STOPPED] {
+    for gauge in [
+        QUEUED_PROMPTS,
+        OPEN_SESSIONS,
+        EXTENSIONS_STOPPED,
+        SESSIONS_WAITING_FOR_STORE,
+    ] {
         metrics::gauge!(gauge).increment(0.0);
     }
 }
@@ -371,6 +392,11 @@ pub fn fenced_commit() {
 /// The store's `LISTEN` connection was opened again.
 pub fn notify_reconnect() {
     metrics::counter!(HUB_NOTIFY_RECONNECTS).increment(1);
+}
+
+/// An owner paused: its commit failed for a reason that passes.
+pub(crate) fn store_paused() {
+    metrics::counter!(STORE_PAUSES).increment(1);
 }
 
 #[cfg(test)]

@@ -41,6 +41,23 @@ pub struct RetryState {
     pub scheduled_at: u64,
 }
 
+/// The Session's work waits for its store: a commit failed for a reason that passes
+/// (a lost connection, a database restarting, a full disk), and its owner goes on from
+/// the last committed point by itself once the store takes writes again. Only the
+/// owner's process knows it (nothing can be stored while it lasts).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageWait {
+    /// Unix milliseconds since which the work waits.
+    pub since: u64,
+    /// Attempts to go on made so far.
+    pub attempts: u32,
+    /// Unix milliseconds at which the next attempt is due at the latest.
+    pub next_attempt_at: u64,
+    /// What the store said.
+    pub error_message: String,
+}
+
 /// Raw facts about what a Session is doing now.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -55,6 +72,10 @@ pub struct SessionActivity {
     pub active_tool: Option<String>,
     /// Sequence of the last committed assistant message of the current run.
     pub last_model_choice_sequence: Option<u64>,
+    /// Set while the work waits for the store; absent otherwise (an addition to the
+    /// seed's shape: clients that do not know it see the same object as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_wait: Option<StorageWait>,
 }
 
 /// Process-local progress of the assistant message being streamed; never stored.

@@ -46,7 +46,7 @@ pub mod summary;
 pub mod tenant;
 pub mod tools;
 
-pub use activity::{QueueState, RetryState, SessionActivity, SessionProgress};
+pub use activity::{QueueState, RetryState, SessionActivity, SessionProgress, StorageWait};
 pub use address::{AddressError, AddressOrigin, SessionAddress};
 pub use api::{AgentApi, FrameStream, SessionApi, SessionWatch};
 pub use bounded::{

@@ -210,7 +210,7 @@ impl Owner {
         crate::telemetry::prompt_accepted();
         if starts_now {
             self.work.note_origin(&command_id, &provenance);
-            self.spawn_runner(command_id.clone(), false);
+            self.spawn_runner(command_id.clone(), None);
             self.publish_committed(committed);
             return Ok(Accepted { command_id });
         }

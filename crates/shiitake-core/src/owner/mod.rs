@@ -38,6 +38,7 @@ mod publication;
 mod queue;
 mod record;
 pub(crate) mod registry;
+mod reload;
 mod request;
 mod runs;
 mod staging;
@@ -55,6 +56,7 @@ pub(crate) use self::publication::PUBLISH_BUFFER;
 use self::publication::Publication;
 use self::queue::{PromptQueue, QueuedPrompt};
 use self::record::Record;
+pub(crate) use self::reload::Reloaded;
 pub(crate) use self::request::{Published, Reply, Request, RunEvent, send};
 pub(crate) use self::tenure::Tenure;
 use self::waiting::{WaitingLine, WaitingLines};
@@ -89,12 +91,37 @@ pub(crate) struct Owner {
     work: Work,
     extensions: extension_state::ExtensionState,
     publication: Publication,
+    /// The number of the last run started, so events of a stopped run are told apart.
+    next_run: u64,
+    /// Runs a cancel had been asked of when the owner paused: they end cancelled when
+    /// the work goes on.
+    cancelled_before_pause: Vec<shiitake_protocol::CommandId>,
 }
 
 /// Whether the owner goes on after a request.
 pub(crate) enum Flow {
     Continue,
     Exit,
+    /// A commit failed for a reason that passes: the owner waits for its store, then
+    /// reads its Session back ([`Owner::reload`]) and goes on.
+    Pause,
+}
+
+/// Why interrupted work is being resumed, which decides whether it counts as a recovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resumption {
+    /// The Session was loaded by a fresh owner: after a restart, a takeover or a handover.
+    Opened,
+    /// This owner paused because its store failed a commit, and read its Session back.
+    StoreReturned,
+}
+
+/// How a run goes on from work committed before.
+pub(super) struct Recovering {
+    /// The steers that work had absorbed; they settle with it.
+    pub(super) absorbed: Vec<shiitake_protocol::CommandId>,
+    /// A cancel was asked of it before the owner paused.
+    pub(super) cancelled: bool,
 }
 
 impl Owner {
@@ -105,26 +132,12 @@ impl Owner {
         tenure: Tenure,
         loaded: LoadedSession,
         mailbox: mpsc::Sender<Request>,
-    ) -> Self {
-        let extensions = match extension_state::ExtensionState::load(
-            &*deps.store,
-            &loaded.header.id,
-        )
-        .await
-        {
-            Ok(state) => state,
-            Err(error) => {
-                tracing::error!(%error, session = %loaded.header.id, "could not load extension state");
-                Default::default()
-            }
-        };
-        let open = loaded
-            .open_commands
-            .iter()
-            .map(|command| command.id.clone());
+    ) -> Result<Self, StoreError> {
+        let extensions =
+            extension_state::ExtensionState::load(&*deps.store, &loaded.header.id).await?;
         let mut owner = Self {
             work: Work::new(&loaded.header),
-            record: Record::new(loaded.header.clone(), open),
+            record: Record::new(loaded.header.clone(), []),
             deps,
             mailbox,
             tenure,
@@ -132,11 +145,28 @@ impl Owner {
             waiting_lines: WaitingLines::new(),
             extensions,
             publication: Publication::new(),
+            next_run: 0,
+            cancelled_before_pause: Vec::new(),
         };
+        owner.take_loaded(loaded);
+        Ok(owner)
+    }
+
+    /// Sets the committed record, the queue, the waiting lines and the interrupted
+    /// work from what the store holds (the run, its transcript and the activity are
+    /// the caller's to have stopped or kept).
+    fn take_loaded(&mut self, loaded: LoadedSession) {
+        let open = loaded
+            .open_commands
+            .iter()
+            .map(|command| command.id.clone());
+        self.record = Record::new(loaded.header.clone(), open);
+        self.work = Work::new(&loaded.header);
+        self.queue = PromptQueue::new();
+        self.waiting_lines = WaitingLines::new();
         for command in loaded.open_commands {
-            owner.restore(command);
+            self.restore(command);
         }
-        owner
     }
 
     /// Puts a command loaded from the store back where it was.
@@ -186,6 +216,18 @@ impl Owner {
     /// Whether a commit was fenced: the owner must stop without answering.
     pub(crate) fn fenced(&self) -> bool {
         self.tenure.fenced()
+    }
+
+    /// Whether the owner goes on, stops (fenced) or waits for its store (a commit failed
+    /// for a reason that passes).
+    pub(crate) fn flow(&self) -> Flow {
+        if self.tenure.fenced() {
+            Flow::Exit
+        } else if self.tenure.unsure().is_some() {
+            Flow::Pause
+        } else {
+            Flow::Continue
+        }
     }
 
     /// Whether the owner may leave: no work, no line waiting, nobody watching.
@@ -329,14 +371,16 @@ impl Owner {
                 }
                 return Flow::Exit;
             }
-            Request::Run(event) => self.run_event(event).await,
+            // A stopped run's event: its answer channel drops, and it is told to stop.
+            Request::Run(tag, _) if !self.work.is_current(tag) => {}
+            Request::Run(_, event) => self.run_event(event).await,
         }
         self.publication.release_unwatched();
         if self.tenure.fenced() {
             self.work.stop_without_terminal();
             return Flow::Exit;
         }
-        Flow::Continue
+        self.flow()
     }
 
     /// Answers a caller, unless a commit was fenced: then the reply is dropped, so

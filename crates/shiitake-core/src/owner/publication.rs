@@ -2,7 +2,9 @@
 //! frames go out on, and the activity and progress of its work in this process
 //! (never stored).
 
-use shiitake_protocol::{CommandId, QueueState, RetryState, SessionActivity, SessionProgress};
+use shiitake_protocol::{
+    CommandId, QueueState, RetryState, SessionActivity, SessionProgress, StorageWait,
+};
 use tokio::sync::broadcast;
 
 use super::request::Published;
@@ -128,6 +130,11 @@ impl Publication {
     /// A tool started (`Some`) or the one running finished (`None`).
     pub(super) fn set_active_tool(&mut self, tool: Option<String>) {
         self.activity.active_tool = tool;
+    }
+
+    /// The work waits for the store (`Some`), or goes on (`None`).
+    pub(super) fn set_storage_wait(&mut self, wait: Option<StorageWait>) {
+        self.activity.storage_wait = wait;
     }
 
     /// A run starts: no model choice of it is committed yet.

@@ -71,8 +71,9 @@ pub(crate) enum Request {
     /// Stop now (the Session is being deleted, or the Agent closes): runs are
     /// stopped without a terminal, so recovery resumes them on the next open.
     Stop(oneshot::Sender<()>),
-    /// A message from this owner's runner.
-    Run(RunEvent),
+    /// A message from one of this owner's runs: events of a run that is no longer the
+    /// one in progress (stopped when the owner paused) are dropped.
+    Run(RunTag, RunEvent),
     /// The frames committed after a cursor, without a live receiver (a follower in
     /// this or another process catching up).
     Replay(SubscribeOptions, Reply<Vec<SessionFrame>>),
@@ -106,7 +107,7 @@ impl Request {
                     tracing::trace!("stop requester left");
                 }
             }
-            Request::Run(_) | Request::Drain | Request::LeaseLost(_) => {}
+            Request::Run(..) | Request::Drain | Request::LeaseLost(_) => {}
         }
     }
 }
@@ -129,12 +130,26 @@ impl crate::extension::host::TxMailbox for mpsc::Sender<Request> {
     }
 }
 
-/// A run tells its owner through the owner's own mailbox, so its events and
-/// every other request are served in one order.
+/// Which run of an owner an event comes from: the owner numbers its runs, so the
+/// events of a run it stopped (when it paused for its store) cannot be taken for those
+/// of the run that resumed the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RunTag(pub(crate) u64);
+
+/// A run's way to its owner: the owner's own mailbox, so its events and every other
+/// request are served in one order, each event tagged with the run.
+pub(crate) struct RunMailbox {
+    pub(crate) mailbox: mpsc::Sender<Request>,
+    pub(crate) tag: RunTag,
+}
+
 #[async_trait::async_trait]
-impl crate::runner::OwnerMailbox for mpsc::Sender<Request> {
+impl crate::runner::OwnerMailbox for RunMailbox {
     async fn send_event(&self, event: RunEvent) -> bool {
-        self.send(Request::Run(event)).await.is_ok()
+        self.mailbox
+            .send(Request::Run(self.tag, event))
+            .await
+            .is_ok()
     }
 }
 

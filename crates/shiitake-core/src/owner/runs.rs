@@ -11,9 +11,10 @@ use super::change::Change;
 use super::lines::prompt_message;
 use super::observe::Changes;
 use super::record::take;
+use super::request::{RunMailbox, RunTag};
 use super::staging::{Staged, StagedCommit};
 use super::work::ActiveRun;
-use super::{Owner, Published, RunEvent};
+use super::{Owner, Published, Recovering, Resumption, RunEvent};
 use crate::clock::now_ms;
 use crate::extension::Settled;
 use crate::runner::{self, RunStart, RunTally};
@@ -39,13 +40,24 @@ impl Owner {
             };
             self.queue.pop_front();
             self.work.note_origin(&next.command_id, &next.provenance);
-            self.spawn_runner(next.command_id, false);
+            self.spawn_runner(next.command_id, None);
             self.publish_committed(committed);
         }
     }
 
-    pub(super) fn spawn_runner(&mut self, command_id: CommandId, recovering: bool) {
+    /// Starts a run of `command_id`: a fresh one, or (`recovering` set) one that goes on
+    /// from what the work committed before, with the steers it had absorbed.
+    pub(super) fn spawn_runner(&mut self, command_id: CommandId, recovering: Option<Recovering>) {
         let cancel = CancellationToken::new();
+        if recovering
+            .as_ref()
+            .is_some_and(|recovering| recovering.cancelled)
+        {
+            // A cancel was asked of this work before the owner paused: it ends cancelled.
+            cancel.cancel();
+        }
+        self.next_run += 1;
+        let tag = RunTag(self.next_run);
         let provenance = self.work.provenance_of(&command_id);
         self.extensions.prepare_change_signals(&self.deps.host);
         let (prompt_sections, modules) = self.contributions(&command_id, &provenance);
@@ -60,38 +72,51 @@ impl Owner {
             command_id: command_id.clone(),
             leaf: header.leaf.clone(),
             preference: header.model_preference.clone(),
-            owner: Arc::new(self.mailbox.clone()),
+            owner: Arc::new(RunMailbox {
+                mailbox: self.mailbox.clone(),
+                tag,
+            }),
             cancel: cancel.clone(),
             steer_waiting: self.queue.steer_signal(),
             lines_waiting: self.waiting_lines.signal(),
-            recovering,
+            recovering: recovering
+                .as_ref()
+                .map(|recovering| recovering.absorbed.clone()),
             prompt_sections,
             modules,
             gates: self.gates(),
             transcript: self.work.take_transcript(),
         };
         // A child of the owner's span: a run's lines carry its Session and command.
-        let span = tracing::info_span!("run", command = %command_id, recovering);
+        let span =
+            tracing::info_span!("run", command = %command_id, recovering = recovering.is_some());
         let task = tokio::spawn(runner::run(start).instrument(span));
         crate::telemetry::run_started();
         self.publication.run_started();
         self.work.start(ActiveRun {
+            tag,
             command_id,
-            absorbed: Vec::new(),
+            absorbed: recovering
+                .map(|recovering| recovering.absorbed)
+                .unwrap_or_default(),
             cancel,
             task,
         });
     }
 
-    /// Resumes (or settles as interrupted) the work that was running before a restart.
-    pub(crate) async fn resume(&mut self) {
+    /// Resumes (or settles as interrupted) the work that was running when the Session
+    /// was loaded: after a restart or a takeover (`Resumption::Opened`), or after this
+    /// owner paused for its store and read the Session back (`Resumption::StoreReturned`).
+    pub(crate) async fn resume(&mut self, after: Resumption) {
         let interrupted = self.work.take_interrupted();
         // Work the previous owner stopped on purpose (it drained) was not interrupted
-        // by a crash: it resumes without counting toward `max_recoveries`.
-        let handed_over = self.tenure.handed_over();
+        // by a crash, nor was work this owner paused while its store could not take a
+        // commit: either resumes without counting toward `max_recoveries`.
+        let counted = after == Resumption::Opened && !self.tenure.handed_over();
+        let cancelled = std::mem::take(&mut self.cancelled_before_pause);
         for command in &interrupted.runs {
             let joined = interrupted.absorbed_by(&command.id);
-            let exhausted = !handed_over && command.recoveries >= self.deps.config.max_recoveries;
+            let exhausted = counted && command.recoveries >= self.deps.config.max_recoveries;
             if exhausted || self.work.running() {
                 let diagnostic = format!(
                     "the Agent stopped during this work {} times; it was not resumed again",
@@ -106,21 +131,24 @@ impl Owner {
                 .await;
                 continue;
             }
-            if handed_over {
-                tracing::info!(session = %self.record.id(), command = %command.id, "resuming work handed over by a draining process");
-            } else {
+            if counted {
                 let count = Op::CountRecovery {
                     session_id: self.record.id().clone(),
                     command_id: command.id.clone(),
                 };
                 if let Err(error) = self.tenure.commit(vec![count]).await {
-                    tracing::error!(%error, "could not count a recovery; the work waits for the next open");
+                    tracing::warn!(%error, session = %self.record.id(), "could not count a recovery; the work waits for the store");
                     return;
                 }
                 tracing::info!(session = %self.record.id(), command = %command.id, "resuming interrupted work");
+            } else {
+                tracing::info!(session = %self.record.id(), command = %command.id, ?after, "resuming work that was not interrupted by a crash (a handover, or a wait for the store)");
             }
-            self.spawn_runner(command.id.clone(), true);
-            self.work.absorb(joined);
+            let recovering = Recovering {
+                absorbed: joined,
+                cancelled: cancelled.contains(&command.id),
+            };
+            self.spawn_runner(command.id.clone(), Some(recovering));
         }
         self.refresh_activity();
         self.start_next_run().await;

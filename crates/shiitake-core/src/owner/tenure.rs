@@ -5,6 +5,11 @@
 //! the lease's fencing token in every commit. A commit the lease no longer covers
 //! fails whole and fences the tenure: from then on nothing more is committed, and
 //! the owner stops without answering (its callers ask again and reach the new owner).
+//!
+//! A commit that fails for a reason that passes ([`StoreError::Unavailable`]: a lost
+//! connection, a full disk) may have landed or not, so the tenure is then *unsure*:
+//! it commits nothing more until the owner has read its Session back from the store
+//! ([`Tenure::reread`]); the owner pauses meanwhile (`owner_task.rs`).
 
 use std::sync::Arc;
 
@@ -25,6 +30,9 @@ pub(crate) struct Tenure {
     handed_over: bool,
     /// A commit was refused because the lease moved on (or the loss was announced).
     fenced: bool,
+    /// A commit failed for a reason that passes (what the store said): whether it
+    /// landed is not known, so nothing more commits until the Session is read back.
+    unsure: Option<String>,
 }
 
 impl Tenure {
@@ -42,6 +50,7 @@ impl Tenure {
             lease: lease.map(|lease| lease.token),
             handed_over: lease.is_some_and(|lease| lease.handed_over),
             fenced: false,
+            unsure: None,
         }
     }
 
@@ -53,12 +62,18 @@ impl Tenure {
 
     /// Commits `ops` as they are, under the lease when one is held. A commit the
     /// lease no longer covers fails whole and fences the tenure; a fenced tenure
-    /// commits nothing more.
+    /// commits nothing more. A commit that fails for a reason that passes leaves the
+    /// tenure unsure, and an unsure tenure commits nothing until [`reread`](Self::reread).
     pub(super) async fn commit(&mut self, mut ops: Vec<Op>) -> Result<(), StoreError> {
         if self.fenced {
             return Err(StoreError::Fenced(format!(
                 "this process no longer owns Session {}",
                 self.session_id
+            )));
+        }
+        if let Some(reason) = &self.unsure {
+            return Err(StoreError::Unavailable(format!(
+                "an earlier commit failed ({reason}); the Session waits to be read back"
             )));
         }
         if let Some(token) = self.lease {
@@ -75,7 +90,24 @@ impl Tenure {
             tracing::warn!(session = %self.session_id, %reason, "fencing token rejected: another process owns this Session now; this owner stops");
             self.fenced = true;
         }
+        if let Err(error) = &result
+            && error.is_transient()
+        {
+            tracing::debug!(session = %self.session_id, %error, "a commit failed for a reason that passes; the owner pauses");
+            self.unsure = Some(error.to_string());
+        }
         result
+    }
+
+    /// What the store said when a commit failed for a reason that passes, until the
+    /// Session has been read back.
+    pub(super) fn unsure(&self) -> Option<&str> {
+        self.unsure.as_deref()
+    }
+
+    /// The Session was read back from the store: commits may go on from what it holds.
+    pub(super) fn reread(&mut self) {
+        self.unsure = None;
     }
 
     /// Whether another process took the Session over: nothing more may be committed

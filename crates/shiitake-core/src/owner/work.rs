@@ -14,6 +14,8 @@ use crate::store::{SessionHeader, StoredCommand, StoredEntry};
 
 /// The run in progress.
 pub(super) struct ActiveRun {
+    /// The number the owner gave this run; its events carry it.
+    pub(super) tag: super::request::RunTag,
     pub(super) command_id: CommandId,
     /// Steers that joined this run; they settle with it.
     pub(super) absorbed: Vec<CommandId>,
@@ -79,6 +81,11 @@ impl Work {
         self.run.as_ref()
     }
 
+    /// Whether `tag` names the run in progress (else its events are stale).
+    pub(super) fn is_current(&self, tag: super::request::RunTag) -> bool {
+        self.run.as_ref().is_some_and(|run| run.tag == tag)
+    }
+
     /// Whether a run is in progress.
     pub(super) fn running(&self) -> bool {
         self.run.is_some()
@@ -123,11 +130,13 @@ impl Work {
         }
     }
 
-    /// Stops the runner without settling it: recovery resumes the work on the next open.
-    pub(super) fn stop_without_terminal(&mut self) {
-        if let Some(run) = self.run.take() {
-            run.task.abort();
-        }
+    /// Stops the runner without settling it: recovery resumes the work on the next
+    /// open. Returns the run's command when a cancel had been asked of it, so work
+    /// that resumes in this process can still end cancelled.
+    pub(super) fn stop_without_terminal(&mut self) -> Option<CommandId> {
+        let run = self.run.take()?;
+        run.task.abort();
+        run.cancel.is_cancelled().then_some(run.command_id)
     }
 
     /// On load: a command that was running when the process stopped.

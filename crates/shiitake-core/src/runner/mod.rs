@@ -67,7 +67,9 @@ pub(crate) struct RunStart {
     pub(crate) steer_waiting: tokio::sync::watch::Receiver<bool>,
     /// Raised while operator lines wait for the next model-call boundary.
     pub(crate) lines_waiting: tokio::sync::watch::Receiver<bool>,
-    pub(crate) recovering: bool,
+    /// Set when the run goes on from work committed before (after a restart, a
+    /// takeover or a wait for the store): the steers that work had absorbed.
+    pub(crate) recovering: Option<Vec<CommandId>>,
     /// Bounded prompt sections of extensions, captured at the start of the run, with
     /// the extension that contributed each.
     pub(crate) prompt_sections: PromptSections,
@@ -253,9 +255,13 @@ pub(crate) async fn run(mut start: RunStart) {
     let kept = start.transcript.take();
     let mut tally = RunTally::default();
     let (settled, transcript) = match load_transcript(&start, kept).await {
-        Ok((mut transcript, earlier)) => {
+        Ok(Loaded {
+            mut transcript,
+            earlier,
+            resume,
+        }) => {
             tally = earlier;
-            match drive(&start, &link, &mut transcript, &mut tally).await {
+            match drive(&start, &link, &mut transcript, resume, &mut tally).await {
                 Ok(settled) => (settled, Some(transcript)),
                 Err(error) => (Settled::failed(error.message), None),
             }
@@ -283,6 +289,7 @@ async fn drive(
     start: &RunStart,
     link: &OwnerLink,
     transcript: &mut Transcript,
+    resume: Option<Resume>,
     tally: &mut RunTally,
 ) -> Result<Settled, ShiitakeError> {
     let core = &start.agent;
@@ -292,12 +299,18 @@ async fn drive(
     };
     let profile = model.profile();
     let tool_set = core.config.offered_tools.for_profile(profile);
-    if start.recovering {
-        match plan_resume(transcript.read_messages()) {
+    if let Some(resume) = resume {
+        match resume {
             Resume::Finish(outcome) => {
                 return Ok(Settled {
                     outcome,
                     diagnostic: None,
+                });
+            }
+            Resume::Abandon(diagnostic) => {
+                return Ok(Settled {
+                    outcome: TerminalOutcome::Interrupted,
+                    diagnostic: Some(diagnostic.to_owned()),
                 });
             }
             Resume::ResolveTools(calls) => {
@@ -387,29 +400,58 @@ async fn drive(
     }
 }
 
+/// What a run starts from: its transcript, what its model did before (for a run that
+/// goes on from committed work), and how such a run resumes.
+struct Loaded {
+    transcript: Transcript,
+    earlier: RunTally,
+    /// Set for a run that goes on from committed work: its first step, planned from
+    /// its own messages on the lineage.
+    resume: Option<Resume>,
+}
+
 /// The selected lineage, root first, behind its latest compaction summary, and the
 /// tool calls this run's model already asked for on it (before a restart).
 ///
 /// A transcript `kept` by the owner (the previous run's, with every entry the owner
-/// committed since) is used as it is when it ends at the leaf; otherwise the whole
-/// lineage is read.
+/// committed since) serves a new run when it ends at the leaf; otherwise, and always
+/// for a run that goes on from committed work, the whole lineage is read.
 async fn load_transcript(
     start: &RunStart,
     kept: Option<Transcript>,
-) -> Result<(Transcript, RunTally), ShiitakeError> {
+) -> Result<Loaded, ShiitakeError> {
     let Some(leaf) = &start.leaf else {
-        return Ok((Transcript::default(), RunTally::default()));
+        return Ok(Loaded {
+            transcript: Transcript::default(),
+            earlier: RunTally::default(),
+            resume: start
+                .recovering
+                .as_ref()
+                .map(|_| Resume::Abandon(recovery::PROMPT_NOT_ON_LINEAGE)),
+        });
     };
     let store = &start.agent.store;
     if let Some(transcript) = kept
+        && start.recovering.is_none()
         && transcript.last_id() == Some(leaf)
     {
         // A kept transcript serves a new run, never a resumed one: no earlier calls.
-        return Ok((transcript, RunTally::default()));
+        return Ok(Loaded {
+            transcript,
+            earlier: RunTally::default(),
+            resume: None,
+        });
     }
     let mut path = store.lineage(&start.session_id, leaf, usize::MAX).await?;
     path.reverse();
     let earlier = tally_of(&path, &start.command_id);
+    let resume = start.recovering.as_ref().map(|absorbed| {
+        let owned: Vec<recovery::Owned<'_>> = path
+            .iter()
+            .map(|entry| (entry.command_id.as_ref(), &entry.message))
+            .collect();
+        plan_resume(&owned, &start.command_id, absorbed)
+    });
     let mut transcript = Transcript::new(
         path.into_iter()
             .map(|entry| (entry.id, entry.message))
@@ -425,7 +467,11 @@ async fn load_transcript(
             break;
         }
     }
-    Ok((transcript, earlier))
+    Ok(Loaded {
+        transcript,
+        earlier,
+        resume,
+    })
 }
 
 /// What the model did in these entries of `command_id`'s run.

@@ -87,7 +87,7 @@ impl Forwarded {
             | Request::FireTimer(..)
             | Request::Republish(_)
             | Request::Stop(_)
-            | Request::Run(_)
+            | Request::Run(..)
             | Request::Drain
             | Request::LeaseLost(_) => return None,
         })

@@ -87,6 +87,17 @@ pub fn terminal() -> impl Strategy<Value = SessionTerminal> {
         )
 }
 
+pub fn storage_wait() -> impl Strategy<Value = StorageWait> {
+    (any::<u64>(), any::<u32>(), any::<u64>(), text()).prop_map(
+        |(since, attempts, next_attempt_at, error_message)| StorageWait {
+            since,
+            attempts,
+            next_attempt_at,
+            error_message,
+        },
+    )
+}
+
 pub fn activity() -> impl Strategy<Value = SessionActivity> {
     (
         prop_oneof![
@@ -115,15 +126,24 @@ pub fn activity() -> impl Strategy<Value = SessionActivity> {
         ),
         option::of("[a-z.]{1,30}"),
         option::of(any::<u64>()),
+        option::of(storage_wait()),
     )
         .prop_map(
-            |(queue, cancellation_requested, retry, active_tool, last_model_choice_sequence)| {
+            |(
+                queue,
+                cancellation_requested,
+                retry,
+                active_tool,
+                last_model_choice_sequence,
+                storage_wait,
+            )| {
                 SessionActivity {
                     queue,
                     cancellation_requested,
                     retry,
                     active_tool,
                     last_model_choice_sequence,
+                    storage_wait,
                 }
             },
         )
