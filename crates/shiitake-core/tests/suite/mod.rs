@@ -26,6 +26,7 @@ mod recovery_replay_safe;
 mod replay_limit;
 mod runner_bounds;
 mod sandbox_failures;
+mod store_pause;
 mod timer_after_restart;
 mod timer_clock;
 mod tool_gate;
