@@ -5,7 +5,7 @@
 //! (`support/flaky_store.rs`); the real full filesystem is `shiitake`'s
 //! `serve_disk_full` test.
 
-#![allow(clippy::unwrap_used)] // test support code outside #[test] functions
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code outside #[test] functions
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
