@@ -218,9 +218,18 @@ impl Owner {
             return Ok((Vec::new(), receiver));
         };
         let head = self.record.position();
-        let position = Position::decode(after)
+        let decoded = Position::decode(after);
+        let position = decoded
             .filter(|position| position.epoch == head.epoch && position.sequence <= head.sequence);
         let Some(position) = position else {
+            if decoded.is_some() && self.behind_the_store().await? {
+                // The caller saw commits this owner has not: it must not be sent back to
+                // an older cursor. The owner stops (another process owns the Session) or
+                // reads the Session back; the caller asks again.
+                return Err(ShiitakeError::unavailable(
+                    "this owner's view of the Session is behind the store; try again",
+                ));
+            }
             return Ok((vec![self.reset_frame(options).await?], receiver));
         };
         if position.sequence == head.sequence {
@@ -266,6 +275,25 @@ impl Owner {
             footer,
         };
         Ok((vec![SessionFrame::Update(frame)], receiver))
+    }
+
+    /// Whether the store holds commits this owner has not seen (its header there is at
+    /// another position); if so the tenure is told, so the owner stops or reads back.
+    async fn behind_the_store(&mut self) -> Result<bool, ShiitakeError> {
+        let stored = self.deps.store.load_session(self.record.id()).await?;
+        let Some(stored) = stored else {
+            return Ok(false);
+        };
+        let stored = Position {
+            epoch: stored.header.epoch,
+            sequence: stored.header.head_sequence,
+        };
+        if stored == self.record.position() {
+            return Ok(false);
+        }
+        tracing::warn!(session = %self.record.id(), "a caller's cursor is past this owner's view, and the store is ahead of it");
+        self.tenure.behind_the_store();
+        Ok(true)
     }
 
     async fn reset_frame(&self, options: &SubscribeOptions) -> Result<SessionFrame, ShiitakeError> {

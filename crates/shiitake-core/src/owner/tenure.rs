@@ -105,6 +105,18 @@ impl Tenure {
         self.unsure.as_deref()
     }
 
+    /// The store holds commits this owner has not seen. On a shared store another
+    /// process made them, so the lease has moved on: the tenure is fenced. Alone on its
+    /// store, only a commit whose answer was lost can have done it: the tenure is unsure
+    /// and the owner reads the Session back.
+    pub(super) fn behind_the_store(&mut self) {
+        if self.ownership.is_some() {
+            self.fenced = true;
+        } else {
+            self.unsure = Some("the store holds commits this owner has not seen".to_owned());
+        }
+    }
+
     /// The Session was read back from the store: commits may go on from what it holds.
     pub(super) fn reread(&mut self) {
         self.unsure = None;

@@ -1,0 +1,119 @@
+//! A subscriber never goes back. A process whose owner of a Session is behind the
+//! store (another process took the Session over and committed, and this one has not
+//! heard yet: its renewal is not due, or the database was restarting) must not answer
+//! a client's newer cursor with a reset to its older view, nor replay what the client
+//! already had: it finds the store ahead, stops that owner, and the client's request
+//! goes on through a stand-in that follows the real owner from the client's cursor.
+
+use crate::support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use shiitake_conformance::support::{PATIENCE, new_session, send, terminal_of};
+use shiitake_conformance::{TestTools, tools};
+use shiitake_core::Agent;
+use shiitake_model::{Script, ScriptedModel, Turn};
+use shiitake_protocol::{
+    AgentApi, ReadOptions, SessionApi, SessionFrame, SubscribeOptions, TerminalOutcome,
+};
+use support::{config, fresh_key, sql, store};
+
+/// An Agent of `key` on a process of its own whose leases last a minute (its renewal,
+/// every 20 s, cannot notice a takeover while the test looks).
+async fn process(key: &shiitake_store_postgres::AgentKey, answer: &str) -> Agent {
+    let model = Arc::new(ScriptedModel::new(
+        Script::new(vec![Turn::text(answer)]).cycle(true),
+    ));
+    let store = store(key, Duration::from_secs(60)).await;
+    Agent::builder(
+        Arc::new(store),
+        tools::catalog(Arc::new(TestTools::default())).await,
+        config(model),
+    )
+    .open()
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_cursor_past_a_stale_owners_view_is_not_sent_back() {
+    if !support::ready() {
+        return;
+    }
+    let key = fresh_key();
+    let (first, second) = (
+        process(&key, "from the first").await,
+        process(&key, "from the second").await,
+    );
+    let on_first = new_session(&first).await;
+    let one = send(&on_first, "one").await;
+    assert_eq!(
+        terminal_of(&on_first, &one).await.outcome,
+        TerminalOutcome::Completed
+    );
+    // A watcher keeps the first process's owner in memory, with its view of the Session.
+    let _kept = on_first.watch(ReadOptions::default()).await.unwrap();
+
+    // The second process takes the Session over behind the first one's back and commits.
+    sql(
+        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
+         WHERE session_id = $1",
+        on_first.session_id(),
+    )
+    .await;
+    let on_second = second.session(on_first.session_id().clone());
+    let two = send(&on_second, "two").await;
+    assert_eq!(
+        terminal_of(&on_second, &two).await.outcome,
+        TerminalOutcome::Completed
+    );
+    let seen = on_second.read(ReadOptions::default()).await.unwrap();
+    let cursor = seen.cursor.clone().unwrap();
+    let last_seen = seen.messages.last().unwrap().sequence;
+
+    // A client that saw all that resumes on the first process.
+    let mut frames = on_first
+        .subscribe(SubscribeOptions {
+            after: Some(cursor),
+            include_sandbox_failures: None,
+        })
+        .await
+        .unwrap();
+    let three = send(&on_second, "three").await;
+    let mut sequences = Vec::new();
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(frame) = frames.next().await {
+            match frame.unwrap() {
+                SessionFrame::Reset(reset) => {
+                    panic!("the client was sent back to {:?}", reset.cursor)
+                }
+                SessionFrame::Update(update) => {
+                    sequences.extend(update.messages.iter().map(|m| m.sequence));
+                    if update.terminals.iter().any(|t| t.command_id == three) {
+                        return;
+                    }
+                }
+                SessionFrame::Progress(_) => {}
+            }
+        }
+        panic!("the frames ended before the third prompt settled");
+    })
+    .await
+    .expect("the third prompt's frames arrived in time");
+    assert!(
+        sequences.iter().all(|sequence| *sequence > last_seen),
+        "entries the client had were sent again: {sequences:?} after {last_seen}"
+    );
+    let mut unique = sequences.clone();
+    unique.dedup();
+    assert_eq!(sequences, unique, "an entry came twice");
+    assert_eq!(
+        sequences.len(),
+        2,
+        "the third prompt and its answer: {sequences:?}"
+    );
+    first.close().await.unwrap();
+    second.close().await.unwrap();
+}
