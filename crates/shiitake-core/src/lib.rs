@@ -32,6 +32,7 @@ pub mod inbox;
 pub mod offer;
 mod owner;
 mod owner_task;
+pub mod quiet;
 mod runner;
 mod session;
 mod shared;

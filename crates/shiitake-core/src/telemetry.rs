@@ -70,6 +70,11 @@ pub const HUB_TAKEOVERS: &str = "shiitake_hub_takeovers_total";
 pub const HUB_FENCED_COMMITS: &str = "shiitake_hub_fenced_commits_total";
 /// Times the store's `LISTEN` connection was opened again after it broke.
 pub const HUB_NOTIFY_RECONNECTS: &str = "shiitake_hub_notify_reconnects_total";
+/// This process's connections to a shared store that are lost now, by `connection`.
+pub const HUB_CONNECTIONS_DOWN: &str = "shiitake_hub_connections_down";
+/// Sessions freed because their holder did not come back within its grace after the
+/// database restarted.
+pub const HUB_RESTART_RELEASES: &str = "shiitake_hub_restart_releases_total";
 /// Sessions whose owner waits for the store to take writes again.
 pub const SESSIONS_WAITING_FOR_STORE: &str = "shiitake_sessions_waiting_for_store";
 /// Times an owner paused because a commit failed for a reason that passes.
@@ -392,6 +397,24 @@ pub fn fenced_commit() {
 /// The store's `LISTEN` connection was opened again.
 pub fn notify_reconnect() {
     metrics::counter!(HUB_NOTIFY_RECONNECTS).increment(1);
+}
+
+/// This process's `connection` to a shared store (`writer`, `upkeep`, `listener`) was
+/// lost (`down`) or is back.
+pub fn hub_connection_down(connection: &'static str, down: bool) {
+    metrics::gauge!(HUB_CONNECTIONS_DOWN, "connection" => connection).set(if down {
+        1.0
+    } else {
+        0.0
+    });
+}
+
+/// `count` Sessions were freed because their holder did not come back within its
+/// grace after the database restarted.
+pub fn restart_releases(count: u64) {
+    if count > 0 {
+        metrics::counter!(HUB_RESTART_RELEASES).increment(count);
+    }
 }
 
 /// An owner paused: its commit failed for a reason that passes.

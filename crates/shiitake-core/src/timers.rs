@@ -18,6 +18,7 @@ use crate::extension::agent_scope::AgentScope;
 use crate::extension::host::Failure;
 use crate::extension::{AdmissionOutcome, Admitted, Delivery, FiredTimer, Grant, Origin, TimerId};
 use crate::owner::Request;
+use crate::quiet::Repeated;
 use crate::session::LocalSession;
 use crate::store::{Op, TimerKind, TimerRow};
 use shiitake_protocol::ErrorCode;
@@ -51,21 +52,31 @@ fn next(soonest_due: Option<u64>, now: u64) -> Next {
 /// Runs until the Agent closes.
 pub(crate) async fn run(core: Arc<AgentCore>) {
     let clock = core.config.clock.clone();
+    // A store that is down fails every pass: said once, then every so often.
+    let mut failing = Repeated::new(crate::store_waits::REMINDER);
     loop {
         let now = clock.now_ms();
         let sleep: crate::clock::Sleep = match core.store.next_timer().await {
             Ok(soonest) => match next(soonest.map(|timer| timer.due_at), now) {
                 Next::Fire => {
-                    if fire_due(&core, now).await {
+                    if fire_due(&core, now, &mut failing).await {
                         continue;
                     }
                     Box::pin(tokio::time::sleep(AFTER_FAILURE))
                 }
-                Next::SleepUntil(due_at) => clock.sleep_until(due_at),
-                Next::Idle => Box::pin(std::future::pending()),
+                Next::SleepUntil(due_at) => {
+                    recovered(&mut failing);
+                    clock.sleep_until(due_at)
+                }
+                Next::Idle => {
+                    recovered(&mut failing);
+                    Box::pin(std::future::pending())
+                }
             },
             Err(error) => {
-                tracing::warn!(%error, "timer scheduler could not read timers");
+                if let Some(say) = failing.failed() {
+                    tracing::warn!(%error, ?say, "timer scheduler could not read timers; it tries again every second");
+                }
                 Box::pin(tokio::time::sleep(AFTER_FAILURE))
             }
         };
@@ -77,12 +88,25 @@ pub(crate) async fn run(core: Arc<AgentCore>) {
     }
 }
 
+/// Says that the scheduler's failures ended, if they had begun.
+fn recovered(failing: &mut Repeated) {
+    if let Some(ended) = failing.succeeded() {
+        tracing::info!(
+            failures = ended.failures,
+            lasted_ms = ended.lasted.as_millis(),
+            "timer scheduler reads timers again"
+        );
+    }
+}
+
 /// Fires every timer due now; `false` when some firing failed.
-async fn fire_due(core: &Arc<AgentCore>, now: u64) -> bool {
+async fn fire_due(core: &Arc<AgentCore>, now: u64, failing: &mut Repeated) -> bool {
     let due = match core.store.due_timers(now, BATCH).await {
         Ok(due) => due,
         Err(error) => {
-            tracing::warn!(%error, "timer scheduler could not read due timers");
+            if let Some(say) = failing.failed() {
+                tracing::warn!(%error, ?say, "timer scheduler could not read due timers");
+            }
             return false;
         }
     };
@@ -109,6 +133,13 @@ async fn fire_due(core: &Arc<AgentCore>, now: u64) -> bool {
                 // Its extension is stopped: the timer waits, and the scheduler looks
                 // again after a pause instead of spinning on it.
                 ErrorCode::Stopped => all_fired = false,
+                // The store is down: said once for the scheduler, not per timer.
+                ErrorCode::Unavailable => {
+                    if let Some(say) = failing.failed() {
+                        tracing::warn!(%error, ?say, timer = %id, "timers wait for the store");
+                    }
+                    all_fired = false;
+                }
                 _ => {
                     tracing::warn!(%error, timer = %id, "timer did not fire");
                     all_fired = false;

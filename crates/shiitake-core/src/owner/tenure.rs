@@ -144,8 +144,15 @@ impl Tenure {
         let (Some(token), Some(ownership)) = (self.lease.take(), self.ownership.clone()) else {
             return;
         };
-        if let Err(error) = ownership.release(&self.session_id, token, why).await {
-            tracing::warn!(%error, session = %self.session_id, "could not give a lease back; it lapses");
+        match ownership.release(&self.session_id, token, why).await {
+            Ok(()) => {}
+            // The store is down (a shutdown while it is): said once by the process.
+            Err(error) if error.is_transient() => {
+                tracing::debug!(%error, session = %self.session_id, "could not give a lease back; it lapses");
+            }
+            Err(error) => {
+                tracing::warn!(%error, session = %self.session_id, "could not give a lease back; it lapses");
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use crate::agent_core::AgentCore;
 use crate::owner::Request;
+use crate::quiet::Repeated;
 use crate::store::Ownership;
 use crate::store::ownership::OwnershipEvent;
 
@@ -22,6 +23,8 @@ use crate::store::ownership::OwnershipEvent;
 pub(crate) async fn watch(core: Arc<AgentCore>, ownership: Arc<dyn Ownership>) {
     let mut events = ownership.events();
     let mut look_at = Instant::now();
+    // A store that is down fails every look: said once, then every so often.
+    let mut failing = Repeated::new(crate::store_waits::REMINDER);
     loop {
         tokio::select! {
             () = core.closing.cancelled() => return,
@@ -47,7 +50,7 @@ pub(crate) async fn watch(core: Arc<AgentCore>, ownership: Arc<dyn Ownership>) {
                 Err(broadcast::error::RecvError::Closed) => return,
             },
             () = tokio::time::sleep_until(look_at) => {
-                look_at = Instant::now() + adopt_orphans(&core, &ownership).await;
+                look_at = Instant::now() + adopt_orphans(&core, &ownership, &mut failing).await;
             }
         }
     }
@@ -67,15 +70,28 @@ fn wake(core: &AgentCore, session_id: &SessionId, request: Request) {
 }
 
 /// Claims Sessions whose owner went away; returns how long until the next look.
-async fn adopt_orphans(core: &Arc<AgentCore>, ownership: &Arc<dyn Ownership>) -> Duration {
+async fn adopt_orphans(
+    core: &Arc<AgentCore>,
+    ownership: &Arc<dyn Ownership>,
+    failing: &mut Repeated,
+) -> Duration {
     let ttl = ownership.lease_ttl();
     let orphans = match ownership.orphans().await {
         Ok(orphans) => orphans,
         Err(error) => {
-            tracing::warn!(%error, "could not look for Sessions whose owner went away");
+            if let Some(say) = failing.failed() {
+                tracing::warn!(%error, ?say, "could not look for Sessions whose owner went away");
+            }
             return ttl / 2;
         }
     };
+    if let Some(ended) = failing.succeeded() {
+        tracing::info!(
+            failures = ended.failures,
+            lasted_ms = ended.lasted.as_millis(),
+            "looking for Sessions whose owner went away again"
+        );
+    }
     if !orphans.sessions.is_empty() {
         tracing::info!(
             sessions = orphans.sessions.len(),

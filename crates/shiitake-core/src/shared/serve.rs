@@ -36,7 +36,11 @@ impl ForwardedRequests {
         let waiting = match self.ownership.forwarded(&session_id, self.after).await {
             Ok(waiting) => waiting,
             Err(error) => {
-                tracing::warn!(%error, session = %session_id, "could not read forwarded requests");
+                if error.is_transient() {
+                    tracing::debug!(%error, session = %session_id, "could not read forwarded requests");
+                } else {
+                    tracing::warn!(%error, session = %session_id, "could not read forwarded requests");
+                }
                 return;
             }
         };
@@ -53,7 +57,11 @@ impl ForwardedRequests {
             }
             let Some(answer) = answer else { continue };
             if let Err(error) = self.ownership.answer(row.id, &answer).await {
-                tracing::warn!(%error, session = %session_id, "could not answer a forwarded request");
+                if error.is_transient() {
+                    tracing::debug!(%error, session = %session_id, "could not answer a forwarded request");
+                } else {
+                    tracing::warn!(%error, session = %session_id, "could not answer a forwarded request");
+                }
             }
         }
     }

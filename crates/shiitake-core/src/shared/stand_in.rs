@@ -78,6 +78,10 @@ pub(crate) async fn stand_in(
                         };
                     }
                     Ok(Claim::Elsewhere { .. } | Claim::Missing) => {}
+                    // The store is down: the owners and the adoption say so, once.
+                    Err(error) if error.is_transient() => {
+                        tracing::debug!(%error, session = %session_id, "could not claim");
+                    }
                     Err(error) => tracing::warn!(%error, session = %session_id, "could not claim"),
                 },
                 // The owner's process publishes to the watchers it serves; the watchers
