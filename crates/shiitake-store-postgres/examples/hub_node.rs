@@ -31,7 +31,10 @@
 //! Logs go to stderr (`RUST_LOG`, default `warn`), including the line a fenced
 //! owner writes when another process took its Session over. `HUB_NODE_READ_CONNECTIONS`
 //! sets the pool's size (the store's default otherwise), for a benchmark that asks
-//! what a larger pool changes.
+//! what a larger pool changes. `HUB_NODE_METRICS=1` installs the Prometheus recorder
+//! (as `shiitake serve --metrics` does) and serves it at `GET /metrics` for the
+//! node's token, so a test can read the Hub's counters (takeovers, the listener's
+//! reconnections); without it nothing is recorded, as the benchmark wants.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -353,9 +356,35 @@ async fn open_agent(
     Ok(agent)
 }
 
+/// The installed Prometheus recorder, rendered at each scrape of `GET /metrics`.
+struct Prometheus(metrics_exporter_prometheus::PrometheusHandle);
+
+impl std::fmt::Debug for Prometheus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prometheus(..)")
+    }
+}
+
+impl shiitake_server::MetricsText for Prometheus {
+    fn render(&self) -> String {
+        self.0.render()
+    }
+}
+
+/// The recorder when `HUB_NODE_METRICS=1` asks for one (installed once, for every
+/// tenant's server of this process).
+fn metrics() -> Result<Option<Arc<dyn shiitake_server::MetricsText>>, Failure> {
+    if std::env::var("HUB_NODE_METRICS").ok().as_deref() != Some("1") {
+        return Ok(None);
+    }
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
+    Ok(Some(Arc::new(Prometheus(handle))))
+}
+
 /// Serves `agent` on a free loopback port; the address and the serving task.
 async fn serve(
     agent: &Agent,
+    metrics: Option<Arc<dyn shiitake_server::MetricsText>>,
 ) -> Result<
     (
         std::net::SocketAddr,
@@ -363,10 +392,11 @@ async fn serve(
     ),
     Failure,
 > {
-    let app = router(
-        Arc::new(agent.clone()),
-        ServerConfig::new(Token::new(TOKEN)?),
-    );
+    let mut config = ServerConfig::new(Token::new(TOKEN)?);
+    if let Some(exporter) = metrics {
+        config = config.with_metrics(exporter);
+    }
+    let app = router(Arc::new(agent.clone()), config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     Ok((
@@ -406,6 +436,7 @@ async fn main() -> Result<(), Failure> {
         .ok()
         .map(|n| n.parse())
         .transpose()?;
+    let exporter = metrics()?;
     let heartbeat = match args.get(5) {
         Some(ms) => Duration::from_millis(ms.parse()?),
         None => shiitake_store_postgres::default_heartbeat(lease_ttl),
@@ -441,7 +472,7 @@ async fn main() -> Result<(), Failure> {
         holder = store.holder().to_owned();
         let key = store.agent().clone();
         let agent = open_agent(store, &holder, effects.clone(), steps).await?;
-        let (address, task) = serve(&agent).await?;
+        let (address, task) = serve(&agent, exporter.clone()).await?;
         tenants.push((key, address));
         served.push(task);
         agents.push(agent);

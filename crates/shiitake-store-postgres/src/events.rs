@@ -4,18 +4,24 @@
 //! Every announcement goes on one channel, [`CHANNEL`], as a short text payload
 //! `<kind> <agent> <argument>...`; the listener hands each to the open tenant it
 //! names and drops those of tenants not open here. When the listening connection
-//! drops, announcements in between are lost, so the listener reconnects and sends
-//! [`OwnershipEvent::Resync`] to every open tenant: whoever waits on one looks at the
-//! database again.
+//! drops, announcements in between are lost, so the listener listens anew on a fresh
+//! connection (its attempts spaced by the backoff while the database cannot be
+//! reached, its log quiet), counts the reconnection
+//! (`shiitake_hub_notify_reconnects_total`) and sends [`OwnershipEvent::Resync`] to
+//! every open tenant: whoever waits on one looks at the database again.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use shiitake_core::store::ownership::{ForwardId, OwnershipEvent};
 use shiitake_protocol::SessionId;
 use sqlx::postgres::{PgListener, PgPool};
+use tokio_util::sync::CancellationToken;
 
 use crate::AgentKey;
 use crate::hub::HubInner;
+use shiitake_core::backoff::Backoff;
+
+use crate::outage::{Connection, Outage};
 
 /// The notification channel of every Shiitake announcement.
 pub(crate) const CHANNEL: &str = "shiitake";
@@ -92,16 +98,21 @@ pub(crate) fn parse(agent: &str, payload: &str) -> Option<OwnershipEvent> {
     parts.next().is_none().then_some(event)
 }
 
-/// Connects the listener of this process.
+/// Connects the listener of this process. It does not reconnect by itself: [`run`]
+/// does, so every reconnection is counted and announced the same way.
 pub(crate) async fn listen(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
+    listener.eager_reconnect(false);
     listener.listen(CHANNEL).await?;
     Ok(listener)
 }
 
 /// Forwards announcements to the subscribers of the tenant each names until the hub
-/// closes.
+/// closes; when the connection drops (or fails), listens anew and tells every open
+/// tenant to look again.
 pub(crate) async fn run(mut listener: PgListener, hub: Weak<HubInner>) {
+    let mut backoff = Outage::backoff();
+    let mut outage = Outage::new(Connection::Listener);
     loop {
         let Some(closing) = hub.upgrade().map(|hub| hub.closing.clone()) else {
             return;
@@ -111,48 +122,83 @@ pub(crate) async fn run(mut listener: PgListener, hub: Weak<HubInner>) {
             () = closing.cancelled() => return,
             received = listener.try_recv() => received,
         };
-        let Some(hub) = hub.upgrade() else {
-            return;
-        };
-        let event = match received {
+        match received {
             Ok(Some(notification)) => {
-                let payload = notification.payload();
-                if let Some(agent) = parse_freed(payload) {
-                    // Nobody listening is fine: the host may not care.
-                    let _receivers = hub.freed.send(agent);
-                    continue;
-                }
-                let routed = agent_of(payload).and_then(|agent| {
-                    let tenant = hub.tenant(agent)?;
-                    Some((tenant, parse(agent, payload)?))
-                });
-                if let Some((tenant, event)) = routed {
-                    // Nobody listening is fine: events are hints to wake up.
-                    let _receivers = tenant.events.send(event);
-                }
+                let Some(hub) = hub.upgrade() else {
+                    return;
+                };
+                route(&hub, notification.payload());
                 continue;
             }
-            // The connection dropped; the next receive reconnects. Whatever was
-            // announced in between is lost, so waiters look again.
-            Ok(None) => {
-                shiitake_core::telemetry::notify_reconnect();
-                OwnershipEvent::Resync
-            }
+            // The connection dropped. Whatever is announced until the listener is back
+            // is lost, so waiters look again once it is.
+            Ok(None) => outage.failed(&"the connection closed"),
             // The store is closing (its pool went first): nothing failed.
             Err(_) if closing.is_cancelled() => return,
             Err(sqlx::Error::PoolClosed) => return,
-            Err(error) => {
-                tracing::warn!(%error, "the PostgreSQL listener failed; retrying");
-                tokio::select! {
-                    biased;
-                    () = closing.cancelled() => return,
-                    () = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
-                }
-                OwnershipEvent::Resync
-            }
+            // A restart often shows so: the backend's last word is an error.
+            Err(error) => outage.failed(&error),
+        }
+        // The old connection goes (its drop hands a live one back to the pool).
+        drop(listener);
+        listener = match relisten(&hub, &closing, &mut backoff, &mut outage).await {
+            Some(listener) => listener,
+            None => return,
         };
+        let Some(hub) = hub.upgrade() else {
+            return;
+        };
+        backoff.reset();
+        outage.back();
+        shiitake_core::telemetry::notify_reconnect();
         for tenant in hub.tenants() {
-            let _receivers = tenant.events.send(event.clone());
+            let _receivers = tenant.events.send(OwnershipEvent::Resync);
+        }
+    }
+}
+
+/// Hands one announcement to the tenant it names (or to the hub's `freed`).
+fn route(hub: &Arc<HubInner>, payload: &str) {
+    if let Some(agent) = parse_freed(payload) {
+        // Nobody listening is fine: the host may not care.
+        let _receivers = hub.freed.send(agent);
+        return;
+    }
+    let routed = agent_of(payload).and_then(|agent| {
+        let tenant = hub.tenant(agent)?;
+        Some((tenant, parse(agent, payload)?))
+    });
+    if let Some((tenant, event)) = routed {
+        // Nobody listening is fine: events are hints to wake up.
+        let _receivers = tenant.events.send(event);
+    }
+}
+
+/// Listens anew on a connection of the hub's pool, an attempt at once and then each
+/// after the backoff's delay, until one works; `None` when the hub closes first.
+async fn relisten(
+    hub: &Weak<HubInner>,
+    closing: &CancellationToken,
+    backoff: &mut Backoff,
+    outage: &mut Outage,
+) -> Option<PgListener> {
+    loop {
+        // A clone of the pool, not the hub: the hub may close meanwhile.
+        let pool = hub.upgrade().map(|hub| hub.pool.clone())?;
+        let attempt = tokio::select! {
+            biased;
+            () = closing.cancelled() => return None,
+            attempt = listen(&pool) => attempt,
+        };
+        match attempt {
+            Ok(listener) => return Some(listener),
+            Err(sqlx::Error::PoolClosed) => return None,
+            Err(error) => outage.failed(&error),
+        }
+        tokio::select! {
+            biased;
+            () = closing.cancelled() => return None,
+            () = tokio::time::sleep(backoff.next_delay()) => {}
         }
     }
 }

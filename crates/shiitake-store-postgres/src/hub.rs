@@ -74,6 +74,20 @@ pub(crate) const AGENT_LOCK_CONNECTIONS: u32 = 4;
 /// tenants held meanwhile are each held for one settle's hooks.
 const AGENT_LOCK_WAIT: Duration = Duration::from_secs(120);
 
+/// Longest a read, a claim or any other use of the pool waits for a connection (one
+/// free in the pool, or a new one the database accepts) before it answers
+/// [`StoreError::Unavailable`]: while the database is down, a request fails within
+/// this rather than hang.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long the others wait for a process after the database restarted before they
+/// give its Sessions away (`nodes.rs`): its lease period, and at least twice the
+/// longest spacing of its reconnection attempts and two heartbeats, so a process that
+/// is alive is back in time.
+fn rejoin_grace(lease_ttl: Duration, heartbeat: Duration) -> Duration {
+    lease_ttl.max(crate::outage::CAP * 2 + heartbeat * 2)
+}
+
 /// Tenants whose freed leases are buffered for a slow [`PostgresHub::freed`] receiver.
 const FREED_BUFFER: usize = 1024;
 
@@ -118,6 +132,8 @@ pub(crate) struct HubInner {
     pub(crate) holder: String,
     pub(crate) lease_ttl: Duration,
     pub(crate) heartbeat: Duration,
+    /// How long the others wait for this process after a restart of the database.
+    pub(crate) rejoin: Duration,
     /// Reads, leases and forwarded requests of every tenant (and the listener).
     pub(crate) pool: PgPool,
     /// The connections Agent state locks are held on (`lock_agent_state`), apart from
@@ -188,16 +204,22 @@ impl HubInner {
         let mut attempts = 2;
         loop {
             attempts -= 1;
-            let mut agents = vec![(agent.as_str(), draining)];
-            if upkeep.is_none() {
+            let registered = match upkeep.as_mut() {
+                Some(conn) => {
+                    nodes::register(
+                        conn,
+                        &self.holder,
+                        self.rejoin,
+                        &[(agent.as_str(), draining)],
+                    )
+                    .await
+                }
                 // A new backend: every open tenant's row must name it too.
-                agents.extend(upkeep::registrations(&open));
-            }
-            let conn = match upkeep.as_mut() {
-                Some(conn) => conn,
-                None => upkeep.insert(upkeep::connect(self).await.map_err(OpenError::connect)?),
+                None => upkeep::reconnect(self, &open, Some((agent.as_str(), draining)))
+                    .await
+                    .map(|conn| *upkeep = Some(conn)),
             };
-            match nodes::register(conn, &self.holder, &agents).await {
+            match registered {
                 Ok(()) => break,
                 Err(error) => {
                     let broken = upkeep::broken(&error);
@@ -268,10 +290,13 @@ impl HubInner {
             let agents: Vec<&str> = open.iter().map(AgentKey::as_str).collect();
             report_left(nodes::leave(&self.pool, &agents, &self.holder).await);
         }
-        if let Some(conn) = self.upkeep.lock().await.take()
-            && let Err(error) = conn.close().await
-        {
-            tracing::trace!(%error, "closing the upkeep connection");
+        if let Some(conn) = self.upkeep.lock().await.take() {
+            // A connection the database no longer answers is dropped, not waited for.
+            match tokio::time::timeout(upkeep::CONNECT_TIMEOUT, conn.close()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::trace!(%error, "closing the upkeep connection"),
+                Err(_) => tracing::trace!("the upkeep connection did not close in time"),
+            }
         }
         self.pool.close().await;
         self.locks.close().await;
@@ -317,6 +342,7 @@ impl PostgresHub {
         migrator_conn.close().await.map_err(OpenError::connect)?;
         let pool = PgPoolOptions::new()
             .max_connections(options.read_connections)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
             // A ping before every query doubles the round trips; a broken connection
             // fails its query instead, and the pool replaces it.
             .test_before_acquire(false)
@@ -339,6 +365,7 @@ impl PostgresHub {
             holder,
             lease_ttl: options.lease_ttl,
             heartbeat: options.heartbeat,
+            rejoin: rejoin_grace(options.lease_ttl, options.heartbeat),
             pool,
             locks,
             writer,

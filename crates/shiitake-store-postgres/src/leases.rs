@@ -30,7 +30,7 @@ use tokio::sync::broadcast;
 
 use crate::PostgresStore;
 use crate::events::{CHANNEL, answered_payload, forwarded_payload, released_payload};
-use crate::nodes::holder_dead;
+use crate::nodes::{holder_left_in_restart, lease_free, lease_lapses};
 
 /// The leases this process holds, as it believes: Session → (token, when taken).
 #[derive(Default)]
@@ -143,17 +143,21 @@ impl PostgresStore {
                 Claim::Missing
             });
         }
-        let (present, token, handed_over, lapses_ms, held_by_another): (
+        let (present, token, handed_over, lapses_ms, held_by_another, left_in_restart): (
             i64,
             Option<i64>,
             Option<bool>,
             Option<f64>,
             Option<bool>,
+            Option<bool>,
         ) = sqlx::query_as(concat!(
             "WITH present AS ( \
                    SELECT 1 FROM sessions WHERE agent_id = $1 AND id = $2 \
                  ), prior AS ( \
-                   SELECT holder FROM session_leases WHERE agent_id = $1 AND session_id = $2 \
+                   SELECT l.holder, ",
+            holder_left_in_restart!("l"),
+            " AS left_in_restart \
+                   FROM session_leases l WHERE l.agent_id = $1 AND l.session_id = $2 \
                  ), claimed AS ( \
                    INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
                    SELECT $1, $2, $3, 1, clock_timestamp() + $4 * interval '1 millisecond' \
@@ -161,17 +165,18 @@ impl PostgresStore {
                    ON CONFLICT (agent_id, session_id) DO UPDATE \
                      SET holder = excluded.holder, token = session_leases.token + 1, \
                          expires_at = excluded.expires_at \
-                     WHERE session_leases.holder IS NULL \
-                        OR session_leases.holder = excluded.holder \
-                        OR session_leases.expires_at < clock_timestamp() OR ",
-            holder_dead!("session_leases"),
+                     WHERE session_leases.holder = excluded.holder OR ",
+            lease_free!("session_leases"),
             " RETURNING token, \
                      handover_token IS NOT NULL AND handover_token + 1 = token AS handed_over \
                  ) SELECT (SELECT count(*) FROM present), (SELECT token FROM claimed), \
                      (SELECT handed_over FROM claimed), \
-                     (SELECT EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8 * 1000 \
-                      FROM session_leases WHERE agent_id = $1 AND session_id = $2), \
-                     (SELECT holder IS NOT NULL AND holder <> $3 FROM prior)"
+                     (SELECT EXTRACT(EPOCH FROM (",
+            lease_lapses!("l"),
+            " - clock_timestamp()))::float8 * 1000 \
+                      FROM session_leases l WHERE l.agent_id = $1 AND l.session_id = $2), \
+                     (SELECT holder IS NOT NULL AND holder <> $3 FROM prior), \
+                     (SELECT left_in_restart AND holder <> $3 FROM prior)"
         ))
         .bind(shared.agent.as_str())
         .bind(session_id.as_str())
@@ -187,10 +192,16 @@ impl PostgresStore {
             Some(token) => {
                 let token = FencingToken(uint(token, "lease token")?);
                 shared.tenant.leases.set(session_id, Some(token));
-                let handed_over = handed_over.unwrap_or(false);
-                // Another process held it and neither gave it back nor handed it over:
-                // it lapsed, or its holder died.
-                if held_by_another == Some(true) && !handed_over {
+                // A holder that did not come back after a restart of the database is
+                // handed over from, as a drain would have: the work resumes without
+                // counting a recovery.
+                let left_in_restart = left_in_restart == Some(true);
+                let handed_over = handed_over.unwrap_or(false) || left_in_restart;
+                if left_in_restart {
+                    shiitake_core::telemetry::restart_releases(1);
+                } else if held_by_another == Some(true) && !handed_over {
+                    // Another process held it and neither gave it back nor handed it
+                    // over: it lapsed, or its holder died.
                     shiitake_core::telemetry::takeovers(1);
                 }
                 Ok(Claim::Held(Lease { token, handed_over }))
@@ -274,15 +285,16 @@ impl Ownership for PostgresStore {
                UNION SELECT t.session_id FROM timers t \
                  WHERE t.agent_id = $1 AND t.session_id IS NOT NULL AND t.due_at <= $3 \
              ), candidates AS ( \
-               SELECT w.session_id, l.holder, l.expires_at, \
-                 (l.session_id IS NULL OR l.holder IS NULL OR l.expires_at < clock_timestamp() OR ",
-            holder_dead!("l"),
-            ") AS free \
+               SELECT w.session_id, l.holder, ",
+            lease_lapses!("l"),
+            " AS lapses, ",
+            lease_free!("l"),
+            " AS free \
                FROM wanted w LEFT JOIN session_leases l \
                  ON l.agent_id = $1 AND l.session_id = w.session_id \
              ) SELECT ARRAY(SELECT session_id FROM candidates WHERE free \
                  ORDER BY session_id LIMIT 256), \
-               (SELECT EXTRACT(EPOCH FROM (min(expires_at) - clock_timestamp()))::float8 * 1000 \
+               (SELECT EXTRACT(EPOCH FROM (min(lapses) - clock_timestamp()))::float8 * 1000 \
                 FROM candidates WHERE NOT free AND holder <> $2)"
         ))
         .bind(shared.agent.as_str())
@@ -319,8 +331,8 @@ impl Ownership for PostgresStore {
              ), freed AS ( \
                SELECT pg_notify($4, $6) WHERE NOT EXISTS ( \
                  SELECT 1 FROM session_leases l WHERE l.agent_id = $1 AND l.session_id = $2 \
-                   AND l.holder IS NOT NULL AND l.expires_at >= clock_timestamp() AND NOT ",
-            holder_dead!("l"),
+                   AND NOT ",
+            lease_free!("l"),
             ")) SELECT (SELECT id FROM inserted), (SELECT count(*) FROM woken), \
                (SELECT count(*) FROM freed)"
         ))

@@ -56,6 +56,7 @@ mod events;
 mod hub;
 mod leases;
 mod nodes;
+mod outage;
 pub mod registry;
 mod upkeep;
 mod writer;
@@ -65,7 +66,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use error::OpenError;
-pub use hub::{HubOptions, PostgresHub};
+pub use hub::{ACQUIRE_TIMEOUT, HubOptions, PostgresHub};
 
 use async_trait::async_trait;
 use shiitake_core::store::{Op, Ownership, StoreError};

@@ -12,7 +12,21 @@
 //! keeps its connection and stays alive here; only its leases' expiry frees its
 //! Sessions, and the fencing token refuses what it commits after waking.
 //!
+//! **A restart of the database is not a death.** It ends every backend at once, so
+//! every process would see every other's gone. A row therefore also records the
+//! server it was registered on (`server_start`, `pg_postmaster_start_time()`) and how
+//! long its process asks to be waited for after a restart (`rejoin_ms`). A process
+//! whose backend is gone and whose row is of another incarnation of the server (a
+//! restart, or a failover to a replica) is *away*, not dead: the first beat that finds
+//! it so marks when (`gone_at`) and keeps its leases at least that long; it is dead
+//! once `gone_at + rejoin_ms` passes without it registering again, and its leases are
+//! then given back as a handover (the work resumes without counting a recovery). A
+//! backend gone on the server the row was registered on is a death, at once, as is any
+//! row from before that was recorded.
+//!
 //! [`OwnershipEvent::Released`]: shiitake_core::store::ownership::OwnershipEvent::Released
+
+use std::time::Duration;
 
 use shiitake_core::store::StoreError;
 use shiitake_protocol::HubNode;
@@ -24,10 +38,86 @@ use sqlx::postgres::{PgConnection, PgPool};
 pub(crate) type UpkeepError = sqlx::Error;
 
 use crate::events::CHANNEL;
+use crate::leases::millis;
 
-/// SQL true when the lease row `$lease` is held by a process that died: its node row
-/// names a backend that is gone. (A holder with no node row is left to the expiry.)
-/// Without the privilege to read another role's `backend_start` the pid alone decides.
+/// SQL true when the node row `$node` names a backend that no longer exists. Without
+/// the privilege to read another role's `backend_start` the pid alone decides.
+macro_rules! backend_gone {
+    ($node:literal) => {
+        concat!(
+            "NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = ",
+            $node,
+            ".backend_pid AND (a.backend_start IS NULL OR a.backend_start = ",
+            $node,
+            ".backend_start))"
+        )
+    };
+}
+
+/// SQL true when the node row `$node` was registered on another incarnation of the
+/// server than the one answering (it restarted, or a replica took over since).
+macro_rules! other_server {
+    ($node:literal) => {
+        concat!(
+            "(",
+            $node,
+            ".server_start IS NOT NULL AND ",
+            $node,
+            ".server_start <> pg_postmaster_start_time())"
+        )
+    };
+}
+
+/// SQL: when the restart grace of the node row `$node` ends, counted from when a live
+/// process first found it away (now, if none has yet).
+macro_rules! grace_ends {
+    ($node:literal) => {
+        concat!(
+            "(COALESCE(",
+            $node,
+            ".gone_at, clock_timestamp()) + COALESCE(",
+            $node,
+            ".rejoin_ms, 0) * interval '1 millisecond')"
+        )
+    };
+}
+
+/// SQL true when the node row `$node` is of a process away after a restart of the
+/// server, which may still come back: its backend is gone, it was registered on
+/// another incarnation, and its grace has not ended.
+macro_rules! node_away {
+    ($node:literal) => {
+        concat!(
+            "(",
+            $crate::nodes::backend_gone!($node),
+            " AND ",
+            $crate::nodes::other_server!($node),
+            " AND ",
+            $crate::nodes::grace_ends!($node),
+            " > clock_timestamp())"
+        )
+    };
+}
+
+/// SQL true when the node row `$node` is of a process that died: its backend is gone,
+/// and it was registered on this incarnation of the server (or before incarnations were
+/// recorded), or on another one and its grace ended. The one definition of a death.
+macro_rules! node_dead {
+    ($node:literal) => {
+        concat!(
+            "(",
+            $crate::nodes::backend_gone!($node),
+            " AND NOT (",
+            $crate::nodes::other_server!($node),
+            " AND ",
+            $crate::nodes::grace_ends!($node),
+            " > clock_timestamp()))"
+        )
+    };
+}
+
+/// SQL true when the lease row `$lease` is held by a process that died (`node_dead`).
+/// A holder with no node row is left to the expiry.
 macro_rules! holder_dead {
     ($lease:literal) => {
         concat!(
@@ -35,20 +125,83 @@ macro_rules! holder_dead {
             $lease,
             ".agent_id AND n.holder = ",
             $lease,
-            ".holder AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a \
-             WHERE a.pid = n.backend_pid \
-               AND (a.backend_start IS NULL OR a.backend_start = n.backend_start)))"
+            ".holder AND ",
+            $crate::nodes::node_dead!("n"),
+            ")"
         )
     };
 }
-pub(crate) use holder_dead;
+
+/// SQL true when the lease row `$lease` is held by a process that did not come back
+/// within its grace after the server restarted: its lease is given back as a handover.
+macro_rules! holder_left_in_restart {
+    ($lease:literal) => {
+        concat!(
+            "EXISTS (SELECT 1 FROM hub_nodes n WHERE n.agent_id = ",
+            $lease,
+            ".agent_id AND n.holder = ",
+            $lease,
+            ".holder AND ",
+            $crate::nodes::other_server!("n"),
+            " AND ",
+            $crate::nodes::node_dead!("n"),
+            ")"
+        )
+    };
+}
+
+/// SQL: when the lease row `$lease` lapses unless its holder renews it: its expiry, or
+/// the end of its holder's restart grace while the holder is away, whichever is later
+/// (`GREATEST` passes over the NULL of a holder that is not away). A lease whose expiry
+/// passed while the database was down is not free while its holder may still come back.
+macro_rules! lease_lapses {
+    ($lease:literal) => {
+        concat!(
+            "GREATEST(",
+            $lease,
+            ".expires_at, (SELECT ",
+            $crate::nodes::grace_ends!("n"),
+            " FROM hub_nodes n WHERE n.agent_id = ",
+            $lease,
+            ".agent_id AND n.holder = ",
+            $lease,
+            ".holder AND ",
+            $crate::nodes::node_away!("n"),
+            "))"
+        )
+    };
+}
+
+/// SQL true when the lease row `$lease` may be taken by another process: nobody holds
+/// it, it lapsed (`lease_lapses`), or its holder died (`holder_dead`).
+macro_rules! lease_free {
+    ($lease:literal) => {
+        concat!(
+            "(",
+            $lease,
+            ".holder IS NULL OR ",
+            $crate::nodes::lease_lapses!($lease),
+            " < clock_timestamp() OR ",
+            $crate::nodes::holder_dead!($lease),
+            ")"
+        )
+    };
+}
+
+pub(crate) use {
+    backend_gone, grace_ends, holder_dead, holder_left_in_restart, lease_free, lease_lapses,
+    node_away, node_dead, other_server,
+};
 
 /// Registers this process for the tenants `agents` (each with whether it drains) on
 /// its upkeep connection `conn`, in one statement (again after a reconnect: the rows
-/// then name the new backend), before a tenant claims anything.
+/// then name the new backend and the server answering now), before a tenant claims
+/// anything. `rejoin` is how long the others wait for this process after a restart of
+/// the database before they give its Sessions away.
 pub(crate) async fn register(
     conn: &mut PgConnection,
     holder: &str,
+    rejoin: Duration,
     agents: &[(&str, bool)],
 ) -> Result<(), UpkeepError> {
     if agents.is_empty() {
@@ -60,19 +213,22 @@ pub(crate) async fn register(
         .unzip();
     let done = sqlx::query(
         "INSERT INTO hub_nodes (agent_id, holder, backend_pid, backend_start, started_at, \
-           heartbeat_at, draining) \
+           heartbeat_at, draining, server_start, gone_at, rejoin_ms) \
          SELECT t.agent, $1, a.pid, a.backend_start, clock_timestamp(), clock_timestamp(), \
-           t.draining \
+           t.draining, pg_postmaster_start_time(), NULL, $4 \
          FROM unnest($2::text[], $3::bool[]) AS t(agent, draining) \
          CROSS JOIN (SELECT pid, backend_start FROM pg_stat_activity \
            WHERE pid = pg_backend_pid()) AS a \
          ON CONFLICT (agent_id, holder) DO UPDATE SET backend_pid = excluded.backend_pid, \
            backend_start = excluded.backend_start, heartbeat_at = excluded.heartbeat_at, \
-           draining = hub_nodes.draining OR excluded.draining",
+           draining = hub_nodes.draining OR excluded.draining, \
+           server_start = excluded.server_start, gone_at = NULL, \
+           rejoin_ms = excluded.rejoin_ms",
     )
     .bind(holder)
     .bind(keys)
     .bind(draining)
+    .bind(millis(rejoin))
     .execute(&mut *conn)
     .await?;
     if done.rows_affected() != agents.len() as u64 {
@@ -87,54 +243,93 @@ pub(crate) async fn register(
 pub(crate) struct Beat {
     /// The tenants whose row of this process was there (the others register again).
     pub(crate) beaten: Vec<String>,
+    /// Processes found away after a restart of the database (first seen so now): their
+    /// leases wait for them.
+    pub(crate) away: i64,
     /// Dead processes whose rows were deleted.
     pub(crate) dead: i64,
     /// Leases of theirs given back (each announced).
     pub(crate) released: i64,
+    /// Of those, the leases of processes that did not come back after a restart,
+    /// given back as handovers.
+    pub(crate) restart_released: i64,
     /// The tenants those leases were of, each announced (`d <agent>`) to every process.
     pub(crate) freed: Vec<String>,
 }
 
-/// One heartbeat on the upkeep connection, for every tenant of this process at once:
-/// its rows show it beat, and every dead process (of any tenant) is removed with its
-/// leases given back and announced, each Session (`r`) and each tenant concerned (`d`,
-/// which every process's host hears through [`PostgresHub::freed`]), all in one
-/// statement.
+/// One heartbeat on the upkeep connection, for every tenant of this process at once,
+/// in one statement: its rows show it beat; every process newly found away after a
+/// restart of the database is marked (`gone_at`) and its leases kept until its grace
+/// ends; every dead process (of any tenant) is removed with its leases given back
+/// (as a handover when it was one that did not come back after a restart) and
+/// announced, each Session (`r`) and each tenant concerned (`d`, which every process's
+/// host hears through [`PostgresHub::freed`]).
 ///
 /// [`PostgresHub::freed`]: crate::PostgresHub::freed
 pub(crate) async fn beat(conn: &mut PgConnection, holder: &str) -> Result<Beat, UpkeepError> {
-    let (beaten, dead, released, freed): (Vec<String>, i64, i64, Vec<String>) = sqlx::query_as(
+    let (beaten, away, dead, released, restart_released, freed): (
+        Vec<String>,
+        i64,
+        i64,
+        i64,
+        i64,
+        Vec<String>,
+    ) = sqlx::query_as(concat!(
         "WITH me AS ( \
            UPDATE hub_nodes SET heartbeat_at = clock_timestamp() \
            WHERE holder = $1 RETURNING agent_id \
+         ), away AS ( \
+           UPDATE hub_nodes m SET gone_at = clock_timestamp() \
+           WHERE m.holder <> $1 AND m.gone_at IS NULL AND ",
+        node_away!("m"),
+        " RETURNING m.agent_id, m.holder, m.rejoin_ms \
+         ), kept AS ( \
+           UPDATE session_leases l SET expires_at = GREATEST(l.expires_at, \
+             clock_timestamp() + away.rejoin_ms * interval '1 millisecond') \
+           FROM away WHERE l.agent_id = away.agent_id AND l.holder = away.holder \
+           RETURNING 1 \
          ), dead AS ( \
-           DELETE FROM hub_nodes d WHERE d.holder <> $1 \
-             AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = d.backend_pid \
-               AND (a.backend_start IS NULL OR a.backend_start = d.backend_start)) \
-           RETURNING d.agent_id, d.holder \
+           DELETE FROM hub_nodes d WHERE d.holder <> $1 AND ",
+        node_dead!("d"),
+        " RETURNING d.agent_id, d.holder, ",
+        other_server!("d"),
+        " AS restarted \
          ), released AS ( \
-           UPDATE session_leases l SET holder = NULL, expires_at = clock_timestamp() \
+           UPDATE session_leases l SET holder = NULL, expires_at = clock_timestamp(), \
+             handover_token = CASE WHEN dead.restarted THEN l.token ELSE l.handover_token END \
            FROM dead WHERE l.agent_id = dead.agent_id AND l.holder = dead.holder \
-           RETURNING l.agent_id, l.session_id \
+           RETURNING l.agent_id, l.session_id, dead.restarted \
          ), announced AS ( \
-           SELECT pg_notify($2, format('r %s %s', agent_id, session_id)) FROM released \
+           SELECT pg_notify($2, format('r %s %s', agent_id, session_id)), restarted \
+           FROM released \
          ), tenants AS ( \
            SELECT agent_id, pg_notify($2, format('d %s', agent_id)) \
            FROM (SELECT DISTINCT agent_id FROM released) AS freed \
          ) SELECT ARRAY(SELECT agent_id FROM me), \
+             (SELECT count(DISTINCT holder) FROM away), \
              (SELECT count(DISTINCT holder) FROM dead), (SELECT count(*) FROM announced), \
-             ARRAY(SELECT agent_id FROM tenants ORDER BY agent_id)",
-    )
+             (SELECT count(*) FILTER (WHERE restarted) FROM announced), \
+             ARRAY(SELECT agent_id FROM tenants ORDER BY agent_id)"
+    ))
     .bind(holder)
     .bind(CHANNEL)
     .fetch_one(&mut *conn)
     .await?;
-    // The dead holders' Sessions are taken over: counted here, once, whoever claims them.
-    shiitake_core::telemetry::takeovers(u64::try_from(released).unwrap_or(0));
+    // The dead holders' Sessions are taken over: counted here, once, whoever claims
+    // them; those of processes that did not come back after a restart are handovers.
+    let restart_released_count = u64::try_from(restart_released).unwrap_or(0);
+    shiitake_core::telemetry::takeovers(
+        u64::try_from(released)
+            .unwrap_or(0)
+            .saturating_sub(restart_released_count),
+    );
+    shiitake_core::telemetry::restart_releases(restart_released_count);
     Ok(Beat {
         beaten,
+        away,
         dead,
         released,
+        restart_released,
         freed,
     })
 }

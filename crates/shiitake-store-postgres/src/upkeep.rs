@@ -15,25 +15,59 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use shiitake_core::store::FencingToken;
 use shiitake_core::store::ownership::OwnershipEvent;
 use shiitake_protocol::SessionId;
 use sqlx::ConnectOptions;
 use sqlx::postgres::PgConnection;
+use tokio::sync::MutexGuard;
 
 use crate::hub::{HubInner, Tenant};
 use crate::leases::millis;
 use crate::nodes::{self, UpkeepError};
+use shiitake_core::backoff::Backoff;
+
+use crate::outage::{Connection, Outage};
+
+/// How long opening the upkeep connection may take before the attempt counts as
+/// failed (a host that does not answer at all).
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Opens an upkeep connection whose statements wait for a row lock at most a heartbeat.
 pub(crate) async fn connect(hub: &HubInner) -> Result<PgConnection, UpkeepError> {
-    let mut conn = hub.connect.connect().await?;
+    let mut conn = tokio::time::timeout(CONNECT_TIMEOUT, hub.connect.connect())
+        .await
+        .map_err(|_| {
+            sqlx::Error::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("connecting took longer than {CONNECT_TIMEOUT:?}"),
+            ))
+        })??;
     sqlx::query("SELECT set_config('lock_timeout', $1, false)")
         .bind(format!("{}ms", millis(hub.heartbeat).max(1)))
         .execute(&mut conn)
         .await?;
+    Ok(conn)
+}
+
+/// Opens a new upkeep connection for this process and makes it the process's life:
+/// first the leases its owners hold are renewed, then every open tenant (and `also`,
+/// a tenant opening) is registered under the new backend. In that order, so no moment
+/// shows a live process whose leases lapsed while it was away (a renewal matches
+/// holder and token, whatever the expiry); a lease found gone meanwhile is told to its
+/// owner ([`OwnershipEvent::Lost`]).
+pub(crate) async fn reconnect(
+    hub: &HubInner,
+    tenants: &[Arc<Tenant>],
+    also: Option<(&str, bool)>,
+) -> Result<PgConnection, UpkeepError> {
+    let mut conn = connect(hub).await?;
+    renew_once(hub, tenants, &mut conn).await?;
+    let mut agents = registrations(tenants);
+    agents.extend(also);
+    nodes::register(&mut conn, &hub.holder, hub.rejoin, &agents).await?;
     Ok(conn)
 }
 
@@ -45,10 +79,30 @@ pub(crate) fn registrations(tenants: &[Arc<Tenant>]) -> Vec<(&str, bool)> {
         .collect()
 }
 
+/// What the upkeep task keeps between beats.
+struct Upkeep {
+    /// When the leases are renewed next.
+    renew_at: Instant,
+    /// When the next attempt to reconnect is due, while the connection is gone.
+    retry_at: Instant,
+    /// Whether the connection was there at the end of the last round.
+    connected: bool,
+    backoff: Backoff,
+    outage: Outage,
+}
+
 /// Beats and renews for every open tenant until the hub closes, reconnecting (and
-/// registering every tenant again) when the connection breaks.
+/// registering every tenant again) when the connection breaks: at once, then spaced
+/// by the backoff while the database cannot be reached.
 pub(crate) async fn run(hub: Weak<HubInner>) {
-    let mut renew_at = Instant::now();
+    let now = Instant::now();
+    let mut upkeep = Upkeep {
+        renew_at: now,
+        retry_at: now,
+        connected: true,
+        backoff: Outage::backoff(),
+        outage: Outage::new(Connection::Upkeep),
+    };
     loop {
         let Some((closing, heartbeat)) = hub
             .upgrade()
@@ -56,7 +110,13 @@ pub(crate) async fn run(hub: Weak<HubInner>) {
         else {
             return;
         };
-        let wake = (Instant::now() + heartbeat).min(renew_at);
+        let wake = if upkeep.connected {
+            (Instant::now() + heartbeat).min(upkeep.renew_at)
+        } else {
+            // Without a connection: the next attempt, not the next beat (a renewal
+            // overdue meanwhile must not wake the task again and again).
+            upkeep.retry_at
+        };
         tokio::select! {
             biased;
             () = closing.cancelled() => return,
@@ -65,79 +125,123 @@ pub(crate) async fn run(hub: Weak<HubInner>) {
         let Some(hub) = hub.upgrade() else {
             return;
         };
-        let mut upkeep = hub.upkeep.lock().await;
-        let tenants = hub.tenants();
-        let connection = match upkeep.as_mut() {
-            Some(connection) => connection,
-            None => {
-                let fresh = match connect(&hub).await {
-                    Ok(mut fresh) => {
-                        nodes::register(&mut fresh, &hub.holder, &registrations(&tenants))
-                            .await
-                            .map(|()| fresh)
-                    }
-                    Err(error) => Err(error),
-                };
-                match fresh {
-                    Ok(fresh) => {
-                        tracing::info!(
-                            "the upkeep connection is back; this process is registered again"
-                        );
-                        upkeep.insert(fresh)
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "could not reconnect to renew this process's leases; its Sessions lapse unless it does soon");
-                        continue;
-                    }
-                }
-            }
+        let mut conn = hub.upkeep.lock().await;
+        let stepped = tokio::select! {
+            biased;
+            () = closing.cancelled() => false,
+            () = step(&hub, &mut conn, &mut upkeep) => true,
         };
-        if Instant::now() >= renew_at {
-            match renew_once(&hub, &tenants, connection).await {
-                Ok(()) => renew_at = Instant::now() + hub.lease_ttl / 3,
-                Err(error) => {
-                    // Due still: the next beat tries again.
-                    tracing::warn!(%error, "could not renew this process's leases; they lapse unless a renewal succeeds soon");
-                    if broken(&error) {
-                        *upkeep = None;
-                    }
-                    continue;
-                }
-            }
+        if !stepped {
+            // Perhaps mid-statement: dropped, not closed politely.
+            drop(conn.take());
+            return;
         }
-        match nodes::beat(connection, &hub.holder).await {
-            Ok(beat) => {
-                if beat.dead > 0 {
-                    tracing::info!(
-                        processes = beat.dead,
-                        sessions = beat.released,
-                        tenants = beat.freed.len(),
-                        "freed the Sessions of processes whose database connection is gone"
-                    );
-                }
-                let missing: Vec<Arc<Tenant>> = tenants
-                    .into_iter()
-                    .filter(|tenant| !beat.beaten.iter().any(|a| a == tenant.agent.as_str()))
-                    .collect();
-                if !missing.is_empty() {
-                    tracing::warn!(
-                        tenants = missing.len(),
-                        "this process's rows in hub_nodes were gone; registering again"
-                    );
-                    if let Err(error) =
-                        nodes::register(connection, &hub.holder, &registrations(&missing)).await
-                    {
-                        tracing::warn!(%error, "could not register this process again");
-                    }
-                }
+        upkeep.connected = conn.is_some();
+    }
+}
+
+/// One round: reconnect if the connection is gone, renew when due, beat.
+async fn step(
+    hub: &HubInner,
+    conn: &mut MutexGuard<'_, Option<PgConnection>>,
+    upkeep: &mut Upkeep,
+) {
+    let tenants = hub.tenants();
+    if conn.is_none() {
+        if upkeep.connected {
+            // Lost elsewhere (a tenant opening found it broken and could not replace it).
+            upkeep.retry_at = Instant::now();
+        }
+        if Instant::now() < upkeep.retry_at {
+            return;
+        }
+        match reconnect(hub, &tenants, None).await {
+            Ok(fresh) => {
+                **conn = Some(fresh);
+                upkeep.backoff.reset();
+                upkeep.outage.back();
+                // Renewed with the reconnection.
+                upkeep.renew_at = Instant::now() + hub.lease_ttl / 3;
             }
             Err(error) => {
-                tracing::warn!(%error, "the heartbeat failed; the next one tries again");
-                if broken(&error) {
-                    *upkeep = None;
+                upkeep.outage.failed(&error);
+                upkeep.retry_at = Instant::now() + upkeep.backoff.next_delay();
+                return;
+            }
+        }
+    }
+    let Some(connection) = conn.as_mut() else {
+        return;
+    };
+    if Instant::now() >= upkeep.renew_at {
+        match renew_once(hub, &tenants, connection).await {
+            Ok(()) => upkeep.renew_at = Instant::now() + hub.lease_ttl / 3,
+            Err(error) if broken(&error) => {
+                upkeep.outage.failed(&error);
+                **conn = None;
+                upkeep.retry_at = Instant::now();
+                return;
+            }
+            Err(error) => {
+                // The statement failed, not the connection (a lock held too long):
+                // again at the next beat, well before the lease lapses.
+                tracing::warn!(%error, "could not renew this process's leases; trying again at the next beat");
+                upkeep.renew_at = Instant::now() + hub.heartbeat;
+                return;
+            }
+        }
+    }
+    match nodes::beat(connection, &hub.holder).await {
+        Ok(beat) => {
+            report(&beat);
+            let missing: Vec<Arc<Tenant>> = tenants
+                .into_iter()
+                .filter(|tenant| !beat.beaten.iter().any(|a| a == tenant.agent.as_str()))
+                .collect();
+            if !missing.is_empty() {
+                tracing::warn!(
+                    tenants = missing.len(),
+                    "this process's rows in hub_nodes were gone; registering again"
+                );
+                if let Err(error) = nodes::register(
+                    connection,
+                    &hub.holder,
+                    hub.rejoin,
+                    &registrations(&missing),
+                )
+                .await
+                {
+                    tracing::warn!(%error, "could not register this process again");
                 }
             }
         }
+        Err(error) if broken(&error) => {
+            upkeep.outage.failed(&error);
+            **conn = None;
+            upkeep.retry_at = Instant::now();
+        }
+        Err(error) => {
+            tracing::warn!(%error, "the heartbeat failed; the next one tries again");
+        }
+    }
+}
+
+/// Logs what a beat did to other processes.
+fn report(beat: &nodes::Beat) {
+    if beat.away > 0 {
+        tracing::info!(
+            processes = beat.away,
+            "processes lost their database connection as the database restarted; their Sessions wait for them to reconnect"
+        );
+    }
+    if beat.dead > 0 {
+        tracing::info!(
+            processes = beat.dead,
+            sessions = beat.released,
+            handed_over = beat.restart_released,
+            tenants = beat.freed.len(),
+            "freed the Sessions of processes whose database connection is gone"
+        );
     }
 }
 

@@ -11,9 +11,15 @@
 //! own savepoint, so the bad one is undone alone and answered with its error while
 //! the others commit. The announcement (`pg_notify`) of the Sessions a group changed
 //! is in its transaction, which PostgreSQL delivers when, and only if, it commits.
+//!
+//! When the connection breaks (`link.rs`), a group that had not sent its `COMMIT`
+//! landed nothing, so it runs once more on a fresh connection; one that had is
+//! answered unavailable, since it may have landed (the owners read their Session back).
+//! While the database cannot be reached, groups are answered unavailable at once.
 
 mod connection;
 mod fold;
+mod link;
 
 use std::collections::BTreeMap;
 
@@ -24,6 +30,7 @@ use tokio_postgres::Config;
 
 pub(crate) use connection::config;
 use connection::{Step, WriterConnection};
+use link::Link;
 
 use crate::AgentKey;
 use crate::events::committed_payload;
@@ -66,26 +73,63 @@ impl Writer {
     }
 }
 
-async fn run(
-    mut conn: WriterConnection,
-    config: Config,
-    holder: String,
-    mut requests: Groups<Commit>,
-) {
+async fn run(conn: WriterConnection, config: Config, holder: String, mut requests: Groups<Commit>) {
+    let mut link = Link::new(conn, config);
     let mut group = Vec::with_capacity(queue::MAX_GROUP);
-    while requests.next(&mut group).await {
-        let results = commit_group(&mut conn, &holder, &group).await;
-        queue::answer(&mut group, results);
-        if conn.is_closed() {
-            match WriterConnection::connect(&config).await {
-                Ok(fresh) => conn.replace(fresh).await,
-                Err(error) => {
-                    tracing::warn!(%error, "the PostgreSQL writer could not reconnect; the next group tries again");
+    loop {
+        let more = match link.retry_at() {
+            // Without a connection since an attempt failed: the next one is made when
+            // due even if no request comes, so the first after the database returns
+            // finds a connection.
+            Some(at) => tokio::select! {
+                more = requests.next(&mut group) => more,
+                () = tokio::time::sleep_until(at.into()) => {
+                    link.reconnect().await;
+                    continue;
                 }
-            }
+            },
+            None => requests.next(&mut group).await,
+        };
+        if !more {
+            break;
         }
+        let results = commit(&mut link, &holder, &group).await;
+        queue::answer(&mut group, results);
     }
-    conn.close().await;
+    link.close().await;
+}
+
+/// Commits `group` and returns each request's outcome in order: on the connection,
+/// replaced first if it was lost; and once more on a fresh one if it broke before the
+/// group's `COMMIT` was sent (nothing of it landed then).
+async fn commit(
+    link: &mut Link,
+    holder: &str,
+    group: &[WriteRequest],
+) -> Vec<Result<(), StoreError>> {
+    let prepared: Vec<Result<Prepared<'_>, StoreError>> = group
+        .iter()
+        .map(|request| prepare(holder, &request.work.agent, &request.work.ops))
+        .collect();
+    let mut results = Vec::new();
+    for attempt in 0..2 {
+        let conn = match link.ready().await {
+            Ok(conn) => conn,
+            Err(unavailable) if attempt == 0 => return own_errors(&prepared, Some(&unavailable)),
+            // The fresh connection could not be had: the first run's answers stand.
+            Err(_) => return results,
+        };
+        conn.start_group();
+        results = commit_group(conn, &prepared).await;
+        if !conn.broke_before_commit() {
+            if conn.is_closed() {
+                link.lose("the connection broke while the group committed");
+            }
+            return results;
+        }
+        link.lose("the connection broke before the group committed; it runs again");
+    }
+    results
 }
 
 /// A request ready to run: its tenant, its statements and the Sessions it announces.
@@ -120,30 +164,29 @@ enum Refused {
     Group(StoreError),
 }
 
-/// Commits `group` in one transaction and returns each request's outcome in order.
+/// Commits the `prepared` requests in one transaction and returns each request's
+/// outcome in order.
 async fn commit_group(
     conn: &mut WriterConnection,
-    holder: &str,
-    group: &[WriteRequest],
+    prepared: &[Result<Prepared<'_>, StoreError>],
 ) -> Vec<Result<(), StoreError>> {
-    let prepared: Vec<Result<Prepared<'_>, StoreError>> = group
-        .iter()
-        .map(|request| prepare(holder, &request.work.agent, &request.work.ops))
-        .collect();
     let runnable = prepared.iter().filter(|request| request.is_ok()).count();
     if runnable == 0 {
-        return own_errors(&prepared, None);
+        return own_errors(prepared, None);
     }
-    match pipelined(conn, &prepared).await {
-        Ok(()) => own_errors(&prepared, None),
-        Err(Refused::Group(error)) => own_errors(&prepared, Some(&error)),
+    match pipelined(conn, prepared).await {
+        Ok(()) => own_errors(prepared, None),
+        Err(Refused::Group(error)) => own_errors(prepared, Some(&error)),
         Err(Refused::Request(at, error)) if runnable == 1 => {
             // Alone in its group: its error is its own, and nothing else is to keep.
-            let mut results = own_errors(&prepared, None);
+            let mut results = own_errors(prepared, None);
             results[at] = Err(error);
             results
         }
-        Err(Refused::Request(..)) => isolated(conn, &prepared).await,
+        // The connection is gone: running the group again request by request on it
+        // would only fail each request the same way.
+        Err(Refused::Request(_, error)) if conn.is_closed() => own_errors(prepared, Some(&error)),
+        Err(Refused::Request(..)) => isolated(conn, prepared).await,
     }
 }
 
