@@ -323,6 +323,7 @@ impl AgentApi for Agent {
     fn session(&self, session_id: SessionId) -> LocalSession {
         LocalSession::new(
             self.core.owners.clone(),
+            self.core.closing.clone(),
             self.core.config.name.clone(),
             session_id,
         )

@@ -1,5 +1,7 @@
 //! A Session handle: addressing costs nothing; each call goes to the Session's owner.
 
+mod live;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -7,11 +9,11 @@ use futures::StreamExt;
 use serde_json::Value;
 use shiitake_protocol::{
     AddressOrigin, AgentName, CommandOutcome, ExtensionId, FrameStream, ModelPreference,
-    ReadOptions, RequestId, ResetFrame, ResetReason, SessionAddress, SessionApi, SessionCommand,
-    SessionFrame, SessionId, SessionSnapshot, SessionWatch, ShiitakeError, SubscribeOptions,
-    WatchOptions,
+    ReadOptions, RequestId, SessionAddress, SessionApi, SessionCommand, SessionId, SessionSnapshot,
+    SessionWatch, ShiitakeError, SubscribeOptions, WatchOptions,
 };
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::owner::registry::Registry;
 use crate::owner::{Published, Reply, Request};
@@ -20,6 +22,8 @@ use crate::owner::{Published, Reply, Request};
 #[derive(Clone)]
 pub struct LocalSession {
     owners: Arc<Registry>,
+    /// The Agent's closing: a stream whose owner left then ends rather than follow.
+    closing: CancellationToken,
     /// The Agent's name, for [`SessionApi::address`].
     agent: Option<AgentName>,
     session_id: SessionId,
@@ -36,11 +40,13 @@ impl std::fmt::Debug for LocalSession {
 impl LocalSession {
     pub(crate) fn new(
         owners: Arc<Registry>,
+        closing: CancellationToken,
         agent: Option<AgentName>,
         session_id: SessionId,
     ) -> Self {
         Self {
             owners,
+            closing,
             agent,
             session_id,
         }
@@ -138,72 +144,12 @@ impl LocalSession {
         .await
     }
 
-    async fn watch_parts(
+    pub(crate) async fn watch_parts(
         &self,
         options: ReadOptions,
     ) -> Result<(SessionSnapshot, broadcast::Receiver<Published>), ShiitakeError> {
         self.ask(|reply| Request::Watch(options.clone(), reply))
             .await
-    }
-}
-
-/// Turns published changes into frames; a subscriber that falls behind gets one reset.
-fn live_frames(
-    session: LocalSession,
-    receiver: broadcast::Receiver<Published>,
-    include_sandbox_failures: bool,
-) -> FrameStream {
-    futures::stream::unfold(Some((session, receiver)), move |state| async move {
-        let (session, mut receiver) = state?;
-        match receiver.recv().await {
-            Ok(published) => {
-                let frame = to_frame(published, include_sandbox_failures);
-                Some((Ok(frame), Some((session, receiver))))
-            }
-            Err(broadcast::error::RecvError::Lagged(_)) => {
-                let options = ReadOptions {
-                    include_sandbox_failures: Some(include_sandbox_failures),
-                    ..ReadOptions::default()
-                };
-                match session.watch_parts(options).await {
-                    Ok((baseline, fresh)) => {
-                        let frame = SessionFrame::Reset(Box::new(ResetFrame {
-                            reason: ResetReason::HistoryUnavailable,
-                            cursor: baseline.cursor.clone(),
-                            baseline,
-                        }));
-                        Some((Ok(frame), Some((session, fresh))))
-                    }
-                    Err(error) => Some((Err(error), None)),
-                }
-            }
-            Err(broadcast::error::RecvError::Closed) => None,
-        }
-    })
-    .boxed()
-}
-
-/// The frame a subscriber receives. A frame is copied out of its `Arc` only while other
-/// subscribers have yet to receive it: the channel lets go of its copy once the last one
-/// did, so the only (or last) subscriber takes the frame itself.
-fn to_frame(published: Published, include_sandbox_failures: bool) -> SessionFrame {
-    match published {
-        Published::Update(update) => {
-            let mut update = Arc::unwrap_or_clone(update);
-            if !include_sandbox_failures {
-                update.sandbox_failures = None;
-            }
-            SessionFrame::Update(update)
-        }
-        Published::Progress(progress) => SessionFrame::Progress(Arc::unwrap_or_clone(progress)),
-        Published::Reset(baseline) => {
-            let baseline = Arc::unwrap_or_clone(baseline);
-            SessionFrame::Reset(Box::new(ResetFrame {
-                reason: ResetReason::HistoryUnavailable,
-                cursor: baseline.cursor.clone(),
-                baseline,
-            }))
-        }
     }
 }
 
@@ -240,7 +186,8 @@ impl SessionApi for LocalSession {
         let (replay, receiver) = self
             .ask(|reply| Request::Subscribe(options.clone(), reply))
             .await?;
-        let live = live_frames(self.clone(), receiver, include);
+        let cursor = live::last_cursor(&replay).or(options.after);
+        let live = live::frames(self.clone(), receiver, include, cursor);
         Ok(futures::stream::iter(replay.into_iter().map(Ok))
             .chain(live)
             .boxed())
@@ -249,9 +196,10 @@ impl SessionApi for LocalSession {
     async fn watch(&self, options: WatchOptions) -> Result<SessionWatch, ShiitakeError> {
         let include = options.include_sandbox_failures.unwrap_or(false);
         let (snapshot, receiver) = self.watch_parts(options).await?;
+        let cursor = snapshot.cursor.clone();
         Ok(SessionWatch {
             snapshot,
-            changes: live_frames(self.clone(), receiver, include),
+            changes: live::frames(self.clone(), receiver, include, cursor),
         })
     }
 

@@ -288,6 +288,7 @@ async fn deliver(core: &Arc<AgentCore>, timer: TimerRow) -> Result<(), ShiitakeE
     };
     let session = LocalSession::new(
         core.owners.clone(),
+        core.closing.clone(),
         core.config.name.clone(),
         delivery.session_id.clone(),
     );

@@ -23,11 +23,35 @@ pub fn encode(dialect: Dialect, holder: &str, ops: &[Op]) -> Result<Vec<Stmt>, S
         holder,
         stmts: Vec::with_capacity(ops.len() + 1),
         fence_on_header: header_fence(dialect, ops),
+        carried: None,
     };
-    for op in ops {
-        batch.op(op)?;
+    batch.carried = batch.fence_on_header.map(|(session_id, _)| session_id);
+    // The fenced header first: a stale owner's commit is then refused by its fence,
+    // not by the first row that collides with the new owner's.
+    let early = early_header(&batch, ops);
+    if let Some(at) = early {
+        batch.op(&ops[at])?;
+    }
+    for (at, op) in ops.iter().enumerate() {
+        if Some(at) != early {
+            batch.op(op)?;
+        }
     }
     Ok(batch.stmts)
+}
+
+/// Where in `ops` the header update carrying the fence is, when it can go first: the
+/// commit does not create its Session (the update would find no row yet).
+fn early_header(batch: &Batch<'_>, ops: &[Op]) -> Option<usize> {
+    let (fenced, _) = batch.fence_on_header?;
+    let creates = ops
+        .iter()
+        .any(|op| matches!(op, Op::CreateSession { header, .. } if &header.id == fenced));
+    if creates {
+        return None;
+    }
+    ops.iter()
+        .position(|op| matches!(op, Op::PutHeader(header) if &header.id == fenced))
 }
 
 /// Whether `sql`, a statement [`encode`] made for `dialect`, changes rows of its
@@ -46,6 +70,8 @@ struct Batch<'a> {
     /// The commit's fence, when it rides on the header update of its Session instead
     /// of a statement of its own ([`header_fence`]); taken by that update.
     fence_on_header: Option<(&'a SessionId, FencingToken)>,
+    /// The Session whose fence a header update carries, so its fence op adds nothing.
+    carried: Option<&'a SessionId>,
 }
 
 /// The fence of `ops` that the header update of its Session can carry: on PostgreSQL,
@@ -94,10 +120,7 @@ impl Batch<'_> {
             Op::PutHeader(header) => self.header(header)?,
             Op::DeleteSession { session_id } => self.delete_session(session_id),
             // Checked by the header's update instead.
-            Op::Fence { session_id, .. }
-                if self
-                    .fence_on_header
-                    .is_some_and(|(fenced, _)| fenced == session_id) => {}
+            Op::Fence { session_id, .. } if self.carried == Some(session_id) => {}
             Op::Fence { session_id, token } => self.fence(session_id, *token),
             Op::InsertCommand {
                 session_id,
@@ -475,6 +498,23 @@ mod tests {
         let found = texts(
             Dialect::Postgres,
             &[fence("ses_a"), header("ses_a"), header("ses_a")],
+        );
+        assert_eq!(
+            found,
+            vec![
+                (PUT_HEADER_FENCED.text(Dialect::Postgres), Expect::Fence, 14),
+                (PUT_HEADER.text(Dialect::Postgres), Expect::Any, 12),
+            ]
+        );
+    }
+
+    /// A stale owner's commit must be refused by its fence, before any of its rows
+    /// collides with what the new owner wrote: the fenced header goes first.
+    #[test]
+    fn the_header_carrying_the_fence_goes_before_the_rest_of_the_commit() {
+        let found = texts(
+            Dialect::Postgres,
+            &[fence("ses_a"), header("ses_b"), header("ses_a")],
         );
         assert_eq!(
             found,

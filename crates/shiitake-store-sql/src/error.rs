@@ -81,7 +81,10 @@ mod tests {
 
     #[test]
     fn postgres_states_that_pass_and_those_that_do_not() {
-        for code in ["08006", "08001", "53100", "53300", "57P01", "57P03", "58030", "40001", "40P01", "55P03", "57014"] {
+        for code in [
+            "08006", "08001", "53100", "53300", "57P01", "57P03", "58030", "40001", "40P01",
+            "55P03", "57014",
+        ] {
             assert!(code_passes(code), "{code} passes");
         }
         for code in ["23505", "23503", "42P01", "22P02", "XX000", "40002"] {

@@ -117,3 +117,83 @@ async fn a_cursor_past_a_stale_owners_view_is_not_sent_back() {
     first.close().await.unwrap();
     second.close().await.unwrap();
 }
+
+/// A watcher of a process whose owner is taken over is not ended: its stream follows
+/// the Session on, through the new owner, from where it was, with nothing missed,
+/// repeated or reset.
+#[tokio::test]
+async fn a_watch_goes_on_when_the_owner_here_is_taken_over() {
+    if !support::ready() {
+        return;
+    }
+    let key = fresh_key();
+    let (first, second) = (
+        process(&key, "from the first").await,
+        process(&key, "from the second").await,
+    );
+    let on_first = new_session(&first).await;
+    let one = send(&on_first, "one").await;
+    assert_eq!(
+        terminal_of(&on_first, &one).await.outcome,
+        TerminalOutcome::Completed
+    );
+    let watch = on_first.watch(ReadOptions::default()).await.unwrap();
+    let last_seen = watch.snapshot.messages.last().unwrap().sequence;
+    let mut changes = watch.changes;
+
+    // The second process takes the Session over behind the first one's back and commits.
+    sql(
+        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
+         WHERE session_id = $1",
+        on_first.session_id(),
+    )
+    .await;
+    let on_second = second.session(on_first.session_id().clone());
+    let two = send(&on_second, "two").await;
+    assert_eq!(
+        terminal_of(&on_second, &two).await.outcome,
+        TerminalOutcome::Completed
+    );
+    // A prompt through the first process: its owner's commit is fenced, so it leaves,
+    // and the prompt reaches the new owner.
+    let three = send(&on_first, "three").await;
+
+    let mut sequences = Vec::new();
+    let mut terminals = Vec::new();
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(frame) = changes.next().await {
+            match frame.unwrap() {
+                SessionFrame::Reset(reset) => {
+                    panic!("the watcher was reset to {:?}", reset.cursor)
+                }
+                SessionFrame::Update(update) => {
+                    sequences.extend(update.messages.iter().map(|m| m.sequence));
+                    terminals.extend(update.terminals.iter().map(|t| t.command_id.clone()));
+                    if terminals.contains(&three) {
+                        return;
+                    }
+                }
+                SessionFrame::Progress(_) => {}
+            }
+        }
+        panic!("the watch ended when its owner left: saw {sequences:?}, terminals {terminals:?}");
+    })
+    .await
+    .expect("the third prompt's frames arrived in time");
+    assert!(
+        sequences.iter().all(|sequence| *sequence > last_seen),
+        "entries the watcher had were sent again: {sequences:?} after {last_seen}"
+    );
+    let mut ordered = sequences.clone();
+    ordered.sort_unstable();
+    ordered.dedup();
+    assert_eq!(sequences, ordered, "out of order or twice");
+    assert_eq!(
+        sequences.len(),
+        4,
+        "the second and third prompts and their answers: {sequences:?}"
+    );
+    assert_eq!(terminals, vec![two, three], "each terminal once, in order");
+    first.close().await.unwrap();
+    second.close().await.unwrap();
+}
