@@ -196,6 +196,18 @@ pub const METRICS: &[Metric] = &[
         labels: &[],
         help: "Times a Session's owner paused because a commit failed for a reason that passes; each pause ends when the owner has read its Session back and committed again.",
     },
+    Metric {
+        name: HUB_CONNECTIONS_DOWN,
+        kind: MetricKind::Gauge,
+        labels: &["connection"],
+        help: "This process's connections to a shared PostgreSQL store that are lost now (1) or up (0), by connection (writer, upkeep, listener).",
+    },
+    Metric {
+        name: HUB_RESTART_RELEASES,
+        kind: MetricKind::Counter,
+        labels: &[],
+        help: "Sessions freed because their holder did not come back within its grace after the database restarted; handed over, not taken over.",
+    },
 ];
 
 /// Bucket bounds of the `_seconds` histograms: 1 ms to 2 min.

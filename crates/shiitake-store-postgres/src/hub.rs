@@ -148,6 +148,8 @@ pub(crate) struct HubInner {
     /// a tenant registering and a tenant leaving, so a beat never registers a tenant
     /// again after it left.
     pub(crate) upkeep: tokio::sync::Mutex<Option<PgConnection>>,
+    /// Whether the upkeep connection was lost a moment ago (`upkeep::OwnCut`).
+    pub(crate) own_cut: crate::upkeep::OwnCut,
     /// The open tenants: whom the listener routes to and the upkeep beats for.
     tenants: Mutex<HashMap<AgentKey, Arc<Tenant>>>,
     /// Set by [`PostgresHub::drain`]: every tenant, also one opened later, drains.
@@ -371,6 +373,7 @@ impl PostgresHub {
             writer,
             connect,
             upkeep: tokio::sync::Mutex::new(None),
+            own_cut: crate::upkeep::OwnCut::default(),
             tenants: Mutex::new(HashMap::new()),
             draining: AtomicBool::new(false),
             closed: AtomicBool::new(false),

@@ -30,7 +30,19 @@ use tokio::sync::broadcast;
 
 use crate::PostgresStore;
 use crate::events::{CHANNEL, answered_payload, forwarded_payload, released_payload};
-use crate::nodes::{holder_left_in_restart, lease_free, lease_lapses};
+use crate::nodes::{holder_left_in_restart, lease_free, lease_free_unless_cut, lease_lapses};
+
+/// What a claim's statement answers: whether the Session exists, the token taken (if
+/// any), whether it was handed over, when the lease lapses (ms), whether another process
+/// held it, and whether that one did not come back within its grace after a restart.
+type ClaimRow = (
+    i64,
+    Option<i64>,
+    Option<bool>,
+    Option<f64>,
+    Option<bool>,
+    Option<bool>,
+);
 
 /// The leases this process holds, as it believes: Session → (token, when taken).
 #[derive(Default)]
@@ -143,20 +155,14 @@ impl PostgresStore {
                 Claim::Missing
             });
         }
-        let (present, token, handed_over, lapses_ms, held_by_another, left_in_restart): (
-            i64,
-            Option<i64>,
-            Option<bool>,
-            Option<f64>,
-            Option<bool>,
-            Option<bool>,
-        ) = sqlx::query_as(concat!(
-            "WITH present AS ( \
+        let (present, token, handed_over, lapses_ms, held_by_another, left_in_restart): ClaimRow =
+            sqlx::query_as(concat!(
+                "WITH present AS ( \
                    SELECT 1 FROM sessions WHERE agent_id = $1 AND id = $2 \
                  ), prior AS ( \
                    SELECT l.holder, ",
-            holder_left_in_restart!("l"),
-            " AS left_in_restart \
+                holder_left_in_restart!("l"),
+                " AS left_in_restart \
                    FROM session_leases l WHERE l.agent_id = $1 AND l.session_id = $2 \
                  ), claimed AS ( \
                    INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
@@ -166,25 +172,31 @@ impl PostgresStore {
                      SET holder = excluded.holder, token = session_leases.token + 1, \
                          expires_at = excluded.expires_at \
                      WHERE session_leases.holder = excluded.holder OR ",
-            lease_free!("session_leases"),
-            " RETURNING token, \
+                lease_free_unless_cut!("session_leases", "$5"),
+                " RETURNING token, \
                      handover_token IS NOT NULL AND handover_token + 1 = token AS handed_over \
                  ) SELECT (SELECT count(*) FROM present), (SELECT token FROM claimed), \
                      (SELECT handed_over FROM claimed), \
                      (SELECT EXTRACT(EPOCH FROM (",
-            lease_lapses!("l"),
-            " - clock_timestamp()))::float8 * 1000 \
+                lease_lapses!("l"),
+                " - clock_timestamp()))::float8 * 1000 \
                       FROM session_leases l WHERE l.agent_id = $1 AND l.session_id = $2), \
                      (SELECT holder IS NOT NULL AND holder <> $3 FROM prior), \
                      (SELECT left_in_restart AND holder <> $3 FROM prior)"
-        ))
-        .bind(shared.agent.as_str())
-        .bind(session_id.as_str())
-        .bind(&shared.holder)
-        .bind(millis(shared.lease_ttl))
-        .fetch_one(&shared.pool)
-        .await
-        .map_err(db)?;
+            ))
+            .bind(shared.agent.as_str())
+            .bind(session_id.as_str())
+            .bind(&shared.holder)
+            .bind(millis(shared.lease_ttl))
+            .bind(
+                shared
+                    .hub
+                    .own_cut
+                    .recent(crate::upkeep::cut_grace(&shared.hub)),
+            )
+            .fetch_one(&shared.pool)
+            .await
+            .map_err(db)?;
         if present == 0 {
             return Ok(Claim::Missing);
         }

@@ -82,16 +82,32 @@ macro_rules! grace_ends {
     };
 }
 
-/// SQL true when the node row `$node` is of a process away after a restart of the
-/// server, which may still come back: its backend is gone, it was registered on
-/// another incarnation, and its grace has not ended.
+/// SQL true when the node row `$node` may be of a process whose connection the server
+/// cut, not of one that died: it was registered on another incarnation of the server
+/// (a restart), or a live process marked it away (`gone_at`) as it came back from
+/// losing its own connection at the same time.
+macro_rules! maybe_cut {
+    ($node:literal) => {
+        concat!(
+            "(",
+            $crate::nodes::other_server!($node),
+            " OR ",
+            $node,
+            ".gone_at IS NOT NULL)"
+        )
+    };
+}
+
+/// SQL true when the node row `$node` is of a process away, which may still come back:
+/// its backend is gone, its connection may have been cut (`maybe_cut`), and its grace
+/// has not ended.
 macro_rules! node_away {
     ($node:literal) => {
         concat!(
             "(",
             $crate::nodes::backend_gone!($node),
             " AND ",
-            $crate::nodes::other_server!($node),
+            $crate::nodes::maybe_cut!($node),
             " AND ",
             $crate::nodes::grace_ends!($node),
             " > clock_timestamp())"
@@ -100,15 +116,15 @@ macro_rules! node_away {
 }
 
 /// SQL true when the node row `$node` is of a process that died: its backend is gone,
-/// and it was registered on this incarnation of the server (or before incarnations were
-/// recorded), or on another one and its grace ended. The one definition of a death.
+/// and nothing says its connection was cut (`maybe_cut`), or its grace ended. The one
+/// definition of a death.
 macro_rules! node_dead {
     ($node:literal) => {
         concat!(
             "(",
             $crate::nodes::backend_gone!($node),
             " AND NOT (",
-            $crate::nodes::other_server!($node),
+            $crate::nodes::maybe_cut!($node),
             " AND ",
             $crate::nodes::grace_ends!($node),
             " > clock_timestamp()))"
@@ -188,9 +204,28 @@ macro_rules! lease_free {
     };
 }
 
+/// [`lease_free`] for a claim, with `$cut` (a parameter) true while this process's own
+/// connection was cut a moment ago: a holder whose backend is gone is not taken for
+/// dead then (`upkeep::OwnCut`); only a lapse frees its lease.
+macro_rules! lease_free_unless_cut {
+    ($lease:literal, $cut:literal) => {
+        concat!(
+            "(",
+            $lease,
+            ".holder IS NULL OR ",
+            $crate::nodes::lease_lapses!($lease),
+            " < clock_timestamp() OR (NOT ",
+            $cut,
+            " AND ",
+            $crate::nodes::holder_dead!($lease),
+            "))"
+        )
+    };
+}
+
 pub(crate) use {
-    backend_gone, grace_ends, holder_dead, holder_left_in_restart, lease_free, lease_lapses,
-    node_away, node_dead, other_server,
+    backend_gone, grace_ends, holder_dead, holder_left_in_restart, lease_free,
+    lease_free_unless_cut, lease_lapses, maybe_cut, node_away, node_dead, other_server,
 };
 
 /// Registers this process for the tenants `agents` (each with whether it drains) on
@@ -265,8 +300,17 @@ pub(crate) struct Beat {
 /// announced, each Session (`r`) and each tenant concerned (`d`, which every process's
 /// host hears through [`PostgresHub::freed`]).
 ///
+/// `cut_too`: this process itself lost its connection a moment ago, so a backend gone
+/// now is more likely cut with it (the server ended every connection, or ran out of
+/// them) than of a process that died: every such process is marked away, not dead,
+/// and waited for as after a restart.
+///
 /// [`PostgresHub::freed`]: crate::PostgresHub::freed
-pub(crate) async fn beat(conn: &mut PgConnection, holder: &str) -> Result<Beat, UpkeepError> {
+pub(crate) async fn beat(
+    conn: &mut PgConnection,
+    holder: &str,
+    cut_too: bool,
+) -> Result<Beat, UpkeepError> {
     let (beaten, away, dead, released, restart_released, freed): (
         Vec<String>,
         i64,
@@ -280,16 +324,19 @@ pub(crate) async fn beat(conn: &mut PgConnection, holder: &str) -> Result<Beat, 
            WHERE holder = $1 RETURNING agent_id \
          ), away AS ( \
            UPDATE hub_nodes m SET gone_at = clock_timestamp() \
-           WHERE m.holder <> $1 AND m.gone_at IS NULL AND ",
+           WHERE m.holder <> $1 AND m.gone_at IS NULL AND (",
         node_away!("m"),
-        " RETURNING m.agent_id, m.holder, m.rejoin_ms \
+        " OR ($3 AND ",
+        backend_gone!("m"),
+        ")) RETURNING m.agent_id, m.holder, m.rejoin_ms \
          ), kept AS ( \
            UPDATE session_leases l SET expires_at = GREATEST(l.expires_at, \
              clock_timestamp() + away.rejoin_ms * interval '1 millisecond') \
            FROM away WHERE l.agent_id = away.agent_id AND l.holder = away.holder \
            RETURNING 1 \
          ), dead AS ( \
-           DELETE FROM hub_nodes d WHERE d.holder <> $1 AND ",
+           DELETE FROM hub_nodes d WHERE d.holder <> $1 AND NOT ($3 AND d.gone_at IS NULL) \
+             AND ",
         node_dead!("d"),
         " RETURNING d.agent_id, d.holder, ",
         other_server!("d"),
@@ -313,6 +360,7 @@ pub(crate) async fn beat(conn: &mut PgConnection, holder: &str) -> Result<Beat, 
     ))
     .bind(holder)
     .bind(CHANNEL)
+    .bind(cut_too)
     .fetch_one(&mut *conn)
     .await?;
     // The dead holders' Sessions are taken over: counted here, once, whoever claims

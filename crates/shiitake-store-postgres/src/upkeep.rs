@@ -79,6 +79,53 @@ pub(crate) fn registrations(tenants: &[Arc<Tenant>]) -> Vec<(&str, bool)> {
         .collect()
 }
 
+/// Whether this process's own upkeep connection is lost now or came back a moment ago:
+/// meanwhile a backend found gone is more likely cut with it (the server ended every
+/// connection, or had none to spare) than of a process that died, so neither a beat nor
+/// a claim of this process declares that death.
+#[derive(Debug, Default)]
+pub(crate) struct OwnCut(std::sync::Mutex<Cut>);
+
+/// The state of [`OwnCut`].
+#[derive(Debug, Default, Clone, Copy)]
+enum Cut {
+    #[default]
+    Up,
+    Down,
+    Back(Instant),
+}
+
+impl OwnCut {
+    /// The upkeep connection was lost.
+    pub(crate) fn lost(&self) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Cut::Down;
+    }
+
+    /// The upkeep connection is back, now.
+    pub(crate) fn back(&self) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Cut::Back(Instant::now());
+    }
+
+    /// Whether the connection is lost now, or came back less than `grace` ago.
+    pub(crate) fn recent(&self, grace: Duration) -> bool {
+        match *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            Cut::Up => false,
+            Cut::Down => true,
+            Cut::Back(at) => at.elapsed() < grace,
+        }
+    }
+}
+
 /// What the upkeep task keeps between beats.
 struct Upkeep {
     /// When the leases are renewed next.
@@ -150,6 +197,7 @@ async fn step(
     if conn.is_none() {
         if upkeep.connected {
             // Lost elsewhere (a tenant opening found it broken and could not replace it).
+            hub.own_cut.lost();
             upkeep.retry_at = Instant::now();
         }
         if Instant::now() < upkeep.retry_at {
@@ -160,6 +208,7 @@ async fn step(
                 **conn = Some(fresh);
                 upkeep.backoff.reset();
                 upkeep.outage.back();
+                hub.own_cut.back();
                 // Renewed with the reconnection.
                 upkeep.renew_at = Instant::now() + hub.lease_ttl / 3;
             }
@@ -179,6 +228,7 @@ async fn step(
             Err(error) if broken(&error) => {
                 upkeep.outage.failed(&error);
                 **conn = None;
+                hub.own_cut.lost();
                 upkeep.retry_at = Instant::now();
                 return;
             }
@@ -191,7 +241,9 @@ async fn step(
             }
         }
     }
-    match nodes::beat(connection, &hub.holder).await {
+    // Just back from losing its own connection: the others' may have been cut with it.
+    let cut_too = hub.own_cut.recent(cut_grace(hub));
+    match nodes::beat(connection, &hub.holder, cut_too).await {
         Ok(beat) => {
             report(&beat);
             let missing: Vec<Arc<Tenant>> = tenants
@@ -218,6 +270,7 @@ async fn step(
         Err(error) if broken(&error) => {
             upkeep.outage.failed(&error);
             **conn = None;
+            hub.own_cut.lost();
             upkeep.retry_at = Instant::now();
         }
         Err(error) => {
@@ -226,12 +279,19 @@ async fn step(
     }
 }
 
+/// How long after this process's own reconnection a backend found gone is taken for
+/// one cut with it rather than a death: as long as another live process may take to
+/// reconnect (twice the backoff's cap) and two heartbeats.
+pub(crate) fn cut_grace(hub: &HubInner) -> Duration {
+    crate::outage::CAP * 2 + hub.heartbeat * 2
+}
+
 /// Logs what a beat did to other processes.
 fn report(beat: &nodes::Beat) {
     if beat.away > 0 {
         tracing::info!(
             processes = beat.away,
-            "processes lost their database connection as the database restarted; their Sessions wait for them to reconnect"
+            "processes lost their database connection as this one did (a restart, or the server ending connections); their Sessions wait for them to reconnect"
         );
     }
     if beat.dead > 0 {

@@ -54,9 +54,10 @@ impl Owner {
         self.publish_changes(Vec::new(), Vec::new());
     }
 
-    /// Reads the Session back from the store and commits its header as read, which
-    /// lands only when the store takes writes again (and, on a shared store, only under
-    /// this owner's lease). Then publishes what watchers missed.
+    /// Reads the Session back from the store, publishes what watchers missed of it (it
+    /// is committed, whatever comes next), and commits its header as read, which lands
+    /// only when the store takes writes again (and, on a shared store, only under this
+    /// owner's lease).
     pub(crate) async fn reload(&mut self) -> Reloaded {
         let store = self.deps.store.clone();
         let session_id = self.session_id().clone();
@@ -73,6 +74,9 @@ impl Owner {
         self.extensions = extensions;
         self.take_loaded(loaded);
         self.tenure.reread();
+        // What was read is committed, whatever the probe says next: watchers get it now,
+        // before any frame carries the cursor it moved the owner to.
+        self.publish_missed(published).await;
         let header = self.next_header();
         if let Err(error) = self.commit_raw(Vec::new(), header).await {
             return if self.tenure.fenced() {
@@ -82,12 +86,12 @@ impl Owner {
             };
         }
         self.publication.set_storage_wait(None);
-        self.publish_missed(published).await;
+        self.publish_changes(Vec::new(), Vec::new());
         Reloaded::Resumed
     }
 
-    /// Publishes what was committed after `published` (what watchers last saw): one
-    /// live update (with the activity now), or a reset when that cannot be replayed.
+    /// Publishes what was committed after `published` (what watchers last saw): live
+    /// updates, or a reset when that cannot be replayed; nothing when nothing was.
     async fn publish_missed(&mut self, published: Position) {
         if !self.publication.watched() {
             return;
@@ -103,9 +107,6 @@ impl Owner {
                 Vec::new()
             }
         };
-        if frames.is_empty() {
-            self.publish_changes(Vec::new(), Vec::new());
-        }
         for frame in frames {
             let published = match frame {
                 SessionFrame::Update(mut update) => {

@@ -5,6 +5,8 @@
 //! already had: it finds the store ahead, stops that owner, and the client's request
 //! goes on through a stand-in that follows the real owner from the client's cursor.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use crate::support;
 
 use std::sync::Arc;
