@@ -102,6 +102,62 @@ impl Node {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// How many lines it wrote on stderr so far.
+    pub fn log_line_count(&self) -> usize {
+        self.log_text().lines().count()
+    }
+
+    /// The value of the unlabelled counter or gauge `name` in its `GET /metrics`
+    /// (started with `HUB_NODE_METRICS=1`); 0 when it was never recorded, as the
+    /// recorder renders only what was.
+    pub async fn metric(&self, name: &str) -> f64 {
+        let scrape = http_get(&self.url, "/metrics").await;
+        scrape
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .map_or(0.0, |value| value.trim().parse().unwrap())
+    }
+}
+
+/// `GET path` of the node at `base` (`http://host:port`) with the node token, over
+/// a plain HTTP/1.1 connection; the body of a 200 answer.
+pub async fn http_get(base: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = base.strip_prefix("http://").unwrap();
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {NODE_TOKEN}\r\n\
+         Connection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8(answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.starts_with("HTTP/1.1 200"),
+        "GET {path}: {head}\n{body}"
+    );
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return body.to_owned();
+    }
+    // Chunked: a hex size line, that many bytes, a line end, until a size of 0.
+    let mut rest = body;
+    let mut text = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n").unwrap();
+        let size = usize::from_str_radix(size.trim(), 16).unwrap();
+        if size == 0 {
+            return text;
+        }
+        text.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
 }
 
 /// The `hub_node` example, built now: `cargo test -p shiitake-store-postgres --test all --
@@ -141,6 +197,20 @@ pub fn spawn_node_at(
     name: &str,
     spec: NodeSpec,
 ) -> Node {
+    spawn_node_env(binary, database, key, dir, name, spec, &[])
+}
+
+/// [`spawn_node_at`] with variables added to the child's environment
+/// (`HUB_NODE_METRICS=1` serves `GET /metrics`).
+pub fn spawn_node_env(
+    binary: &Path,
+    database: &str,
+    key: &str,
+    dir: &Path,
+    name: &str,
+    spec: NodeSpec,
+    env: &[(&str, &str)],
+) -> Node {
     let log = dir.join(format!("{name}.log"));
     let effects = if spec.marks {
         dir.to_str().unwrap()
@@ -161,6 +231,7 @@ pub fn spawn_node_at(
             "RUST_LOG",
             std::env::var("SHIITAKE_NODE_LOG").unwrap_or_else(|_| "warn".to_owned()),
         )
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(
             std::fs::OpenOptions::new()

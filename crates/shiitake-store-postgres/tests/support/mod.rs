@@ -11,6 +11,9 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod cluster;
+pub mod own_cluster;
+pub mod prompt_load;
+pub mod proxy;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -91,9 +91,9 @@ impl HubArgs {
     }
 }
 
-/// A duration as `--lease-ttl` and `--heartbeat` take it: a whole number and a unit,
-/// `ms`, `s` or `m` (`1500ms`, `10s`, `2m`).
-fn duration(text: &str) -> Result<Duration, String> {
+/// A duration as `--lease-ttl`, `--heartbeat` and `--drain-timeout` take it: a whole
+/// number and a unit, `ms`, `s` or `m` (`1500ms`, `10s`, `2m`).
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let digits = text
         .find(|c: char| !c.is_ascii_digit())

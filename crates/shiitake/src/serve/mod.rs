@@ -32,6 +32,7 @@ pub use operations::LogFormat;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use knapsack::Knapsack;
 use knapsack::mcp::{
@@ -115,6 +116,25 @@ pub struct ServeArgs {
     /// Metrics and the log format.
     #[command(flatten)]
     operations: operations::OperationsArgs,
+    /// How long stopping may take to hand the Sessions over and close the store (1s to
+    /// 10m, default 10s). Past it `serve` exits anyway: a store that does not answer
+    /// (a database that is down) cannot hold the process, and its leases lapse.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = drain_timeout)]
+    drain_timeout: Duration,
+}
+
+/// The range `--drain-timeout` accepts.
+const DRAIN_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(600);
+
+/// `--drain-timeout`: a duration within [`DRAIN_TIMEOUT_RANGE`].
+fn drain_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = database::duration(text)?;
+    if DRAIN_TIMEOUT_RANGE.contains(&timeout) {
+        Ok(timeout)
+    } else {
+        Err(format!("must be from 1s to 10m, not {text}"))
+    }
 }
 
 impl ServeArgs {
@@ -423,14 +443,25 @@ pub async fn run(
             println!("shiitake: {signal}: stopping; accepted work resumes on the next start");
         }),
     };
-    host.close().await;
-    println!("shiitake: the Agents closed");
+    close_within(host, args.drain_timeout).await;
     // The model server outlives this process unless it is stopped here.
     if let Some(local) = started_local {
         local.stop().await;
     }
     served?;
     Ok(())
+}
+
+/// Closes the Agents, giving up after `timeout`: their Sessions are then neither handed
+/// over nor released, and their leases lapse (accepted work is durable either way).
+async fn close_within(host: Host, timeout: Duration) {
+    match tokio::time::timeout(timeout, host.close()).await {
+        Ok(()) => println!("shiitake: the Agents closed"),
+        Err(_) => println!(
+            "shiitake: the Agents did not close within {} s (--drain-timeout; is the database reachable?); exiting: their leases lapse and accepted work resumes on the next start or another process",
+            timeout.as_secs_f64()
+        ),
+    }
 }
 
 /// The signals that stop `serve`, registered before it says it is listening, so a

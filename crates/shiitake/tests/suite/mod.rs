@@ -11,6 +11,7 @@ mod log_colour;
 mod real_local_model;
 mod scripted_place;
 mod serve_database;
+mod serve_disk_full;
 mod serve_hardening;
 mod serve_hub;
 mod serve_hub_computers;

@@ -6,11 +6,13 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod chat;
+pub mod echo_model;
 pub mod hub;
 pub mod mcp;
 /// The Local roster of the roster's own tests: Agents on gated scripts, served over HTTP.
 #[path = "../../../shiitake-roster-local/tests/support/mod.rs"]
 pub mod roster;
+pub mod small_fs;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
