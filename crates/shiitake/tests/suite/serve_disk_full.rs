@@ -478,7 +478,7 @@ enum Answer {
     /// Any other status: the status and the body.
     Refused(u16, String),
     /// No answer (the connection failed).
-    NoAnswer(String),
+    Unanswered(String),
 }
 
 /// Prompts sent on a thread of their own until stopped.
@@ -515,7 +515,7 @@ impl Load {
                             refused.fetch_add(1, Ordering::Relaxed);
                             Answer::Refused(status, body)
                         }
-                        Err(error) => Answer::NoAnswer(error.to_string()),
+                        Err(error) => Answer::Unanswered(error.to_string()),
                     };
                     sent.push(Sent {
                         session,
@@ -734,7 +734,7 @@ impl Violations {
                     Answer::Refused(status, body) => v
                         .unexpected_answers
                         .push(format!("{}: {status} {body}", sent.text)),
-                    Answer::NoAnswer(error) => v
+                    Answer::Unanswered(error) => v
                         .unexpected_answers
                         .push(format!("{}: no answer: {error}", sent.text)),
                     Answer::Accepted(_) => unreachable!("an accepted prompt has a command"),
