@@ -237,9 +237,15 @@ impl Owner {
         }
         let store = &self.deps.store;
         let session_id = self.record.id();
-        let entries = store
+        let mut entries = store
             .entries_after(session_id, position.sequence, REPLAY_LIMIT + 1)
             .await?;
+        // Only what this owner's view holds: on a shared store another process may
+        // have committed past it (this owner is stale, and learns so at its next
+        // commit), and a frame must not carry entries past its cursor, or the next
+        // replay from that cursor repeats them. Entries come in order, so whatever is
+        // cut here lies past the limit's count.
+        entries.retain(|entry| entry.sequence <= head.sequence);
         if entries.len() > REPLAY_LIMIT {
             return Ok((vec![self.reset_frame(options).await?], receiver));
         }
@@ -251,7 +257,7 @@ impl Owner {
             .compactions(session_id)
             .await?
             .into_iter()
-            .filter(|compaction| compaction.commit_sequence > after)
+            .filter(|compaction| (after + 1..=head).contains(&compaction.commit_sequence))
             .collect();
         let sandbox_failures = if options.include_sandbox_failures.unwrap_or(false) {
             let failures = store

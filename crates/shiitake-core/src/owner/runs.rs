@@ -34,7 +34,12 @@ impl Owner {
             let committed = match self.commit_change(change).await {
                 Ok(committed) => committed,
                 Err(error) => {
-                    tracing::error!(%error, session = %self.record.id(), "could not start a run; it stays queued");
+                    if self.tenure.unsure().is_some() {
+                        // The owner pauses; the process says so once (`store_waits`).
+                        tracing::debug!(%error, session = %self.record.id(), "could not start a run; it starts when the store is back");
+                    } else {
+                        tracing::error!(%error, session = %self.record.id(), "could not start a run; it stays queued");
+                    }
                     return;
                 }
             };
@@ -338,9 +343,14 @@ impl Owner {
         let committed = match self.commit_change(change).await {
             Ok(committed) => committed,
             Err(error) => {
-                // The work stays running in the store; recovery settles it on the next open.
+                // The work stays running in the store: the owner pauses and settles it
+                // when the store is back (or recovery does, on the next open).
                 self.work.set_last_outcome(previous);
-                tracing::error!(%error, session = %self.record.id(), "could not commit a terminal");
+                if self.tenure.unsure().is_some() {
+                    tracing::debug!(%error, session = %self.record.id(), "could not commit a terminal; the owner waits for the store");
+                } else {
+                    tracing::error!(%error, session = %self.record.id(), "could not commit a terminal");
+                }
                 return;
             }
         };

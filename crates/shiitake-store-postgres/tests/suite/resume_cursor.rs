@@ -199,3 +199,77 @@ async fn a_watch_goes_on_when_the_owner_here_is_taken_over() {
     first.close().await.unwrap();
     second.close().await.unwrap();
 }
+
+/// The sequence a cursor (`v<version>.<epoch>.<sequence>`) stands at.
+fn sequence_of(cursor: &shiitake_protocol::Cursor) -> u64 {
+    cursor.as_str().rsplit('.').next().unwrap().parse().unwrap()
+}
+
+/// A stale owner's replay holds nothing past its own cursor, though the store already
+/// holds the new owner's entries: a frame carrying entries past its cursor makes the
+/// next replay from that cursor send them again (the partitioned process of
+/// store_faults.rs did so).
+#[tokio::test]
+async fn a_stale_owners_replay_holds_nothing_past_its_cursor() {
+    if !support::ready() {
+        return;
+    }
+    let key = fresh_key();
+    let (first, second) = (
+        process(&key, "from the first").await,
+        process(&key, "from the second").await,
+    );
+    let on_first = new_session(&first).await;
+    let one = send(&on_first, "one").await;
+    assert_eq!(
+        terminal_of(&on_first, &one).await.outcome,
+        TerminalOutcome::Completed
+    );
+    let seen = on_first.read(ReadOptions::default()).await.unwrap();
+    let first_message = seen.messages.first().unwrap().sequence;
+    let before = seen.cursor.clone().unwrap();
+
+    sql(
+        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
+         WHERE session_id = $1",
+        on_first.session_id(),
+    )
+    .await;
+    let on_second = second.session(on_first.session_id().clone());
+    let two = send(&on_second, "two").await;
+    assert_eq!(
+        terminal_of(&on_second, &two).await.outcome,
+        TerminalOutcome::Completed
+    );
+
+    // From the first message on, asked of the first process's owner, which has not
+    // heard of the takeover.
+    let after = before
+        .as_str()
+        .rsplit_once('.')
+        .map(|(prefix, _)| format!("{prefix}.{first_message}"))
+        .unwrap();
+    let mut frames = on_first
+        .subscribe(SubscribeOptions {
+            after: Some(shiitake_protocol::Cursor::new(after).unwrap()),
+            include_sandbox_failures: None,
+        })
+        .await
+        .unwrap();
+    let frame = tokio::time::timeout(PATIENCE, frames.next())
+        .await
+        .expect("the replay came")
+        .unwrap()
+        .unwrap();
+    let SessionFrame::Update(update) = frame else {
+        panic!("a replay, not {frame:?}");
+    };
+    let cursor = sequence_of(update.cursor.as_ref().unwrap());
+    let sequences: Vec<u64> = update.messages.iter().map(|m| m.sequence).collect();
+    assert!(
+        !sequences.is_empty() && sequences.iter().all(|sequence| *sequence <= cursor),
+        "entries {sequences:?} in a frame whose cursor is at {cursor}"
+    );
+    first.close().await.unwrap();
+    second.close().await.unwrap();
+}

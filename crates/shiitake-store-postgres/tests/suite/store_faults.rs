@@ -134,11 +134,7 @@ async fn exhausted_connections_lose_nothing_and_take_nothing_over() {
     run(Fault::Exhausted).await;
 }
 
-/// Ignored while issue 46 stays open: in about two runs of three, one watcher on the
-/// cut-off process sees one entry twice after the takeover (everything else holds:
-/// nothing lost, run twice or left running). Run it with `-- --ignored`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "issue 46: a watcher on the partitioned process may see one entry twice"]
 async fn a_partitioned_process_loses_nothing() {
     run(Fault::Partition).await;
 }
