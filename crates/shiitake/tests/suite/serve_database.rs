@@ -240,3 +240,155 @@ async fn two_processes_on_postgres_share_sessions() {
             .is_err()
     );
 }
+
+/// A TCP proxy to the test database whose forwarding can be stalled: while stalled,
+/// bytes are neither read nor written in either direction and the sockets stay open,
+/// as with a database host that stopped answering (no reset, nothing refused).
+struct StallingProxy {
+    port: u16,
+    stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StallingProxy {
+    fn start(upstream: u16) -> Self {
+        use std::sync::atomic::AtomicBool;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stalled = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stalled.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                for (from, to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    let flag = flag.clone();
+                    std::thread::spawn(move || forward(from, to, &flag));
+                }
+            }
+        });
+        Self { port, stalled }
+    }
+
+    fn stall(&self) {
+        self.stalled
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` until either closes; holds while `stalled`.
+fn forward(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    stalled: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{Read, Write};
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        while stalled.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let read = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => read,
+        };
+        while stalled.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if to.write_all(&buffer[..read]).is_err() {
+            return;
+        }
+    }
+}
+
+/// SIGTERM while the database does not answer: stopping cannot hand anything over or
+/// close the store, and `--drain-timeout` bounds it; `serve` says so and exits.
+#[test]
+fn a_sigterm_while_the_database_does_not_answer_exits_after_the_drain_timeout() {
+    let Some(database) = test_database() else {
+        return;
+    };
+    let upstream: u16 = database
+        .rsplit_once(':')
+        .and_then(|(_, rest)| rest.split('/').next())
+        .and_then(|port| port.parse().ok())
+        .expect("the test database's URL has a port");
+    let proxy = StallingProxy::start(upstream);
+    let through = database.replacen(&format!(":{upstream}/"), &format!(":{}/", proxy.port), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let mut child = Command::new(binary())
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--model",
+            "none",
+            "--drain-timeout",
+            "1s",
+        ])
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .args(["--database", &through, "--agent", "stalled"])
+        .arg("--workspace")
+        .arg(dir.path())
+        .env_remove("SHIITAKE_DATABASE")
+        .env_remove("SHIITAKE_AGENT")
+        .env("SHIITAKE_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let _ = tx.send(line);
+        }
+    });
+    let mut printed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Serving: its last line before it serves is the web page's link.
+    while !printed
+        .iter()
+        .any(|line: &String| line.starts_with("shiitake: web page: "))
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        printed.push(rx.recv_timeout(left).expect("serve started"));
+    }
+    proxy.stall();
+    let pid = child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    // Far beyond the 1 s asked for: a stop that waited on the database would hang
+    // for the network's timeouts (minutes).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let exited = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) {
+        printed.push(line);
+    }
+    let Some(status) = exited else {
+        stop(&mut child);
+        panic!("serve did not exit within 30 s of SIGTERM: {printed:#?}");
+    };
+    assert!(status.success(), "{status}: {printed:#?}");
+    assert!(
+        printed
+            .iter()
+            .any(|line| line.contains("did not close within 1 s (--drain-timeout")),
+        "{printed:#?}"
+    );
+}
