@@ -48,7 +48,7 @@ use crate::error::CliError;
 use crate::setup::{Context, DEFAULT_PORT};
 use database::Database;
 use host::{Host, HostParts};
-use models::{AllowedModels, ModelChoice, ServeModels, start_local};
+use models::{AllowedModels, ModelChoice, ServeModels, StartedLocal, start_local};
 
 /// Options of `serve`.
 #[derive(Debug, clap::Args)]
@@ -421,12 +421,29 @@ pub async fn run(
     let limits = args.connections.limits();
     println!("{}", connections::describe(&limits));
     println!("shiitake: listening on http://{address}");
-    // The web page at `/`: a one-time link sets its session cookie (docs/web.md).
-    let code = host
-        .web_logins()
-        .issue(&Caller::Operator)
-        .await
-        .map_err(|error| setup("login link")(error.message))?;
+    // The web page at `/`: a one-time link sets its session cookie (docs/web.md). It
+    // is the first write after the start: a store that does not answer must not make
+    // the process deaf to the signals.
+    let logins = host.web_logins();
+    let issued = tokio::select! {
+        issued = logins.issue(&Caller::Operator) => Some(issued),
+        stop = signals.wait() => {
+            let signal = stop?;
+            println!("shiitake: {signal}: stopping; accepted work resumes on the next start");
+            None
+        }
+    };
+    let code = match issued {
+        Some(Ok(code)) => code,
+        Some(Err(error)) => {
+            shut_down(host, args.drain_timeout, started_local).await;
+            return Err(setup("login link")(error.message));
+        }
+        None => {
+            shut_down(host, args.drain_timeout, started_local).await;
+            return Ok(());
+        }
+    };
     println!(
         "shiitake: web page: open http://{address}{} (the link works once)",
         shiitake_server::login_path(&code)
@@ -443,13 +460,18 @@ pub async fn run(
             println!("shiitake: {signal}: stopping; accepted work resumes on the next start");
         }),
     };
-    close_within(host, args.drain_timeout).await;
-    // The model server outlives this process unless it is stopped here.
+    shut_down(host, args.drain_timeout, started_local).await;
+    served?;
+    Ok(())
+}
+
+/// Closes the Agents within `drain_timeout`, then stops the bundled model if this
+/// process started it (it outlives the process otherwise).
+async fn shut_down(host: Host, drain_timeout: Duration, started_local: Option<StartedLocal>) {
+    close_within(host, drain_timeout).await;
     if let Some(local) = started_local {
         local.stop().await;
     }
-    served?;
-    Ok(())
 }
 
 /// Closes the Agents, giving up after `timeout`: their Sessions are then neither handed
