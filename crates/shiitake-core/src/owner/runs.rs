@@ -146,8 +146,10 @@ impl Owner {
                     return;
                 }
                 tracing::info!(session = %self.record.id(), command = %command.id, "resuming interrupted work");
+            } else if after == Resumption::StoreReturned {
+                tracing::info!(session = %self.record.id(), command = %command.id, "resuming work that waited for the store");
             } else {
-                tracing::info!(session = %self.record.id(), command = %command.id, ?after, "resuming work that was not interrupted by a crash (a handover, or a wait for the store)");
+                tracing::info!(session = %self.record.id(), command = %command.id, "resuming work handed over by a draining process");
             }
             let recovering = Recovering {
                 absorbed: joined,
