@@ -357,10 +357,12 @@ mod tests {
         let acceptance = |n| vec![fence(n), command(n), header(n)];
         let folded = folds(&[acceptance(1), acceptance(2), acceptance(3)]).unwrap();
         assert_eq!(folded.len(), 2);
-        assert!(folded[0].0.starts_with("INSERT INTO commands"));
+        // The fenced header first (a stale owner is refused by its fence before any
+        // row of its collides with the new owner's), then the commands.
         assert!(
-            folded[1].0.starts_with("UPDATE sessions") && folded[1].0.contains("FOR KEY SHARE")
+            folded[0].0.starts_with("UPDATE sessions") && folded[0].0.contains("FOR KEY SHARE")
         );
+        assert!(folded[1].0.starts_with("INSERT INTO commands"));
         assert!(
             folded
                 .iter()

@@ -59,8 +59,9 @@ const SESSIONS: usize = 12;
 const STEPS: usize = 3;
 /// The production lease: a restart shorter than it lapses none.
 const LEASE_MS: u64 = 10_000;
-/// The lease of the scenario that outlasts it.
-const SHORT_LEASE_MS: u64 = 3_000;
+/// How long the database stays stopped in the scenario that outlasts the lease: the
+/// issue's 25 s, two and a half leases.
+const STOPPED_FOR: Duration = Duration::from_secs(25);
 /// Room for three processes (10 to 14 connections each) and the other role.
 const MAX_CONNECTIONS: u32 = 64;
 /// How long the other role holds the server full, and the proxy refuses.
@@ -90,14 +91,6 @@ enum Fault {
 }
 
 impl Fault {
-    fn lease_ms(self) -> u64 {
-        if self == Self::StopPastLease {
-            SHORT_LEASE_MS
-        } else {
-            LEASE_MS
-        }
-    }
-
     /// The processes whose connections the fault cuts: each must count its
     /// listener's reconnection.
     fn cut(self) -> Vec<usize> {
@@ -237,7 +230,7 @@ async fn run(fault: Fault) {
         None
     };
     let key = support::fresh_key();
-    let spec = NodeSpec::new(fault.lease_ms(), STEPS);
+    let spec = NodeSpec::new(LEASE_MS, STEPS);
     let binary = node_binary();
     let nodes: Vec<Node> = (0..3)
         .map(|n| {
@@ -431,11 +424,11 @@ async fn inflict(fault: Fault, rig: &Rig) -> Outage {
         Fault::StopPastLease => {
             tokio::task::block_in_place(|| pg.stop("fast"));
             let down = Instant::now();
-            // The fault itself: down for the lease and 3 s more.
-            tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 3000)).await;
+            // The fault itself: down for two and a half leases.
+            tokio::time::sleep(STOPPED_FOR).await;
             tokio::task::block_in_place(|| pg.start_server());
             format!(
-                "pg_ctl stop -m fast, down {:.1} s (lease {SHORT_LEASE_MS} ms), pg_ctl start",
+                "pg_ctl stop -m fast, down {:.1} s (lease {LEASE_MS} ms), pg_ctl start",
                 down.elapsed().as_secs_f64()
             )
         }
