@@ -30,7 +30,9 @@ use tokio::sync::broadcast;
 
 use crate::PostgresStore;
 use crate::events::{CHANNEL, answered_payload, forwarded_payload, released_payload};
-use crate::nodes::{holder_left_in_restart, lease_free, lease_free_unless_cut, lease_lapses};
+use crate::nodes::{
+    backend_gone, holder_left_in_restart, lease_free, lease_free_unless_cut, lease_lapses,
+};
 
 /// What a claim's statement answers: whether the Session exists, the token taken (if
 /// any), whether it was handed over, when the lease lapses (ms), whether another process
@@ -172,7 +174,15 @@ impl PostgresStore {
                      SET holder = excluded.holder, token = session_leases.token + 1, \
                          expires_at = excluded.expires_at \
                      WHERE session_leases.holder = excluded.holder OR ",
-                lease_free_unless_cut!("session_leases", "$5"),
+                lease_free_unless_cut!(
+                    "session_leases",
+                    concat!(
+                        "($5 OR EXISTS (SELECT 1 FROM hub_nodes me WHERE me.agent_id = $1 \
+                         AND me.holder = $3 AND ",
+                        backend_gone!("me"),
+                        "))"
+                    )
+                ),
                 " RETURNING token, \
                      handover_token IS NOT NULL AND handover_token + 1 = token AS handed_over \
                  ) SELECT (SELECT count(*) FROM present), (SELECT token FROM claimed), \

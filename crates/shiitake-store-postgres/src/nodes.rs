@@ -204,11 +204,11 @@ macro_rules! lease_free {
     };
 }
 
-/// [`lease_free`] for a claim, with `$cut` (a parameter) true while this process's own
-/// connection was cut a moment ago: a holder whose backend is gone is not taken for
-/// dead then (`upkeep::OwnCut`); only a lapse frees its lease.
+/// [`lease_free`] for a claim, with `$cut` (SQL) true while this process's own
+/// connection was cut a moment ago or is found cut now: a holder whose backend is gone
+/// is not taken for dead then (`upkeep::OwnCut`); only a lapse frees its lease.
 macro_rules! lease_free_unless_cut {
-    ($lease:literal, $cut:literal) => {
+    ($lease:literal, $cut:expr) => {
         concat!(
             "(",
             $lease,

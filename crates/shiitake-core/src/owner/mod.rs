@@ -240,6 +240,10 @@ impl Owner {
 
     /// Gives the lease back as the owner leaves with nothing to do.
     pub(crate) async fn release(&mut self) {
+        // Taken over by another process: its watchers follow the Session there.
+        if self.tenure.fenced() {
+            self.publication.publish(Published::Moved);
+        }
         self.tenure.release(Release::Idle).await;
     }
 

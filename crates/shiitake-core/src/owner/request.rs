@@ -162,6 +162,10 @@ pub(crate) enum Published {
     Progress(Arc<ProgressFrame>),
     /// The lineage changed (a branch): start again from this baseline.
     Reset(Arc<SessionSnapshot>),
+    /// The last word of an owner that leaves because another process took the Session
+    /// over: the Session goes on there, so a subscriber follows it from its cursor
+    /// (`session/live.rs`) instead of ending when the channel closes.
+    Moved,
 }
 
 /// Answers one caller; a caller that stopped waiting is no failure.

@@ -1,13 +1,14 @@
 //! The live part of a subscription or a watch: what the Session's owner publishes, for
 //! as long as the subscriber wants it, whichever owner that is.
 //!
-//! An owner in this process may leave while subscribers follow it: another process
-//! took the Session over (this process's lease lapsed while its database connection
-//! was cut, or its commit was fenced). Its channel closes, but the Session goes on
-//! elsewhere, so the stream subscribes again from the cursor of the last frame it gave
-//! out, now through the stand-in that follows the new owner: nothing is missed or
-//! repeated, and the client sees no end. Only the Agent closing or the Session gone
-//! ends the stream; a store that stays unreachable ends it with the error.
+//! An owner in this process may leave while subscribers follow it because another
+//! process took the Session over (this process's lease lapsed while its database
+//! connection was cut, or its commit was fenced). Its last word is then
+//! [`Published::Moved`]: the Session goes on elsewhere, so the stream subscribes again
+//! from the cursor of the last frame it gave out, now through the stand-in that follows
+//! the new owner: nothing is missed or repeated, and the client sees no end. An owner
+//! that leaves otherwise (stopped: the Agent closing, the Session deleted) closes its
+//! channel and ends the stream, as does a store that stays unreachable, with the error.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -87,16 +88,19 @@ impl Live {
                 return self.give(frame);
             }
             match self.receiver.recv().await {
-                Ok(published) => {
-                    let frame = to_frame(published, self.include_sandbox_failures);
-                    return self.give(frame);
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => return self.reset().await,
-                Err(broadcast::error::RecvError::Closed) => match self.follow_again().await {
+                Ok(Published::Moved) => match self.follow_again().await {
                     Ok(true) => {}
                     Ok(false) => return None,
                     Err(error) => return Some(Err(error)),
                 },
+                Ok(published) => {
+                    if let Some(frame) = to_frame(published, self.include_sandbox_failures) {
+                        return self.give(frame);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => return self.reset().await,
+                // Stopped (the Agent closing, the Session deleted) or idle: the end.
+                Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
     }
@@ -187,9 +191,9 @@ fn cursor_of(frame: &SessionFrame) -> Option<Cursor> {
 
 /// The frame a subscriber receives. A frame is copied out of its `Arc` only while other
 /// subscribers have yet to receive it: the channel lets go of its copy once the last one
-/// did, so the only (or last) subscriber takes the frame itself.
-fn to_frame(published: Published, include_sandbox_failures: bool) -> SessionFrame {
-    match published {
+/// did, so the only (or last) subscriber takes the frame itself. `Moved` is no frame.
+fn to_frame(published: Published, include_sandbox_failures: bool) -> Option<SessionFrame> {
+    Some(match published {
         Published::Update(update) => {
             let mut update = Arc::unwrap_or_clone(update);
             if !include_sandbox_failures {
@@ -206,5 +210,6 @@ fn to_frame(published: Published, include_sandbox_failures: bool) -> SessionFram
                 baseline,
             }))
         }
-    }
+        Published::Moved => return None,
+    })
 }
