@@ -53,6 +53,8 @@
 mod computer;
 mod edit;
 mod error;
+#[cfg(unix)]
+pub mod exec;
 mod files_module;
 pub mod limits;
 mod local;

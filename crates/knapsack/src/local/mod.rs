@@ -3,7 +3,7 @@
 mod open;
 mod patch;
 mod read;
-mod resolve;
+pub(crate) mod resolve;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};

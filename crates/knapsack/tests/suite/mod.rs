@@ -1,5 +1,6 @@
 //! One module per capability, named for the behaviour it tests.
 
+mod commands;
 mod computers;
 mod edit_errors;
 mod files_module;

@@ -1,0 +1,237 @@
+//! [`LocalCommands`]: commands run as child processes of the host, in a directory.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+use super::capture::{Capture, Captured};
+use super::group::Group;
+use super::{CommandLimits, CommandLine, ExecError, ExecOutput, ExecRequest, Exit, Stopped};
+use crate::error::FilesError;
+use crate::local::resolve::Root;
+
+/// How long the output of a command that exited is still read: a process that left its
+/// group (and so was not killed with it) may hold the pipes open for ever.
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// Commands run in a directory on this machine (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct LocalCommands {
+    root: Root,
+    real_root: PathBuf,
+    limits: CommandLimits,
+}
+
+impl LocalCommands {
+    /// Commands run in `root` (which must be a directory) within `limits`.
+    pub fn new(root: &Path, limits: CommandLimits) -> std::io::Result<Self> {
+        let real_root = std::fs::canonicalize(root)?;
+        Ok(Self {
+            root: Root::new(&real_root)?,
+            real_root,
+            limits,
+        })
+    }
+
+    /// The bounds its commands run within.
+    pub fn limits(&self) -> &CommandLimits {
+        &self.limits
+    }
+
+    /// Runs `request` to its end, its time limit, or `cancel`, whichever comes first.
+    pub async fn exec(
+        &self,
+        request: &ExecRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ExecOutput, ExecError> {
+        let argv = self.argv(&request.command)?;
+        let cwd = self.cwd(request.cwd.as_deref())?;
+        let timeout = self.timeout(request.timeout)?;
+        let mut command = Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .current_dir(&cwd)
+            .env_clear()
+            .envs(super::env::build(&self.real_root, &self.limits.pass_env))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let started = Instant::now();
+        let mut child = command.spawn().map_err(|error| ExecError::Spawn {
+            program: argv[0].clone(),
+            detail: error.to_string(),
+        })?;
+        let group = Group::led_by(child.id());
+        let stdout = Reader::start(child.stdout.take(), self.limits.output_bytes);
+        let stderr = Reader::start(child.stderr.take(), self.limits.output_bytes);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (status, stopped) = tokio::select! {
+            status = child.wait() => (status, None),
+            () = tokio::time::sleep_until(deadline) => {
+                (self.stop(&group, &mut child).await, Some(Stopped::TimedOut))
+            }
+            () = cancel.cancelled() => {
+                (self.stop(&group, &mut child).await, Some(Stopped::Cancelled))
+            }
+        };
+        // What the command left running in its group ends with it.
+        group.kill();
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let exit = match status {
+            Ok(status) => exit_of(status),
+            Err(error) => {
+                return Err(ExecError::Spawn {
+                    program: argv[0].clone(),
+                    detail: format!("waiting for it failed: {error}"),
+                });
+            }
+        };
+        Ok(ExecOutput {
+            exit,
+            stopped,
+            duration_ms,
+            stdout: stdout.finish().await,
+            stderr: stderr.finish().await,
+        })
+    }
+
+    /// Asks the group to stop, and kills it after the grace.
+    async fn stop(
+        &self,
+        group: &Group,
+        child: &mut Child,
+    ) -> std::io::Result<std::process::ExitStatus> {
+        group.terminate();
+        match tokio::time::timeout(self.limits.kill_grace, child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                group.kill();
+                child.wait().await
+            }
+        }
+    }
+
+    /// The program and its arguments, checked.
+    fn argv(&self, command: &CommandLine) -> Result<Vec<String>, ExecError> {
+        let argv = match command {
+            CommandLine::Argv(argv) => argv.clone(),
+            CommandLine::Shell(line) => {
+                if line.trim().is_empty() {
+                    return Err(ExecError::invalid("the shell line is empty"));
+                }
+                vec!["sh".to_owned(), "-c".to_owned(), line.clone()]
+            }
+        };
+        let Some(program) = argv.first() else {
+            return Err(ExecError::invalid("the argv is empty"));
+        };
+        if program.is_empty() {
+            return Err(ExecError::invalid("the program's name is empty"));
+        }
+        if argv.iter().any(|argument| argument.contains('\0')) {
+            return Err(ExecError::invalid("an argument contains a NUL byte"));
+        }
+        let bytes: usize = argv.iter().map(String::len).sum();
+        if bytes > self.limits.max_command_bytes {
+            return Err(ExecError::invalid(format!(
+                "the command is {bytes} bytes, more than the {} allowed",
+                self.limits.max_command_bytes
+            )));
+        }
+        Ok(argv)
+    }
+
+    /// The working directory, confined to the root.
+    fn cwd(&self, requested: Option<&str>) -> Result<PathBuf, ExecError> {
+        let Some(requested) = requested else {
+            return Ok(self.real_root.clone());
+        };
+        let resolved = self.root.resolve(requested).map_err(|error| match error {
+            FilesError::OutsideRoot { .. } => ExecError::OutsideRoot {
+                path: requested.to_owned(),
+            },
+            other => ExecError::invalid(other.to_string()),
+        })?;
+        if !resolved.real.is_dir() {
+            return Err(ExecError::NotADirectory {
+                path: requested.to_owned(),
+            });
+        }
+        Ok(resolved.real)
+    }
+
+    /// The wall-time limit, checked against the host's.
+    fn timeout(&self, requested: Option<Duration>) -> Result<Duration, ExecError> {
+        match requested {
+            None => Ok(self.limits.default_timeout),
+            Some(timeout) if timeout.is_zero() => Err(ExecError::invalid("the time limit is zero")),
+            Some(timeout) if timeout > self.limits.max_timeout => Err(ExecError::invalid(format!(
+                "the time limit of {} s is above the host's {} s",
+                timeout.as_secs_f64(),
+                self.limits.max_timeout.as_secs_f64()
+            ))),
+            Some(timeout) => Ok(timeout),
+        }
+    }
+}
+
+/// How `status` says the command ended.
+fn exit_of(status: std::process::ExitStatus) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(signal)) => Exit::Signal(signal),
+        // Neither: stopped or continued, which `wait` does not report.
+        (None, None) => Exit::Signal(0),
+    }
+}
+
+/// One stream read into a bounded capture by a task of its own, so a full pipe never
+/// blocks the command.
+struct Reader {
+    capture: Arc<Mutex<Capture>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Reader {
+    fn start(stream: Option<impl AsyncRead + Unpin + Send + 'static>, limit: usize) -> Self {
+        let capture = Arc::new(Mutex::new(Capture::new(limit)));
+        let task = stream.map(|mut stream| {
+            let capture = capture.clone();
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 16 * 1024];
+                loop {
+                    match stream.read(&mut buffer).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(read) => capture
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(&buffer[..read]),
+                    }
+                }
+            })
+        });
+        Self { capture, task }
+    }
+
+    /// What was read, once the stream ended or [`DRAIN`] passed.
+    async fn finish(mut self) -> Captured {
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(DRAIN, &mut task).await.is_err()
+        {
+            task.abort();
+        }
+        let capture = std::mem::replace(
+            &mut *self.capture.lock().unwrap_or_else(PoisonError::into_inner),
+            Capture::new(0),
+        );
+        capture.finish()
+    }
+}
