@@ -98,15 +98,12 @@ macro_rules! maybe_cut {
     };
 }
 
-/// SQL true when the node row `$node` is of a process away, which may still come back:
-/// its backend is gone, its connection may have been cut (`maybe_cut`), and its grace
-/// has not ended.
-macro_rules! node_away {
+/// SQL true when the node row `$node` is waited for should its backend be gone: its
+/// connection may have been cut (`maybe_cut`) and its grace has not ended.
+macro_rules! waited_for {
     ($node:literal) => {
         concat!(
             "(",
-            $crate::nodes::backend_gone!($node),
-            " AND ",
             $crate::nodes::maybe_cut!($node),
             " AND ",
             $crate::nodes::grace_ends!($node),
@@ -115,19 +112,46 @@ macro_rules! node_away {
     };
 }
 
-/// SQL true when the node row `$node` is of a process that died: its backend is gone,
-/// and nothing says its connection was cut (`maybe_cut`), or its grace ended. The one
-/// definition of a death.
+/// SQL true when the node row `$node` is of a process away, which may still come back:
+/// its backend is gone and it is waited for (`waited_for`).
+macro_rules! node_away {
+    ($node:literal) => {
+        concat!(
+            "(",
+            $crate::nodes::backend_gone!($node),
+            " AND ",
+            $crate::nodes::waited_for!($node),
+            ")"
+        )
+    };
+}
+
+/// SQL true when the node row `$node` is of a process that died: its backend is gone
+/// and it is not waited for. The one definition of a death.
 macro_rules! node_dead {
     ($node:literal) => {
         concat!(
             "(",
             $crate::nodes::backend_gone!($node),
-            " AND NOT (",
-            $crate::nodes::maybe_cut!($node),
-            " AND ",
-            $crate::nodes::grace_ends!($node),
-            " > clock_timestamp()))"
+            " AND NOT ",
+            $crate::nodes::waited_for!($node),
+            ")"
+        )
+    };
+}
+
+/// SQL true when the node row of the lease row `$lease`'s holder meets `$condition`
+/// (SQL on the node row `n`). A holder with no node row meets nothing.
+macro_rules! holder_row {
+    ($lease:literal, $condition:expr) => {
+        concat!(
+            "EXISTS (SELECT 1 FROM hub_nodes n WHERE n.agent_id = ",
+            $lease,
+            ".agent_id AND n.holder = ",
+            $lease,
+            ".holder AND ",
+            $condition,
+            ")"
         )
     };
 }
@@ -136,15 +160,7 @@ macro_rules! node_dead {
 /// A holder with no node row is left to the expiry.
 macro_rules! holder_dead {
     ($lease:literal) => {
-        concat!(
-            "EXISTS (SELECT 1 FROM hub_nodes n WHERE n.agent_id = ",
-            $lease,
-            ".agent_id AND n.holder = ",
-            $lease,
-            ".holder AND ",
-            $crate::nodes::node_dead!("n"),
-            ")"
-        )
+        $crate::nodes::holder_row!($lease, $crate::nodes::node_dead!("n"))
     };
 }
 
@@ -152,16 +168,13 @@ macro_rules! holder_dead {
 /// within its grace after the server restarted: its lease is given back as a handover.
 macro_rules! holder_left_in_restart {
     ($lease:literal) => {
-        concat!(
-            "EXISTS (SELECT 1 FROM hub_nodes n WHERE n.agent_id = ",
+        $crate::nodes::holder_row!(
             $lease,
-            ".agent_id AND n.holder = ",
-            $lease,
-            ".holder AND ",
-            $crate::nodes::other_server!("n"),
-            " AND ",
-            $crate::nodes::node_dead!("n"),
-            ")"
+            concat!(
+                $crate::nodes::other_server!("n"),
+                " AND ",
+                $crate::nodes::node_dead!("n")
+            )
         )
     };
 }
@@ -188,25 +201,10 @@ macro_rules! lease_lapses {
     };
 }
 
-/// SQL true when the lease row `$lease` may be taken by another process: nobody holds
-/// it, it lapsed (`lease_lapses`), or its holder died (`holder_dead`).
-macro_rules! lease_free {
-    ($lease:literal) => {
-        concat!(
-            "(",
-            $lease,
-            ".holder IS NULL OR ",
-            $crate::nodes::lease_lapses!($lease),
-            " < clock_timestamp() OR ",
-            $crate::nodes::holder_dead!($lease),
-            ")"
-        )
-    };
-}
-
-/// [`lease_free`] for a claim, with `$cut` (SQL) true while this process's own
-/// connection was cut a moment ago or is found cut now: a holder whose backend is gone
-/// is not taken for dead then (`upkeep::OwnCut`); only a lapse frees its lease.
+/// SQL true when the lease row `$lease` may be taken by another process, with `$cut`
+/// (SQL) true while this process's own connection was cut a moment ago or is found cut
+/// now: nobody holds it, it lapsed (`lease_lapses`), or its holder died (`holder_dead`)
+/// and this process is not cut itself (`upkeep::OwnCut`: then only a lapse frees it).
 macro_rules! lease_free_unless_cut {
     ($lease:literal, $cut:expr) => {
         concat!(
@@ -223,9 +221,17 @@ macro_rules! lease_free_unless_cut {
     };
 }
 
+/// [`lease_free_unless_cut`] for a reader that is not cut: nobody holds the lease, it
+/// lapsed, or its holder died.
+macro_rules! lease_free {
+    ($lease:literal) => {
+        $crate::nodes::lease_free_unless_cut!($lease, "false")
+    };
+}
+
 pub(crate) use {
-    backend_gone, grace_ends, holder_dead, holder_left_in_restart, lease_free,
-    lease_free_unless_cut, lease_lapses, maybe_cut, node_away, node_dead, other_server,
+    backend_gone, grace_ends, holder_dead, holder_left_in_restart, holder_row, lease_free,
+    lease_free_unless_cut, lease_lapses, maybe_cut, node_away, node_dead, other_server, waited_for,
 };
 
 /// Registers this process for the tenants `agents` (each with whether it drains) on
