@@ -15,10 +15,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use shiitake_conformance::support::{PATIENCE, new_session, send, terminal_of};
 use shiitake_conformance::{TestTools, tools};
-use shiitake_core::Agent;
+use shiitake_core::{Agent, LocalSession};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::{
-    AgentApi, ReadOptions, SessionApi, SessionFrame, SubscribeOptions, TerminalOutcome,
+    AgentApi, CommandId, ReadOptions, SessionApi, SessionFrame, SubscribeOptions, TerminalOutcome,
 };
 use support::{config, fresh_key, sql, store};
 
@@ -39,11 +39,9 @@ async fn process(key: &shiitake_store_postgres::AgentKey, answer: &str) -> Agent
     .unwrap()
 }
 
-#[tokio::test]
-async fn a_cursor_past_a_stale_owners_view_is_not_sent_back() {
-    if !support::ready() {
-        return;
-    }
+/// Two processes of a fresh tenant and a Session the first owns, its prompt "one"
+/// completed there.
+async fn started() -> (Agent, Agent, LocalSession) {
     let key = fresh_key();
     let (first, second) = (
         process(&key, "from the first").await,
@@ -55,10 +53,12 @@ async fn a_cursor_past_a_stale_owners_view_is_not_sent_back() {
         terminal_of(&on_first, &one).await.outcome,
         TerminalOutcome::Completed
     );
-    // A watcher keeps the first process's owner in memory, with its view of the Session.
-    let _kept = on_first.watch(ReadOptions::default()).await.unwrap();
+    (first, second, on_first)
+}
 
-    // The second process takes the Session over behind the first one's back and commits.
+/// The second process takes the Session over behind the first one's back (its lease
+/// made to lapse) and completes the prompt "two" there: its handle and the command.
+async fn take_over(second: &Agent, on_first: &LocalSession) -> (LocalSession, CommandId) {
     sql(
         "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
          WHERE session_id = $1",
@@ -71,6 +71,20 @@ async fn a_cursor_past_a_stale_owners_view_is_not_sent_back() {
         terminal_of(&on_second, &two).await.outcome,
         TerminalOutcome::Completed
     );
+    (on_second, two)
+}
+
+#[tokio::test]
+async fn a_cursor_past_a_stale_owners_view_is_not_sent_back() {
+    if !support::ready() {
+        return;
+    }
+    let (first, second, on_first) = started().await;
+    // A watcher keeps the first process's owner in memory, with its view of the Session.
+    let _kept = on_first.watch(ReadOptions::default()).await.unwrap();
+
+    // The second process takes the Session over behind the first one's back and commits.
+    let (on_second, _) = take_over(&second, &on_first).await;
     let seen = on_second.read(ReadOptions::default()).await.unwrap();
     let cursor = seen.cursor.clone().unwrap();
     let last_seen = seen.messages.last().unwrap().sequence;
@@ -128,34 +142,13 @@ async fn a_watch_goes_on_when_the_owner_here_is_taken_over() {
     if !support::ready() {
         return;
     }
-    let key = fresh_key();
-    let (first, second) = (
-        process(&key, "from the first").await,
-        process(&key, "from the second").await,
-    );
-    let on_first = new_session(&first).await;
-    let one = send(&on_first, "one").await;
-    assert_eq!(
-        terminal_of(&on_first, &one).await.outcome,
-        TerminalOutcome::Completed
-    );
+    let (first, second, on_first) = started().await;
     let watch = on_first.watch(ReadOptions::default()).await.unwrap();
     let last_seen = watch.snapshot.messages.last().unwrap().sequence;
     let mut changes = watch.changes;
 
     // The second process takes the Session over behind the first one's back and commits.
-    sql(
-        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
-         WHERE session_id = $1",
-        on_first.session_id(),
-    )
-    .await;
-    let on_second = second.session(on_first.session_id().clone());
-    let two = send(&on_second, "two").await;
-    assert_eq!(
-        terminal_of(&on_second, &two).await.outcome,
-        TerminalOutcome::Completed
-    );
+    let (_, two) = take_over(&second, &on_first).await;
     // A prompt through the first process: its owner's commit is fenced, so it leaves,
     // and the prompt reaches the new owner.
     let three = send(&on_first, "three").await;
@@ -214,33 +207,12 @@ async fn a_stale_owners_replay_holds_nothing_past_its_cursor() {
     if !support::ready() {
         return;
     }
-    let key = fresh_key();
-    let (first, second) = (
-        process(&key, "from the first").await,
-        process(&key, "from the second").await,
-    );
-    let on_first = new_session(&first).await;
-    let one = send(&on_first, "one").await;
-    assert_eq!(
-        terminal_of(&on_first, &one).await.outcome,
-        TerminalOutcome::Completed
-    );
+    let (first, second, on_first) = started().await;
     let seen = on_first.read(ReadOptions::default()).await.unwrap();
     let first_message = seen.messages.first().unwrap().sequence;
     let before = seen.cursor.clone().unwrap();
 
-    sql(
-        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 millisecond' \
-         WHERE session_id = $1",
-        on_first.session_id(),
-    )
-    .await;
-    let on_second = second.session(on_first.session_id().clone());
-    let two = send(&on_second, "two").await;
-    assert_eq!(
-        terminal_of(&on_second, &two).await.outcome,
-        TerminalOutcome::Completed
-    );
+    let _ = take_over(&second, &on_first).await;
 
     // From the first message on, asked of the first process's owner, which has not
     // heard of the takeover.
