@@ -12,36 +12,41 @@
 //! them.
 
 use std::sync::{Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::Notify;
+
+use crate::quiet::{Ended, Repeated, Say};
 
 /// The longest quiet time while Sessions wait: a reminder says they still do.
 pub(crate) const REMINDER: Duration = Duration::from_secs(10);
 
 /// What the process knows of its waiting Sessions.
-#[derive(Default)]
 pub(crate) struct StoreWaits {
     state: Mutex<State>,
     /// Woken when a waiter got a commit through: the others try at once.
     returned: Notify,
 }
 
-#[derive(Default)]
 struct State {
     /// Sessions waiting now.
     waiting: usize,
-    /// Since when some Session has waited (the first of this outage).
-    since: Option<Instant>,
-    /// When the last line about the waits was written.
-    said_at: Option<Instant>,
+    /// The outage as the log tells it: from the first Session waiting to the last
+    /// going on.
+    outage: Repeated,
 }
 
 impl StoreWaits {
     /// The process's one account of waiting Sessions.
     pub(crate) fn process() -> &'static StoreWaits {
         static WAITS: OnceLock<StoreWaits> = OnceLock::new();
-        WAITS.get_or_init(StoreWaits::default)
+        WAITS.get_or_init(|| StoreWaits {
+            state: Mutex::new(State {
+                waiting: 0,
+                outage: Repeated::new(REMINDER),
+            }),
+            returned: Notify::new(),
+        })
     }
 
     /// A Session starts waiting because its store failed a commit with `error`.
@@ -50,10 +55,7 @@ impl StoreWaits {
         metrics::gauge!(crate::telemetry::SESSIONS_WAITING_FOR_STORE).increment(1.0);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.waiting += 1;
-        if state.waiting == 1 {
-            let now = Instant::now();
-            state.since = Some(now);
-            state.said_at = Some(now);
+        if state.waiting == 1 && state.outage.failed() == Some(Say::Started) {
             tracing::warn!(%error, "the store failed a commit; the work of its Sessions waits and goes on by itself once the store takes writes again");
         }
     }
@@ -62,14 +64,11 @@ impl StoreWaits {
     /// at most once every [`REMINDER`] for the whole process.
     pub(crate) fn still_failing(&self, error: &str) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        let due = state
-            .said_at
-            .is_none_or(|said| now.duration_since(said) >= REMINDER);
-        if due && state.waiting > 0 {
-            state.said_at = Some(now);
-            let waited = state.since.map(|since| now.duration_since(since));
-            tracing::warn!(%error, sessions = state.waiting, waited_s = waited.map_or(0, |w| w.as_secs()), "Sessions still wait for the store");
+        if state.waiting == 0 {
+            return;
+        }
+        if let Some(Say::Reminder { lasting, .. }) = state.outage.failed() {
+            tracing::warn!(%error, sessions = state.waiting, waited_s = lasting.as_secs(), "Sessions still wait for the store");
         }
     }
 
@@ -90,11 +89,11 @@ impl StoreWaits {
         metrics::gauge!(crate::telemetry::SESSIONS_WAITING_FOR_STORE).decrement(1.0);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.waiting = state.waiting.saturating_sub(1);
-        if state.waiting == 0 {
-            let waited = state.since.take().map(|since| since.elapsed());
-            state.said_at = None;
+        if state.waiting == 0
+            && let Some(Ended { lasted, .. }) = state.outage.succeeded()
+        {
             tracing::info!(
-                waited_ms = waited.map_or(0, |w| w.as_millis()),
+                waited_ms = lasted.as_millis(),
                 "no Session waits for the store any more"
             );
         }
