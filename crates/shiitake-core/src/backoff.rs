@@ -11,6 +11,13 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
+/// The shortest wait before trying a store (or its connection) again.
+pub const STORE_FLOOR: Duration = Duration::from_millis(100);
+
+/// The longest wait before trying a store again: how late a waiter may notice that
+/// the store is back.
+pub const STORE_CAP: Duration = Duration::from_secs(2);
+
 /// Delays for one thing that keeps failing: the n-th is drawn from `[floor, min(cap,
 /// floor × 2ⁿ)]`.
 #[derive(Clone, Debug)]
@@ -29,6 +36,12 @@ impl Backoff {
     pub fn new(floor: Duration, cap: Duration) -> Self {
         let seed = RandomState::new().build_hasher().finish();
         Self::seeded(floor, cap, seed)
+    }
+
+    /// Delays for trying a store again, from [`STORE_FLOOR`] to [`STORE_CAP`]: one
+    /// rule for the owners waiting on it and the connections reconnecting to it.
+    pub fn for_store() -> Self {
+        Self::new(STORE_FLOOR, STORE_CAP)
     }
 
     /// The same with a given seed, so a test draws the same delays every time.

@@ -9,7 +9,6 @@
 //! owner itself only commits under the [`Tenure`] given to it here.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use shiitake_protocol::{SessionId, ShiitakeError, StorageWait};
 use tokio::sync::mpsc;
@@ -152,12 +151,8 @@ enum Waited {
     Exit,
 }
 
-/// The least and the most an owner waits between two attempts to go on.
-const STORE_RETRY_FLOOR: Duration = Duration::from_millis(100);
-const STORE_RETRY_CAP: Duration = Duration::from_secs(2);
-
 /// Pauses the owner after its store failed a commit, and tries to go on with growing
-/// waits (jittered, at most [`STORE_RETRY_CAP`] apart; at once when another Session of
+/// waits (jittered, at most [`crate::backoff::STORE_CAP`] apart; at once when another Session of
 /// the process got through). Meanwhile it is stopped or told its lease was lost as
 /// usual and answers reads, watches and replays; a stopped run's events are dropped,
 /// forwarded requests wait, and any other request (a command, an extension's call)
@@ -168,7 +163,7 @@ async fn wait_for_store(owner: &mut Owner, requests: &mut mpsc::Receiver<Request
     waits.pause(&error);
     tracing::debug!(session = %owner.session_id(), %error, "this Session waits for its store");
     let since = crate::clock::now_ms();
-    let mut backoff = Backoff::new(STORE_RETRY_FLOOR, STORE_RETRY_CAP);
+    let mut backoff = Backoff::for_store();
     loop {
         let delay = backoff.next_delay();
         let wait = StorageWait {

@@ -14,13 +14,10 @@ use shiitake_core::quiet::{Ended, Repeated, Say};
 /// The longest a lost connection goes without a line in the log.
 pub(crate) const REMINDER: Duration = Duration::from_secs(10);
 
-/// The shortest delay between two attempts to reconnect.
-pub(crate) const FLOOR: Duration = Duration::from_millis(100);
-
 /// The longest delay between two attempts to reconnect: how late a process may notice
 /// that the database is back. The restart grace of `nodes.rs` is longer, so a live
 /// process is back before the others give its Sessions away.
-pub(crate) const CAP: Duration = Duration::from_secs(2);
+pub(crate) const CAP: Duration = shiitake_core::backoff::STORE_CAP;
 
 /// Which of a process's connections: its name in the log and in the gauge's label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,10 +72,10 @@ impl Outage {
         }
     }
 
-    /// The delays between this connection's attempts to come back (see
-    /// [`FLOOR`] and [`CAP`]).
+    /// The delays between this connection's attempts to come back (core's for a
+    /// store, up to [`CAP`]).
     pub(crate) fn backoff() -> Backoff {
-        Backoff::new(FLOOR, CAP)
+        Backoff::for_store()
     }
 
     /// The connection was lost (`error`), or an attempt to reconnect failed: the first
