@@ -103,11 +103,6 @@ impl Node {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// How many lines it wrote on stderr so far.
-    pub fn log_line_count(&self) -> usize {
-        self.log_text().lines().count()
-    }
-
     /// The value of the unlabelled counter or gauge `name` in its `GET /metrics`
     /// (started with `HUB_NODE_METRICS=1`); 0 when it was never recorded, as the
     /// recorder renders only what was.
@@ -121,43 +116,19 @@ impl Node {
     }
 }
 
-/// `GET path` of the node at `base` (`http://host:port`) with the node token, over
-/// a plain HTTP/1.1 connection; the body of a 200 answer.
+/// `GET path` of the node at `base` (`http://host:port`) with the node token: the body
+/// of a 200 answer.
 pub async fn http_get(base: &str, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let address = base.strip_prefix("http://").unwrap();
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {NODE_TOKEN}\r\n\
-         Connection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).await.unwrap();
-    let answer = String::from_utf8(answer).unwrap();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
-    assert!(
-        head.starts_with("HTTP/1.1 200"),
-        "GET {path}: {head}\n{body}"
-    );
-    if !head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        return body.to_owned();
-    }
-    // Chunked: a hex size line, that many bytes, a line end, until a size of 0.
-    let mut rest = body;
-    let mut text = String::new();
-    loop {
-        let (size, after) = rest.split_once("\r\n").unwrap();
-        let size = usize::from_str_radix(size.trim(), 16).unwrap();
-        if size == 0 {
-            return text;
-        }
-        text.push_str(&after[..size]);
-        rest = &after[size + 2..];
-    }
+    let response = reqwest::Client::new()
+        .get(format!("{base}{path}"))
+        .bearer_auth(NODE_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    assert_eq!(status, 200, "GET {path}: {body}");
+    body
 }
 
 /// The `hub_node` example, built now: `cargo test -p shiitake-store-postgres --test all --
