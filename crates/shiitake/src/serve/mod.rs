@@ -519,3 +519,20 @@ impl StopSignals {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drain_timeout_is_taken_from_1s_to_10m_and_refused_one_step_past() {
+        assert_eq!(drain_timeout("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(drain_timeout("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(drain_timeout("600000ms"), Ok(Duration::from_secs(600)));
+        for refused in ["999ms", "0s", "601s", "600001ms", "11m"] {
+            let error = drain_timeout(refused).unwrap_err();
+            assert!(error.contains("from 1s to 10m"), "{refused}: {error}");
+        }
+        assert!(drain_timeout("ten").unwrap_err().contains("whole number"));
+    }
+}
