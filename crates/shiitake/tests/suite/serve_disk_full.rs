@@ -34,8 +34,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -161,7 +161,7 @@ impl Rig {
         let workspace = dir.path().join("workspace");
         std::fs::create_dir_all(&workspace).unwrap();
         let marks = dir.path().join("marks.txt");
-        let (marks_url, marks_server) = start_marks(marks.clone());
+        let (marks_url, marks_server) = mcp::serve_marks(marks.clone());
         let test = std::thread::current()
             .name()
             .unwrap_or("test")
@@ -958,33 +958,6 @@ fn describe(value: &Value) -> String {
         Some(role) => role.to_owned(),
         None => "?".to_owned(),
     }
-}
-
-/// The `mark {tag}` tool: appends its tag to `file`, one line per execution. Runs in
-/// this process, so it outlives a killed `serve`.
-fn start_marks(file: PathBuf) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let file = Mutex::new(
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(file)
-            .unwrap(),
-    );
-    mcp::serve(
-        mcp::OneTool {
-            name: "mark",
-            description: "Appends a tag to the marks file.",
-            argument: "tag",
-            answer: Arc::new(move |tag| {
-                let tag = tag.as_str().unwrap_or_default().to_owned();
-                let mut file = file.lock().unwrap();
-                file.write_all(format!("{tag}\n").as_bytes()).unwrap();
-                file.sync_data().unwrap();
-                json!({ "marked": tag })
-            }),
-        },
-        None,
-    )
 }
 
 /// Plain HTTP/1.1 to `serve`, one connection a request, so every status is seen as

@@ -22,10 +22,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::support::{binary, free_port, mcp};
@@ -41,32 +39,6 @@ fn setting(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(default)
-}
-
-/// The file-changing tool, `mark {tag}`: appends the tag to a file, one line per
-/// execution. Served on a thread of its own; it outlives every `serve` of the soak.
-fn start_marks(file: PathBuf) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let file = Mutex::new(
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(file)
-            .unwrap(),
-    );
-    let marks = mcp::OneTool {
-        name: "mark",
-        description: "Appends a tag to the marks file.",
-        argument: "tag",
-        answer: Arc::new(move |tag| {
-            let tag = tag.as_str().unwrap_or_default().to_owned();
-            let mut file = file.lock().unwrap();
-            // One write a line, so lines of concurrent calls never interleave.
-            file.write_all(format!("{tag}\n").as_bytes()).unwrap();
-            file.sync_data().unwrap();
-            json!({ "marked": tag })
-        }),
-    };
-    mcp::serve(marks, None)
 }
 
 /// The script of Session `k`: each run calls `mark {tag: "s<k>"}` once, then answers;
@@ -199,7 +171,7 @@ fn soak_rounds_of_sigkill_lose_and_double_nothing() {
     let workspace = dir.path().join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
     let marks_file = dir.path().join("marks.txt");
-    let (marks, _stop_marks) = start_marks(marks_file.clone());
+    let (marks, _stop_marks) = mcp::serve_marks(marks_file.clone());
     let models: Vec<String> = (0..sessions)
         .map(|k| {
             let script = dir.path().join(format!("script-{k}.json"));

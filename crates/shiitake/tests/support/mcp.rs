@@ -192,3 +192,33 @@ fn listen(
     });
     (ready_rx.recv().unwrap(), stop)
 }
+
+/// The file-changing tool `mark {tag}` (not safe to repeat): appends the tag to `file`,
+/// one synced line per execution, so a test counts executions on a disk of its own.
+/// Served on a thread of its own, it outlives every `serve` it is given to.
+pub fn serve_marks(file: std::path::PathBuf) -> (String, tokio::sync::oneshot::Sender<()>) {
+    use std::io::Write;
+    let file = std::sync::Mutex::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .unwrap(),
+    );
+    serve(
+        OneTool {
+            name: "mark",
+            description: "Appends a tag to the marks file.",
+            argument: "tag",
+            answer: Arc::new(move |tag| {
+                let tag = tag.as_str().unwrap_or_default().to_owned();
+                let mut file = file.lock().unwrap();
+                // One write a line, so lines of concurrent calls never interleave.
+                file.write_all(format!("{tag}\n").as_bytes()).unwrap();
+                file.sync_data().unwrap();
+                json!({ "marked": tag })
+            }),
+        },
+        None,
+    )
+}
