@@ -201,18 +201,41 @@ macro_rules! lease_lapses {
     };
 }
 
+/// SQL true when the lease row `$lease` is held by a process whose backend is gone and
+/// of which nothing says yet whether it was cut or died (no restart, not marked away).
+macro_rules! holder_lost_unmarked {
+    ($lease:literal) => {
+        $crate::nodes::holder_row!(
+            $lease,
+            concat!(
+                $crate::nodes::backend_gone!("n"),
+                " AND NOT ",
+                $crate::nodes::maybe_cut!("n")
+            )
+        )
+    };
+}
+
 /// SQL true when the lease row `$lease` may be taken by another process, with `$cut`
 /// (SQL) true while this process's own connection was cut a moment ago or is found cut
 /// now: nobody holds it, it lapsed (`lease_lapses`), or its holder died (`holder_dead`)
-/// and this process is not cut itself (`upkeep::OwnCut`: then only a lapse frees it).
+/// and this process is not cut itself (`upkeep::OwnCut`). A process that is cut takes
+/// a holder whose backend is gone for one cut with it: not even its lapsed lease is
+/// free until a beat has marked it away (`gone_at`), and then its grace decides. Its
+/// lease may have lapsed only because the server had no connection to spare for its
+/// renewal, as it had none for this process's.
 macro_rules! lease_free_unless_cut {
     ($lease:literal, $cut:expr) => {
         concat!(
             "(",
             $lease,
-            ".holder IS NULL OR ",
+            ".holder IS NULL OR (",
             $crate::nodes::lease_lapses!($lease),
-            " < clock_timestamp() OR (NOT ",
+            " < clock_timestamp() AND NOT (",
+            $cut,
+            " AND ",
+            $crate::nodes::holder_lost_unmarked!($lease),
+            ")) OR (NOT ",
             $cut,
             " AND ",
             $crate::nodes::holder_dead!($lease),
@@ -230,8 +253,9 @@ macro_rules! lease_free {
 }
 
 pub(crate) use {
-    backend_gone, grace_ends, holder_dead, holder_left_in_restart, holder_row, lease_free,
-    lease_free_unless_cut, lease_lapses, maybe_cut, node_away, node_dead, other_server, waited_for,
+    backend_gone, grace_ends, holder_dead, holder_left_in_restart, holder_lost_unmarked,
+    holder_row, lease_free, lease_free_unless_cut, lease_lapses, maybe_cut, node_away, node_dead,
+    other_server, waited_for,
 };
 
 /// Registers this process for the tenants `agents` (each with whether it drains) on

@@ -215,6 +215,10 @@ impl Owner {
             } => {
                 self.record_sandbox_failure(capability, message).await;
             }
+            RunEvent::StoreFailed(error) => {
+                tracing::debug!(session = %self.record.id(), %error, "a run could not read its Session; the owner pauses");
+                self.tenure.read_failed(&error);
+            }
             RunEvent::Finished {
                 outcome,
                 diagnostic,

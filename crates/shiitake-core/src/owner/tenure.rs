@@ -9,7 +9,8 @@
 //! A commit that fails for a reason that passes ([`StoreError::Unavailable`]: a lost
 //! connection, a full disk) may have landed or not, so the tenure is then *unsure*:
 //! it commits nothing more until the owner has read its Session back from the store
-//! ([`Tenure::reread`]); the owner pauses meanwhile (`owner_task.rs`).
+//! ([`Tenure::reread`]); the owner pauses meanwhile (`owner_task.rs`). A run's read
+//! of the Session that fails so does the same ([`Tenure::read_failed`]).
 
 use std::sync::Arc;
 
@@ -103,6 +104,13 @@ impl Tenure {
     /// Session has been read back.
     pub(super) fn unsure(&self) -> Option<&str> {
         self.unsure.as_deref()
+    }
+
+    /// A run's read of the Session failed for a reason that passes: nothing more commits
+    /// until the Session is read back, as after a failed commit, so the owner pauses and
+    /// the work goes on from what is committed.
+    pub(super) fn read_failed(&mut self, error: &StoreError) {
+        self.unsure = Some(error.to_string());
     }
 
     /// The store holds commits this owner has not seen. On a shared store another

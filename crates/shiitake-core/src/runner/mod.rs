@@ -162,6 +162,10 @@ pub(crate) enum RunEvent {
     },
     /// A sandbox refused a tool call.
     SandboxFailure { capability: String, message: String },
+    /// The run could not read its Session from the store for a reason that passes: the
+    /// owner pauses as for a failed commit, and the work goes on from what is committed
+    /// once the store is back (never settled by the outage).
+    StoreFailed(crate::store::StoreError),
     /// The run settled; `tally` counts what its model did (tool calls, tokens).
     /// `transcript` is what it ended with, for the next run (none after an error).
     Finished {
@@ -266,7 +270,11 @@ pub(crate) async fn run(mut start: RunStart) {
                 Err(error) => (Settled::failed(error.message), None),
             }
         }
-        Err(error) => (Settled::failed(error.message), None),
+        Err(error) if error.is_transient() => {
+            link.tell(RunEvent::StoreFailed(error)).await;
+            return;
+        }
+        Err(error) => (Settled::failed(ShiitakeError::from(error).message), None),
     };
     let settled = if start.cancel.is_cancelled() && settled.outcome == TerminalOutcome::Failed {
         Settled::cancelled()
@@ -419,7 +427,7 @@ struct Loaded {
 async fn load_transcript(
     start: &RunStart,
     kept: Option<Transcript>,
-) -> Result<Loaded, ShiitakeError> {
+) -> Result<Loaded, crate::store::StoreError> {
     let Some(leaf) = &start.leaf else {
         return Ok(Loaded {
             transcript: Transcript::default(),

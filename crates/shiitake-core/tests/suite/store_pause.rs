@@ -203,6 +203,52 @@ async fn a_run_whose_commit_fails_waits_and_goes_on_by_itself() {
     paused.agent.close().await.unwrap();
 }
 
+/// The run cannot read its Session (the pool has no connection to spare): it does not
+/// end `failed` with the store's words; the owner pauses as for a failed commit and the
+/// work goes on once a read succeeds, each message once. The Session has a lineage and
+/// a fresh owner, so its run reads that lineage from the store.
+#[tokio::test]
+async fn a_run_whose_read_fails_waits_and_goes_on_by_itself() {
+    let first = open(vec![Turn::text("one")], Fault::None).await;
+    let session = new_session(&first.agent).await;
+    let id = session.session_id().clone();
+    let command = send(&session, "first").await;
+    let mut changes = session.watch(ReadOptions::default()).await.unwrap().changes;
+    frames_until_settled(&mut changes, &command).await;
+    first.agent.close().await.unwrap();
+
+    // A fresh owner of the same file, whose first read of the lineage fails twice.
+    let sqlite = SqliteStore::open(&first._dir.path().join("agent.db"), Durability::Normal)
+        .await
+        .unwrap();
+    let store = FlakyStore::new(Arc::new(sqlite));
+    let model = Arc::new(ScriptedModel::new(Script::new(vec![Turn::text("read it")])));
+    let tools = catalog(first.effects.clone(), store.clone(), Fault::None).await;
+    let agent = Agent::builder(store.clone(), tools, harness::config(model))
+        .open()
+        .await
+        .unwrap();
+    let session = agent.session(id);
+    let mut changes = session.watch(ReadOptions::default()).await.unwrap().changes;
+    store.fail_lineage_reads(2);
+    let command = send(&session, "go").await;
+    let (_, terminal) = frames_until_settled(&mut changes, &command).await;
+    assert_eq!(terminal.outcome, TerminalOutcome::Completed, "{terminal:?}");
+    assert_eq!(store.lineage_failures_left(), 0, "the run read again");
+    assert_eq!(
+        outline(&transcript(&session).await),
+        [
+            "user: first",
+            "assistant: one",
+            "user: go",
+            "assistant: read it"
+        ]
+    );
+    let after = session.read(ReadOptions::default()).await.unwrap();
+    assert_eq!(after.activity.storage_wait, None);
+    agent.close().await.unwrap();
+}
+
 /// The commit of the tool's result lands but its answer is lost (the connection broke
 /// after `COMMIT`): the owner cannot know, reads the Session back, and goes on from what
 /// landed. The result is kept (not turned into "outcome unknown"), nothing is

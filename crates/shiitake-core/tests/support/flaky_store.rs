@@ -1,7 +1,8 @@
 //! A real store with a switch in front of its commits: a test makes them fail for a
 //! reason that passes (as a full disk or a lost connection does), or land and then
 //! report a failure (a connection lost after `COMMIT` was sent), or fail for good.
-//! Reads always go through: what a disk-full SQLite file does.
+//! Reads go through (what a disk-full SQLite file does), except the lineage reads a
+//! test asks to fail (a pool with no connection to spare).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -31,6 +32,8 @@ pub struct FlakyStore {
     fault: Mutex<Fault>,
     /// Commits refused or failed by the switch.
     pub failed: AtomicUsize,
+    /// Lineage reads still to fail with `StoreError::Unavailable`.
+    lineage_failures: AtomicUsize,
 }
 
 impl FlakyStore {
@@ -39,11 +42,22 @@ impl FlakyStore {
             inner,
             fault: Mutex::new(Fault::None),
             failed: AtomicUsize::new(0),
+            lineage_failures: AtomicUsize::new(0),
         })
     }
 
     pub fn set(&self, fault: Fault) {
         *self.fault.lock().unwrap() = fault;
+    }
+
+    /// Fails the next `reads` lineage reads for a reason that passes.
+    pub fn fail_lineage_reads(&self, reads: usize) {
+        self.lineage_failures.store(reads, Ordering::SeqCst);
+    }
+
+    /// Lineage reads still to fail.
+    pub fn lineage_failures_left(&self) -> usize {
+        self.lineage_failures.load(Ordering::SeqCst)
     }
 
     pub fn failed(&self) -> usize {
@@ -129,6 +143,17 @@ impl Store for FlakyStore {
         from: &EntryId,
         limit: usize,
     ) -> Result<Vec<StoredEntry>, StoreError> {
+        let failing = self
+            .lineage_failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                left.checked_sub(1)
+            })
+            .is_ok();
+        if failing {
+            return Err(StoreError::unavailable(
+                "pool timed out while waiting for an open connection (injected)",
+            ));
+        }
         self.inner.lineage(session_id, from, limit).await
     }
 

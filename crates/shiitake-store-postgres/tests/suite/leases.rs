@@ -408,6 +408,67 @@ async fn a_lease_whose_holder_died_is_taken_at_once_and_one_held_by_the_living_i
     assert!(lapses_in > Duration::from_secs(3000), "{lapses_in:?}");
 }
 
+/// A process whose own connection is cut takes a holder whose backend is gone for one
+/// cut with it (the server ended both, or had no slot for either): it does not take
+/// even that holder's lapsed lease (it lapsed because the holder could not renew it)
+/// until a beat has marked the holder away and the holder's grace has passed.
+#[tokio::test]
+async fn a_cut_process_leaves_the_lapsed_lease_of_a_holder_cut_with_it() {
+    // A database of its own: another test's process would find the cut holder dead
+    // and free its lease, as it should, being cut from nothing.
+    let Some(url) = support::own_database().await else {
+        return;
+    };
+    let key = fresh_key();
+    let mut options = shiitake_store_postgres::PostgresOptions::new(url.clone(), key.clone());
+    options.lease_ttl = Duration::from_secs(60);
+    options.heartbeat = Duration::from_secs(10);
+    options.read_connections = 2;
+    let store = PostgresStore::open(options).await.unwrap();
+    let session = create(&store).await;
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut run = async |statement: &str| {
+        sqlx::query(statement)
+            .bind(key.as_str())
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    };
+    // The holder's backend is gone and its lease lapsed; this process's backend is gone too.
+    run(
+        "INSERT INTO hub_nodes (agent_id, holder, backend_pid, backend_start, started_at, \
+           heartbeat_at) VALUES ($1, 'cut-process', 0, clock_timestamp(), clock_timestamp(), \
+           clock_timestamp())",
+    )
+    .await;
+    run(
+        "INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
+           SELECT agent_id, id, 'cut-process', 7, clock_timestamp() - interval '1 millisecond' \
+           FROM sessions WHERE agent_id = $1",
+    )
+    .await;
+    run("UPDATE hub_nodes SET backend_pid = 0 WHERE agent_id = $1 AND holder <> 'cut-process'")
+        .await;
+    elsewhere(store.claim(&session).await.unwrap());
+
+    // A beat marked the holder away, its grace is still running: still not taken.
+    run(
+        "UPDATE hub_nodes SET gone_at = clock_timestamp(), rejoin_ms = 60000 \
+           WHERE agent_id = $1 AND holder = 'cut-process'",
+    )
+    .await;
+    let lapses_in = elsewhere(store.claim(&session).await.unwrap());
+    assert!(lapses_in > Duration::from_secs(50), "{lapses_in:?}");
+
+    // Its grace passed without it coming back: the lease is taken.
+    run(
+        "UPDATE hub_nodes SET gone_at = clock_timestamp() - interval '2 minutes' \
+           WHERE agent_id = $1 AND holder = 'cut-process'",
+    )
+    .await;
+    assert_eq!(held(store.claim(&session).await.unwrap()), FencingToken(8));
+}
+
 #[tokio::test]
 async fn the_heartbeat_frees_and_announces_the_sessions_of_a_process_that_died() {
     if !support::ready() {

@@ -47,6 +47,27 @@ pub fn url() -> Option<String> {
     Service::Postgres.url()
 }
 
+/// The URL of a new, empty database on the test server, for a test that must not meet
+/// the other tests' processes (their heartbeats free the leases of every tenant's dead
+/// processes). `None` when PostgreSQL is missing, as [`url`].
+pub async fn own_database() -> Option<String> {
+    let url = url()?;
+    let name = format!("own_{}", ulid::Ulid::generate().to_string().to_lowercase());
+    let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    sqlx::Executor::execute(&mut admin, format!("CREATE DATABASE {name}").as_str())
+        .await
+        .unwrap();
+    let (base, query) = url.split_once('?').unwrap_or((&url, ""));
+    let (server, _database) = base.rsplit_once('/').unwrap();
+    Some(if query.is_empty() {
+        format!("{server}/{name}")
+    } else {
+        format!("{server}/{name}?{query}")
+    })
+}
+
 /// Whether the PostgreSQL tests can run here.
 pub fn ready() -> bool {
     url().is_some()
