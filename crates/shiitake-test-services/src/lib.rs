@@ -54,11 +54,19 @@ pub enum Service {
     /// The bundled local model's OpenAI-compatible server, named by
     /// `SHIITAKE_TEST_LOCAL_MODEL_URL`.
     LocalModel,
+    /// The command sandbox: bubblewrap (`bwrap`) and `prlimit` on `PATH`, and a kernel
+    /// that gives their namespaces.
+    Sandbox,
 }
 
 impl Service {
     /// Every service.
-    pub const ALL: [Self; 3] = [Self::Postgres, Self::Chromium, Self::LocalModel];
+    pub const ALL: [Self; 4] = [
+        Self::Postgres,
+        Self::Chromium,
+        Self::LocalModel,
+        Self::Sandbox,
+    ];
 
     /// The service's name, for messages.
     pub const fn name(self) -> &'static str {
@@ -66,6 +74,7 @@ impl Service {
             Self::Postgres => "PostgreSQL",
             Self::Chromium => "Chromium",
             Self::LocalModel => "The local model",
+            Self::Sandbox => "The command sandbox (bubblewrap)",
         }
     }
 
@@ -75,6 +84,8 @@ impl Service {
             Self::Postgres => "SHIITAKE_TEST_POSTGRES_URL",
             Self::Chromium => "SHIITAKE_CHROMIUM",
             Self::LocalModel => "SHIITAKE_TEST_LOCAL_MODEL_URL",
+            // Found on the search path, as the host finds it.
+            Self::Sandbox => "PATH",
         }
     }
 
@@ -92,6 +103,10 @@ impl Service {
             Self::LocalModel => {
                 "run `cargo xtask test`, or export \
                  SHIITAKE_TEST_LOCAL_MODEL_URL=$(cargo xtask local-model start | tail -1)"
+            }
+            Self::Sandbox => {
+                "run `cargo xtask test` (it installs Debian's `bubblewrap`), or \
+                 `apt-get install bubblewrap`"
             }
         }
     }

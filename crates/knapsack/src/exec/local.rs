@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capture::{Capture, Captured};
 use super::group::Group;
+use super::sandbox::Sandbox;
 use super::{CommandLimits, CommandLine, ExecError, ExecOutput, ExecRequest, Exit, Stopped};
 use crate::error::FilesError;
 use crate::local::resolve::Root;
@@ -25,6 +26,8 @@ pub struct LocalCommands {
     root: Root,
     real_root: PathBuf,
     limits: CommandLimits,
+    /// Where its commands run confined; `None` runs them as plain children of the host.
+    sandbox: Option<Arc<Sandbox>>,
 }
 
 impl LocalCommands {
@@ -35,7 +38,20 @@ impl LocalCommands {
             root: Root::new(&real_root)?,
             real_root,
             limits,
+            sandbox: None,
         })
+    }
+
+    /// The same, its commands run in `sandbox`.
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Some(Arc::new(sandbox));
+        self
+    }
+
+    /// The sandbox its commands run in, if any.
+    pub fn sandbox(&self) -> Option<&Sandbox> {
+        self.sandbox.as_deref()
     }
 
     /// The bounds its commands run within.
@@ -52,9 +68,20 @@ impl LocalCommands {
         let argv = self.argv(&request.command)?;
         let cwd = self.cwd(request.cwd.as_deref())?;
         let timeout = self.timeout(request.timeout)?;
-        let mut command = Command::new(&argv[0]);
+        let mut command = match &self.sandbox {
+            Some(sandbox) => {
+                let wrapped = sandbox.wrap(&self.real_root, &cwd, &argv);
+                let mut command = Command::new(&wrapped[0]);
+                command.args(&wrapped[1..]);
+                command
+            }
+            None => {
+                let mut command = Command::new(&argv[0]);
+                command.args(&argv[1..]);
+                command
+            }
+        };
         command
-            .args(&argv[1..])
             .current_dir(&cwd)
             .env_clear()
             .envs(super::env::build(&self.real_root, &self.limits.pass_env))
@@ -85,6 +112,7 @@ impl LocalCommands {
         group.kill();
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let exit = match status {
+            Ok(status) if self.sandbox.is_some() => from_sandbox(exit_of(status)),
             Ok(status) => exit_of(status),
             Err(error) => {
                 return Err(ExecError::Spawn {
@@ -190,6 +218,16 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
         (None, Some(signal)) => Exit::Signal(signal),
         // Neither: stopped or continued, which `wait` does not report.
         (None, None) => Exit::Signal(0),
+    }
+}
+
+/// How a command run in the sandbox ended: bubblewrap exits with the command's status,
+/// and with 128 + the signal's number when a signal ended it (as a shell reports it),
+/// so such a status is read as that signal.
+fn from_sandbox(exit: Exit) -> Exit {
+    match exit {
+        Exit::Code(code) if (129..=128 + 64).contains(&code) => Exit::Signal(code - 128),
+        other => other,
     }
 }
 

@@ -11,13 +11,18 @@
 //! whatever the command leaves running in its group when it exits is killed too. Each
 //! stream's output is kept bounded, head and tail (`capture.rs`).
 //!
-//! Not here yet (docs/commands.md): the sandbox, background jobs, streaming progress,
-//! approval by command, and the tool projection.
+//! With a [`Sandbox`] (`sandbox.rs`), each command runs confined: the host's files
+//! read-only, the root writable but its `.git`, the host's data hidden, no network,
+//! a process namespace that dies with the host, resource limits.
+//!
+//! Not here yet (docs/commands.md): background jobs, streaming progress, approval by
+//! command, and the tool projection.
 
 mod capture;
 mod env;
 mod group;
 mod local;
+mod sandbox;
 
 use std::time::Duration;
 
@@ -25,6 +30,7 @@ use serde::Serialize;
 
 pub use capture::Captured;
 pub use local::LocalCommands;
+pub use sandbox::{ProcessLimits, Sandbox, SandboxPolicy, SandboxUnavailable};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]

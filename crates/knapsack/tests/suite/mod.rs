@@ -8,6 +8,7 @@ mod grep_memory;
 mod mcp_background;
 mod mcp_run;
 mod mcp_servers;
+mod sandbox;
 mod patch_atomic;
 mod patch_grammar;
 mod path_confinement;

@@ -1,0 +1,213 @@
+//! The sandbox a Computer's commands run in: bubblewrap (Debian's `bwrap`) for the
+//! namespaces and mounts, `prlimit` (util-linux) for the resource limits, both set up
+//! before the command starts and inherited by everything it starts.
+//!
+//! The workspace forbids `unsafe`, so nothing can run in the host between `fork` and
+//! `exec`; the confinement is therefore done by programs the command is started
+//! through: `prlimit` sets its limits and `exec`s `bwrap`, which builds the namespaces
+//! and `exec`s the command. Why these and not Landlock is in docs/security.md.
+//!
+//! What the command gets ([`Sandbox::wrap`]):
+//!
+//! - the host's filesystem read-only (`--ro-bind / /`), a fresh `/dev` and a `/proc` of
+//!   its own process namespace (the host's processes and their environments are not
+//!   there), a private empty `/tmp`;
+//! - the Computer's root writable, except `.git` inside it (read-only unless the host
+//!   allows writing it);
+//! - each hidden path (the data directory, the token, the other Computers' roots)
+//!   replaced by an empty read-only directory, or `/dev/null` for a file;
+//! - no network at all (a network namespace of its own, not even loopback) unless the
+//!   host opens it;
+//! - a process namespace whose first process dies with the host's thread that started
+//!   it (`--die-with-parent`), taking every process of the command with it, including
+//!   one that left the process group (`setsid`);
+//! - a session of its own (no terminal to inject input into);
+//! - CPU time, address space, file size and process count limited.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The resource limits of a sandboxed command and everything it starts (`setrlimit`,
+/// each inherited: a limit per process, not for the command as a whole).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessLimits {
+    /// CPU seconds per process (`RLIMIT_CPU`).
+    pub cpu_seconds: u64,
+    /// Bytes of address space per process (`RLIMIT_AS`).
+    pub memory_bytes: u64,
+    /// The largest file a process may write (`RLIMIT_FSIZE`).
+    pub file_bytes: u64,
+    /// Processes of the user at once (`RLIMIT_NPROC`). The kernel does not apply it to
+    /// root: a host run as root relies on the time limit and the process namespace.
+    pub processes: u64,
+}
+
+impl Default for ProcessLimits {
+    fn default() -> Self {
+        Self {
+            cpu_seconds: 1800,
+            memory_bytes: 8 << 30,
+            file_bytes: 1 << 30,
+            processes: 1024,
+        }
+    }
+}
+
+/// What a Computer's commands may reach.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxPolicy {
+    /// Whether commands reach the network (off: a network namespace with nothing in it).
+    pub network: bool,
+    /// Whether commands may write the root's `.git` (off: it is mounted read-only).
+    pub writable_git: bool,
+    /// Paths a command must not read or write: the host's data directory, its token,
+    /// the other Computers' roots. Those that do not exist are skipped.
+    pub hidden: Vec<PathBuf>,
+    /// The resource limits of each process.
+    pub limits: ProcessLimits,
+}
+
+/// Why the sandbox cannot be given here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxUnavailable {
+    /// A program the sandbox is built with is not installed.
+    #[error("`{program}` is not installed (Debian package `{package}`)")]
+    Missing {
+        /// The program looked for on `PATH`.
+        program: &'static str,
+        /// The Debian package that has it.
+        package: &'static str,
+    },
+    /// The kernel refused what the sandbox needs (namespaces), in bubblewrap's words.
+    #[error("bubblewrap cannot build a sandbox here: {detail}")]
+    Refused {
+        /// What bubblewrap said.
+        detail: String,
+    },
+}
+
+/// The sandbox programs found on this machine and the policy they apply.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    bwrap: PathBuf,
+    prlimit: PathBuf,
+    policy: SandboxPolicy,
+}
+
+impl Sandbox {
+    /// Finds `bwrap` and `prlimit` on `PATH` and checks, by running `true` in a sandbox
+    /// of this policy, that the kernel gives what it needs.
+    pub fn detect(policy: SandboxPolicy) -> Result<Self, SandboxUnavailable> {
+        let bwrap = on_path("bwrap").ok_or(SandboxUnavailable::Missing {
+            program: "bwrap",
+            package: "bubblewrap",
+        })?;
+        let prlimit = on_path("prlimit").ok_or(SandboxUnavailable::Missing {
+            program: "prlimit",
+            package: "util-linux",
+        })?;
+        let sandbox = Self {
+            bwrap,
+            prlimit,
+            policy,
+        };
+        let probe = std::env::temp_dir();
+        let argv = sandbox.wrap(&probe, &probe, &["true".to_owned()]);
+        let output = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .env_clear()
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|error| SandboxUnavailable::Refused {
+                detail: error.to_string(),
+            })?;
+        if !output.status.success() {
+            return Err(SandboxUnavailable::Refused {
+                detail: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+            });
+        }
+        Ok(sandbox)
+    }
+
+    /// The policy it applies.
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.policy
+    }
+
+    /// The argv that runs `argv` in this sandbox, with `root` writable and `cwd` (inside
+    /// it) the working directory. Both are real paths (no symlink).
+    pub(crate) fn wrap(&self, root: &Path, cwd: &Path, argv: &[String]) -> Vec<OsString> {
+        let limits = &self.policy.limits;
+        let mut out: Vec<OsString> = vec![
+            self.prlimit.clone().into(),
+            format!("--cpu={}", limits.cpu_seconds).into(),
+            format!("--as={}", limits.memory_bytes).into(),
+            format!("--fsize={}", limits.file_bytes).into(),
+            format!("--nproc={}", limits.processes).into(),
+            "--".into(),
+            self.bwrap.clone().into(),
+            "--die-with-parent".into(),
+            "--new-session".into(),
+            "--unshare-pid".into(),
+            "--unshare-ipc".into(),
+            "--unshare-uts".into(),
+        ];
+        if !self.policy.network {
+            out.push("--unshare-net".into());
+        }
+        for flag in ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"] {
+            out.push(flag.into());
+        }
+        out.extend(["--tmpfs".into(), "/tmp".into()]);
+        // Hidden paths outside the root first, so the root's mount (which may lie
+        // beneath one of them) comes after; those inside the root after it.
+        let (inside, outside): (Vec<&PathBuf>, Vec<&PathBuf>) = self
+            .policy
+            .hidden
+            .iter()
+            .filter(|path| path.exists())
+            .partition(|path| path.starts_with(root));
+        for path in outside {
+            hide(&mut out, path);
+        }
+        out.extend(["--bind".into(), root.into(), root.into()]);
+        let git = root.join(".git");
+        if !self.policy.writable_git && git.exists() {
+            out.extend(["--ro-bind".into(), git.clone().into(), git.into()]);
+        }
+        for path in inside {
+            hide(&mut out, path);
+        }
+        out.extend(["--chdir".into(), cwd.into(), "--".into()]);
+        out.extend(argv.iter().map(OsString::from));
+        out
+    }
+}
+
+/// Hides `path` from the command: an empty read-only directory over a directory,
+/// `/dev/null` over a file.
+fn hide(out: &mut Vec<OsString>, path: &Path) {
+    if path.is_dir() {
+        out.extend([
+            "--tmpfs".into(),
+            path.into(),
+            "--remount-ro".into(),
+            path.into(),
+        ]);
+    } else {
+        out.extend(["--ro-bind".into(), "/dev/null".into(), path.into()]);
+    }
+}
+
+/// The first executable file called `name` in the host's `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        })
+}
