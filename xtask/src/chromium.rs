@@ -8,9 +8,6 @@
 //! `export SHIITAKE_CHROMIUM=$(cargo xtask chromium | tail -1)` works.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use crate::util::{output_checked, run_checked};
 
 /// The variable the browser tests read; when set it must name a runnable file.
 pub const ENV_VAR: &str = "SHIITAKE_CHROMIUM";
@@ -78,7 +75,7 @@ fn find() -> Result<Option<PathBuf>, String> {
     }))
 }
 
-fn is_executable(path: &Path) -> bool {
+pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
         .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
@@ -86,18 +83,5 @@ fn is_executable(path: &Path) -> bool {
 }
 
 fn install() -> Result<(), String> {
-    let uid = output_checked(Command::new("id").arg("-u"))?;
-    if uid.trim() != "0" {
-        return Err(format!(
-            "no Chromium found; install Debian's `{PACKAGE}` (apt-get install {PACKAGE}) \
-             or set {ENV_VAR} to a Chromium binary"
-        ));
-    }
-    eprintln!("chromium: installing Debian's `{PACKAGE}` with apt-get");
-    run_checked(Command::new("apt-get").args(["update", "-qq"]))?;
-    run_checked(
-        Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends", PACKAGE])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )
+    crate::debian::install(PACKAGE, &format!("or set {ENV_VAR} to a Chromium binary"))
 }

@@ -4,12 +4,14 @@
 
 mod bench;
 mod chromium;
+mod debian;
 mod dictionary;
 mod eval;
 mod fuzz;
 mod local_model;
 mod pack;
 mod postgres;
+mod sandbox;
 mod soak;
 mod stranger;
 mod test;
@@ -23,6 +25,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   bench        run the benchmarks and print their ratios (see docs/benchmarks.md)
   chromium     find or install headless Chromium for the browser tests; prints its path
+  sandbox      find or install bubblewrap for the sandboxed command tests; prints its path
   dictionary   remake the zstd dictionary messages are packed against (--check compares)
   pack         package every publishable crate and check each package's file list
   soak         rounds of load, SIGKILL and restart against the release binary (--rounds N)
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
     let result = match command.as_deref() {
         Some("bench") => bench::run(&rest),
         Some("chromium") => chromium::run(&rest),
+        Some("sandbox") => sandbox::run(&rest),
         Some("dictionary") => dictionary::run(&rest),
         Some("pack") => pack::run(&rest).map(|_| ()),
         Some("stranger") => stranger::run(&rest),

@@ -3,7 +3,8 @@
 //! Starts what the tests need (the bundled local model, reused when it already
 //! runs or when `SHIITAKE_TEST_LOCAL_MODEL_URL` names another server; headless
 //! Chromium for the browser tests, found or installed by `cargo xtask chromium`
-//! and named in `SHIITAKE_CHROMIUM`, so those tests run rather than skip; a
+//! and named in `SHIITAKE_CHROMIUM`, so those tests run rather than skip; bubblewrap
+//! for the sandboxed command tests, found or installed by `cargo xtask sandbox`; a
 //! throwaway PostgreSQL unless `SHIITAKE_TEST_POSTGRES_URL` names one), then runs
 //! `cargo test --workspace` with the extra arguments given and
 //! `SHIITAKE_REQUIRE_SERVICES=1`, so a test whose service is missing fails instead
@@ -14,7 +15,7 @@
 use std::process::Command;
 
 use crate::util::{cargo, run_checked};
-use crate::{chromium, local_model, postgres};
+use crate::{chromium, local_model, postgres, sandbox};
 
 /// The variable the real-model tests read.
 const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
@@ -30,6 +31,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     eprintln!("test: {MODEL_URL_VAR}={url}");
     let browser = chromium::ensure()?;
     eprintln!("test: {}={}", chromium::ENV_VAR, browser.display());
+    let bwrap = sandbox::ensure()?;
+    eprintln!("test: the command sandbox's bwrap is {}", bwrap.display());
     let (database, started) = match std::env::var(postgres::URL_VAR) {
         Ok(database) if !database.trim().is_empty() => (database, false),
         _ => {

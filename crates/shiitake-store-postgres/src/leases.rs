@@ -31,17 +31,20 @@ use tokio::sync::broadcast;
 use crate::PostgresStore;
 use crate::events::{CHANNEL, answered_payload, forwarded_payload, released_payload};
 use crate::nodes::{
-    backend_gone, holder_left_in_restart, lease_free, lease_free_unless_cut, lease_lapses,
+    backend_gone, holder_left_in_restart, holder_row, lease_free, lease_free_unless_cut,
+    lease_lapses,
 };
 
 /// What a claim's statement answers: whether the Session exists, the token taken (if
 /// any), whether it was handed over, when the lease lapses (ms), whether another process
-/// held it, and whether that one did not come back within its grace after a restart.
+/// held it, whether that one did not come back within its grace after a restart, and
+/// whether the lease is another's whose backend is gone.
 type ClaimRow = (
     i64,
     Option<i64>,
     Option<bool>,
     Option<f64>,
+    Option<bool>,
     Option<bool>,
     Option<bool>,
 );
@@ -136,8 +139,14 @@ pub(crate) fn millis(duration: Duration) -> i64 {
 }
 
 impl PostgresStore {
-    /// One claim (see [`Ownership::claim`]).
-    async fn claim_once(&self, session_id: &SessionId) -> Result<Claim, StoreError> {
+    /// One claim (see [`Ownership::claim`]). A lease whose holder's backend is gone is
+    /// taken only when `confirmed`: the first claim that finds it so leaves it, and
+    /// [`claim`](Self::claim) asks again after [`CONFIRM_GONE`].
+    async fn claim_once(
+        &self,
+        session_id: &SessionId,
+        confirmed: bool,
+    ) -> Result<(Claim, HolderGone), StoreError> {
         let shared = &self.shared;
         if shared.draining() {
             // Leaving: the Sessions go to the processes that stay.
@@ -149,15 +158,16 @@ impl PostgresStore {
             .fetch_one(&shared.pool)
             .await
             .map_err(db)?;
-            return Ok(if present {
+            let claim = if present {
                 Claim::Elsewhere {
                     lapses_in: shared.lease_ttl,
                 }
             } else {
                 Claim::Missing
-            });
+            };
+            return Ok((claim, HolderGone(false)));
         }
-        let (present, token, handed_over, lapses_ms, held_by_another, left_in_restart): ClaimRow =
+        let (present, token, handed_over, lapses_ms, held_by_another, left_in_restart, gone): ClaimRow =
             sqlx::query_as(concat!(
                 "WITH present AS ( \
                    SELECT 1 FROM sessions WHERE agent_id = $1 AND id = $2 \
@@ -177,7 +187,7 @@ impl PostgresStore {
                 lease_free_unless_cut!(
                     "session_leases",
                     concat!(
-                        "($5 OR EXISTS (SELECT 1 FROM hub_nodes me WHERE me.agent_id = $1 \
+                        "($5 OR NOT $6 OR EXISTS (SELECT 1 FROM hub_nodes me WHERE me.agent_id = $1 \
                          AND me.holder = $3 AND ",
                         backend_gone!("me"),
                         "))"
@@ -192,7 +202,10 @@ impl PostgresStore {
                 " - clock_timestamp()))::float8 * 1000 \
                       FROM session_leases l WHERE l.agent_id = $1 AND l.session_id = $2), \
                      (SELECT holder IS NOT NULL AND holder <> $3 FROM prior), \
-                     (SELECT left_in_restart AND holder <> $3 FROM prior)"
+                     (SELECT left_in_restart AND holder <> $3 FROM prior), \
+                     (SELECT l.holder <> $3 AND ",
+                holder_row!("l", backend_gone!("n")),
+                " FROM session_leases l WHERE l.agent_id = $1 AND l.session_id = $2)"
             ))
             .bind(shared.agent.as_str())
             .bind(session_id.as_str())
@@ -204,13 +217,15 @@ impl PostgresStore {
                     .own_cut
                     .recent(crate::upkeep::cut_grace(&shared.hub)),
             )
+            .bind(confirmed)
             .fetch_one(&shared.pool)
             .await
             .map_err(db)?;
         if present == 0 {
-            return Ok(Claim::Missing);
+            return Ok((Claim::Missing, HolderGone(false)));
         }
-        match token {
+        let gone = HolderGone(gone == Some(true));
+        let claim = match token {
             Some(token) => {
                 let token = FencingToken(uint(token, "lease token")?);
                 shared.tenant.leases.set(session_id, Some(token));
@@ -226,14 +241,37 @@ impl PostgresStore {
                     // over: it lapsed, or its holder died.
                     shiitake_core::telemetry::takeovers(1);
                 }
-                Ok(Claim::Held(Lease { token, handed_over }))
+                Claim::Held(Lease { token, handed_over })
             }
-            None => Ok(Claim::Elsewhere {
+            None => Claim::Elsewhere {
                 lapses_in: lapse(lapses_ms).unwrap_or(Duration::ZERO),
-            }),
+            },
+        };
+        Ok((claim, gone))
+    }
+
+    /// A claim, confirmed once when the lease's holder was found with its backend gone.
+    async fn claim_confirming(&self, session_id: &SessionId) -> Result<Claim, StoreError> {
+        let (claim, gone) = self.claim_once(session_id, false).await?;
+        if !(gone.0 && matches!(claim, Claim::Elsewhere { .. })) {
+            return Ok(claim);
         }
+        tokio::time::sleep(CONFIRM_GONE).await;
+        Ok(self.claim_once(session_id, true).await?.0)
     }
 }
+
+/// Whether a claim found the lease held by another process whose backend is gone.
+struct HolderGone(bool);
+
+/// How long a claim that found a holder's backend gone waits before it looks again and
+/// takes the lease. The server may be ending every connection at once (an operator's
+/// `pg_terminate_backend`, a connection limit): backends end one by one, so a claim can
+/// run in the instant the holder's is gone and the claimer's own not yet. By the second
+/// look the claimer's own backend is found gone too (it then takes the holder for cut
+/// with it, `nodes.rs`), unless the holder really died. A kill -9 is taken over this
+/// much later.
+const CONFIRM_GONE: Duration = Duration::from_millis(200);
 
 #[async_trait]
 impl Ownership for PostgresStore {
@@ -242,11 +280,11 @@ impl Ownership for PostgresStore {
     }
 
     async fn claim(&self, session_id: &SessionId) -> Result<Claim, StoreError> {
-        match self.claim_once(session_id).await {
+        match self.claim_confirming(session_id).await {
             // Two first claims of a Session raced to insert its lease row: the loser
             // trips the token index (only the key is ON CONFLICT's arbiter). The row
             // is there now, so the claim runs again as an update.
-            Err(error) if error.is_unique_violation() => self.claim_once(session_id).await,
+            Err(error) if error.is_unique_violation() => self.claim_confirming(session_id).await,
             claimed => claimed,
         }
     }

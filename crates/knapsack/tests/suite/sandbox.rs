@@ -209,7 +209,10 @@ async fn the_data_directory_and_other_computers_are_not_there() {
     let output = run(&commands, &line).await;
     assert!(!output.stdout.head.contains("secret-token"), "{output:?}");
     assert!(!output.stderr.head.contains("secret-token"), "{output:?}");
-    assert!(!output.stdout.head.contains("another computer"), "{output:?}");
+    assert!(
+        !output.stdout.head.contains("another computer"),
+        "{output:?}"
+    );
     // The hidden directory is empty inside, nothing written there reaches the host,
     // and /proc holds the sandbox's processes only (pid 1 is bubblewrap's, not the host).
     assert_eq!(output.stdout.head, "0\n0\n", "{output:?}");
@@ -257,11 +260,18 @@ async fn file_size_and_memory_limits_hold() {
     // One byte past the file limit is refused (SIGXFSZ ends dd); at the limit it is not.
     let at = run(&commands, "head -c 1048576 /dev/zero > at.bin; echo $?").await;
     assert_eq!(at.stdout.head, "0\n", "{at:?}");
-    assert_eq!(std::fs::metadata(machine.root.join("at.bin")).unwrap().len(), 1 << 20);
+    assert_eq!(
+        std::fs::metadata(machine.root.join("at.bin"))
+            .unwrap()
+            .len(),
+        1 << 20
+    );
     let past = run(&commands, "head -c 1048577 /dev/zero > past.bin; echo $?").await;
     assert_ne!(past.stdout.head, "0\n", "{past:?}");
     assert_eq!(
-        std::fs::metadata(machine.root.join("past.bin")).unwrap().len(),
+        std::fs::metadata(machine.root.join("past.bin"))
+            .unwrap()
+            .len(),
         1 << 20
     );
     // 512 MiB cannot be had under a 256 MiB address space.

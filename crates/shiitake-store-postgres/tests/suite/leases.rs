@@ -469,6 +469,51 @@ async fn a_cut_process_leaves_the_lapsed_lease_of_a_holder_cut_with_it() {
     assert_eq!(held(store.claim(&session).await.unwrap()), FencingToken(8));
 }
 
+/// The server ends every connection at once, and backends end one by one: a claim can
+/// run in the instant the holder's backend is gone and the claimer's own not yet. It
+/// looks again before it takes the lease, and by then finds its own gone too: the
+/// holder was cut with it, not dead, and keeps its lease. A holder that really died is
+/// taken at the second look (the test above).
+#[tokio::test]
+async fn a_claim_looks_twice_before_it_takes_a_lease_whose_holder_is_gone() {
+    let Some(url) = support::own_database().await else {
+        return;
+    };
+    let key = fresh_key();
+    let mut options = shiitake_store_postgres::PostgresOptions::new(url.clone(), key.clone());
+    options.lease_ttl = Duration::from_secs(60);
+    options.heartbeat = Duration::from_secs(10);
+    options.read_connections = 2;
+    let store = PostgresStore::open(options).await.unwrap();
+    let session = create(&store).await;
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    for statement in [
+        "INSERT INTO hub_nodes (agent_id, holder, backend_pid, backend_start, started_at, \
+           heartbeat_at) VALUES ($1, 'cut-process', 0, clock_timestamp(), clock_timestamp(), \
+           clock_timestamp())",
+        "INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
+           SELECT agent_id, id, 'cut-process', 7, clock_timestamp() + interval '1 hour' \
+           FROM sessions WHERE agent_id = $1",
+    ] {
+        sqlx::query(statement)
+            .bind(key.as_str())
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    let claim = tokio::spawn(async move { store.claim(&session).await.unwrap() });
+    // This process's own backend ends a moment after the holder's.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    sqlx::query(
+        "UPDATE hub_nodes SET backend_pid = 0 WHERE agent_id = $1 AND holder <> 'cut-process'",
+    )
+    .bind(key.as_str())
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    elsewhere(claim.await.unwrap());
+}
+
 #[tokio::test]
 async fn the_heartbeat_frees_and_announces_the_sessions_of_a_process_that_died() {
     if !support::ready() {

@@ -1,0 +1,25 @@
+//! Installing a Debian package a test service needs (Chromium, bubblewrap) with
+//! apt-get, as root; otherwise saying what to install.
+
+use std::process::Command;
+
+use crate::util::{output_checked, run_checked};
+
+/// Installs `package` with apt-get when running as root; otherwise an error naming
+/// the package and `otherwise`, what the user may do instead.
+pub fn install(package: &str, otherwise: &str) -> Result<(), String> {
+    let uid = output_checked(Command::new("id").arg("-u"))?;
+    if uid.trim() != "0" {
+        return Err(format!(
+            "`{package}` is missing; install Debian's `{package}` (apt-get install \
+             {package}) {otherwise}"
+        ));
+    }
+    eprintln!("xtask: installing Debian's `{package}` with apt-get");
+    run_checked(Command::new("apt-get").args(["update", "-qq"]))?;
+    run_checked(
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends", package])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
