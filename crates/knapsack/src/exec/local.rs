@@ -28,6 +28,8 @@ pub struct LocalCommands {
     limits: CommandLimits,
     /// Where its commands run confined; `None` runs them as plain children of the host.
     sandbox: Option<Arc<Sandbox>>,
+    /// Its background jobs.
+    jobs: Arc<Mutex<super::jobs::JobTable>>,
 }
 
 impl LocalCommands {
@@ -39,6 +41,7 @@ impl LocalCommands {
             real_root,
             limits,
             sandbox: None,
+            jobs: Arc::default(),
         })
     }
 
@@ -47,6 +50,16 @@ impl LocalCommands {
     pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = Some(Arc::new(sandbox));
         self
+    }
+
+    /// Its background jobs' table.
+    pub(crate) fn jobs(&self) -> &Mutex<super::jobs::JobTable> {
+        &self.jobs
+    }
+
+    /// The bounds of its background jobs.
+    pub(crate) fn job_limits(&self) -> super::JobLimits {
+        self.limits.jobs
     }
 
     /// The sandbox its commands run in, if any.
@@ -65,9 +78,25 @@ impl LocalCommands {
         request: &ExecRequest,
         cancel: &CancellationToken,
     ) -> Result<ExecOutput, ExecError> {
+        let timeout = self.timeout(request.timeout)?;
+        let mut spawned = self.spawn(request)?;
+        let stdout = Reader::start(spawned.child.stdout.take(), self.limits.output_bytes);
+        let stderr = Reader::start(spawned.child.stderr.take(), self.limits.output_bytes);
+        let (exit, stopped, duration_ms) = spawned.wait(timeout, cancel).await?;
+        Ok(ExecOutput {
+            exit,
+            stopped,
+            duration_ms,
+            stdout: stdout.finish().await,
+            stderr: stderr.finish().await,
+        })
+    }
+
+    /// Starts `request`'s command (checked) as a child of the host in its own process
+    /// group, in the sandbox when there is one; its output is piped.
+    pub(crate) fn spawn(&self, request: &ExecRequest) -> Result<Spawned, ExecError> {
         let argv = self.argv(&request.command)?;
         let cwd = self.cwd(request.cwd.as_deref())?;
-        let timeout = self.timeout(request.timeout)?;
         let mut command = match &self.sandbox {
             Some(sandbox) => {
                 let wrapped = sandbox.wrap(&self.real_root, &cwd, &argv);
@@ -90,60 +119,18 @@ impl LocalCommands {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let started = Instant::now();
-        let mut child = command.spawn().map_err(|error| ExecError::Spawn {
+        let child = command.spawn().map_err(|error| ExecError::Spawn {
             program: argv[0].clone(),
             detail: error.to_string(),
         })?;
-        let group = Group::led_by(child.id());
-        let stdout = Reader::start(child.stdout.take(), self.limits.output_bytes);
-        let stderr = Reader::start(child.stderr.take(), self.limits.output_bytes);
-        let deadline = tokio::time::Instant::now() + timeout;
-        let (status, stopped) = tokio::select! {
-            status = child.wait() => (status, None),
-            () = tokio::time::sleep_until(deadline) => {
-                (self.stop(&group, &mut child).await, Some(Stopped::TimedOut))
-            }
-            () = cancel.cancelled() => {
-                (self.stop(&group, &mut child).await, Some(Stopped::Cancelled))
-            }
-        };
-        // What the command left running in its group ends with it.
-        group.kill();
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let exit = match status {
-            Ok(status) if self.sandbox.is_some() => from_sandbox(exit_of(status)),
-            Ok(status) => exit_of(status),
-            Err(error) => {
-                return Err(ExecError::Spawn {
-                    program: argv[0].clone(),
-                    detail: format!("waiting for it failed: {error}"),
-                });
-            }
-        };
-        Ok(ExecOutput {
-            exit,
-            stopped,
-            duration_ms,
-            stdout: stdout.finish().await,
-            stderr: stderr.finish().await,
+        Ok(Spawned {
+            group: Group::led_by(child.id()),
+            child,
+            program: argv[0].clone(),
+            started: Instant::now(),
+            kill_grace: self.limits.kill_grace,
+            sandboxed: self.sandbox.is_some(),
         })
-    }
-
-    /// Asks the group to stop, and kills it after the grace.
-    async fn stop(
-        &self,
-        group: &Group,
-        child: &mut Child,
-    ) -> std::io::Result<std::process::ExitStatus> {
-        group.terminate();
-        match tokio::time::timeout(self.limits.kill_grace, child.wait()).await {
-            Ok(status) => status,
-            Err(_) => {
-                group.kill();
-                child.wait().await
-            }
-        }
     }
 
     /// The program and its arguments, checked.
@@ -196,7 +183,7 @@ impl LocalCommands {
     }
 
     /// The wall-time limit, checked against the host's.
-    fn timeout(&self, requested: Option<Duration>) -> Result<Duration, ExecError> {
+    pub(crate) fn timeout(&self, requested: Option<Duration>) -> Result<Duration, ExecError> {
         match requested {
             None => Ok(self.limits.default_timeout),
             Some(timeout) if timeout.is_zero() => Err(ExecError::invalid("the time limit is zero")),
@@ -206,6 +193,61 @@ impl LocalCommands {
                 self.limits.max_timeout.as_secs_f64()
             ))),
             Some(timeout) => Ok(timeout),
+        }
+    }
+}
+
+/// A command started by [`LocalCommands::spawn`]: its child, its group and what the
+/// wait needs to say how it ended.
+pub(crate) struct Spawned {
+    pub(crate) child: Child,
+    group: Group,
+    program: String,
+    started: Instant,
+    kill_grace: Duration,
+    sandboxed: bool,
+}
+
+impl Spawned {
+    /// Waits for the command to end, its time limit or `cancel`: how it ended, whether
+    /// the host stopped it, and how long it ran. What it left running in its group is
+    /// killed.
+    pub(crate) async fn wait(
+        &mut self,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<(Exit, Option<Stopped>, u64), ExecError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (status, stopped) = tokio::select! {
+            status = self.child.wait() => (status, None),
+            () = tokio::time::sleep_until(deadline) => (self.stop().await, Some(Stopped::TimedOut)),
+            () = cancel.cancelled() => (self.stop().await, Some(Stopped::Cancelled)),
+        };
+        // What the command left running in its group ends with it.
+        self.group.kill();
+        let duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let exit = match status {
+            Ok(status) if self.sandboxed => from_sandbox(exit_of(status)),
+            Ok(status) => exit_of(status),
+            Err(error) => {
+                return Err(ExecError::Spawn {
+                    program: self.program.clone(),
+                    detail: format!("waiting for it failed: {error}"),
+                });
+            }
+        };
+        Ok((exit, stopped, duration_ms))
+    }
+
+    /// Asks the group to stop, and kills it after the grace.
+    async fn stop(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.group.terminate();
+        match tokio::time::timeout(self.kill_grace, self.child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                self.group.kill();
+                self.child.wait().await
+            }
         }
     }
 }

@@ -21,6 +21,7 @@
 mod capture;
 mod env;
 mod group;
+mod jobs;
 mod local;
 mod sandbox;
 
@@ -29,6 +30,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use capture::Captured;
+pub use jobs::{JobId, JobLimits, JobOutput, JobSummary};
 pub use local::LocalCommands;
 pub use sandbox::{ProcessLimits, Sandbox, SandboxPolicy, SandboxUnavailable};
 
@@ -69,6 +71,8 @@ pub struct CommandLimits {
     pub kill_grace: Duration,
     /// Host environment variables a command gets, by name, besides the base ones.
     pub pass_env: Vec<String>,
+    /// The bounds of background jobs.
+    pub jobs: JobLimits,
 }
 
 impl Default for CommandLimits {
@@ -80,6 +84,7 @@ impl Default for CommandLimits {
             max_command_bytes: 64 * 1024,
             kill_grace: Duration::from_secs(2),
             pass_env: Vec::new(),
+            jobs: JobLimits::default(),
         }
     }
 }
@@ -140,6 +145,21 @@ pub enum ExecError {
     NotADirectory {
         /// As asked.
         path: String,
+    },
+    /// A background job cannot start: the bound of jobs kept is reached and every one
+    /// of them still runs.
+    #[error("{scope} already keeps {limit} background jobs, all running: kill one first")]
+    TooManyJobs {
+        /// The bound.
+        limit: usize,
+        /// Whose bound: this Session's or this Computer's.
+        scope: &'static str,
+    },
+    /// No background job of the caller has this id.
+    #[error("no background job {job} of this Session")]
+    NoSuchJob {
+        /// As asked.
+        job: JobId,
     },
     /// The program could not be started.
     #[error("could not start {program}: {detail}")]

@@ -5,6 +5,7 @@ mod computers;
 mod edit_errors;
 mod files_module;
 mod grep_memory;
+mod jobs;
 mod mcp_background;
 mod mcp_run;
 mod mcp_servers;

@@ -214,6 +214,9 @@ pub struct Contribution {
     /// Offered with the `tools` grant, or with `files` when the host handed the
     /// extension a file port ([`RunContext::files`]).
     pub tools: Option<Module>,
+    /// Further modules offered on the same terms, each its own tool namespace (Home
+    /// offers `files` and, for Computers that run commands, `commands` and `jobs`).
+    pub more_tools: Vec<Module>,
 }
 
 /// One extension: a definition plus hooks, all synchronous and free of I/O.

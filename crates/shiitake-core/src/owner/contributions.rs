@@ -138,8 +138,14 @@ pub(crate) fn contribute<'r>(
             out.sections
                 .push((id.clone(), bound_prompt_section(&section)));
         }
-        if wants_tools && let Some(module) = contribution.tools {
-            out.modules.push((id.clone(), module));
+        if wants_tools {
+            for module in contribution
+                .tools
+                .into_iter()
+                .chain(contribution.more_tools)
+            {
+                out.modules.push((id.clone(), module));
+            }
         }
     }
     out

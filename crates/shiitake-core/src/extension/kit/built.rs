@@ -188,6 +188,7 @@ where
         Contribution {
             prompt_section,
             tools: self.module(run, &tools, own.tools),
+            more_tools: own.more_tools,
         }
     }
 

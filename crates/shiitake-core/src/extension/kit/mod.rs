@@ -328,8 +328,8 @@ impl<C: ExtensionContract, R: Clone + Send + Sync + 'static> ExtensionKit<C, R> 
         tools: impl Fn(&RunContext<'_>, ToolTx) -> Option<Module> + Send + Sync + 'static,
     ) -> Self {
         self.declared.run = Some(Box::new(move |run, tx| Contribution {
-            prompt_section: None,
             tools: tools(run, tx),
+            ..Contribution::default()
         }));
         self.grant(Grant::Tools)
     }

@@ -1,0 +1,349 @@
+//! Background jobs: commands that go on after the call that started them (servers,
+//! watchers, long builds). Each job's output (both streams, as they come) is kept in a
+//! bounded ring read from a cursor; its owner (a Session) reads, lists and kills its own
+//! jobs only. The table is bounded per Computer and per owner; a finished job stays
+//! listed until a new job needs its place.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio_util::sync::CancellationToken;
+
+use super::local::LocalCommands;
+use super::{CommandLine, ExecError, ExecRequest, Exit, Stopped};
+
+/// A background job's id, unique in its Computer for the host's life (`job-1`, `job-2`, …).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct JobId(String);
+
+impl JobId {
+    /// The id as the model writes it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Reads an id as given; whether such a job exists is the table's to say.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+}
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A job as a listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSummary {
+    /// Its id.
+    pub job: JobId,
+    /// What it runs, as asked (a shell line, or the argv joined by spaces).
+    pub command: String,
+    /// Whether it still runs.
+    pub running: bool,
+    /// How it ended, once it has.
+    pub exit: Option<Exit>,
+    /// Why the host stopped it, when it did.
+    pub stopped: Option<Stopped>,
+    /// Bytes of output it wrote so far (both streams).
+    pub output_bytes: u64,
+}
+
+/// New output of a job, from a cursor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobOutput {
+    /// The job and its state now.
+    #[serde(flatten)]
+    pub summary: JobSummary,
+    /// Output from the cursor on (lossy UTF-8), at most the Computer's output bound.
+    pub output: String,
+    /// Bytes between the cursor asked and what the ring still held, no longer kept.
+    pub skipped_bytes: u64,
+    /// Where the next read goes on from.
+    pub cursor: u64,
+}
+
+/// The bounds of a Computer's background jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobLimits {
+    /// Jobs a Computer keeps at once (running or finished, all owners).
+    pub per_computer: usize,
+    /// Jobs one owner keeps at once.
+    pub per_owner: usize,
+    /// Output bytes kept per job (the latest ones).
+    pub ring_bytes: usize,
+}
+
+impl Default for JobLimits {
+    fn default() -> Self {
+        Self {
+            per_computer: 16,
+            per_owner: 8,
+            ring_bytes: 1 << 20,
+        }
+    }
+}
+
+/// The jobs of one Computer.
+#[derive(Debug, Default)]
+pub(crate) struct JobTable {
+    next: u64,
+    jobs: BTreeMap<u64, Job>,
+}
+
+#[derive(Debug)]
+struct Job {
+    id: JobId,
+    owner: String,
+    command: String,
+    state: Arc<Mutex<JobState>>,
+    cancel: CancellationToken,
+    done: tokio::sync::watch::Receiver<bool>,
+}
+
+#[derive(Debug)]
+struct JobState {
+    ring: VecDeque<u8>,
+    /// The absolute offset of `ring[0]`.
+    start: u64,
+    limit: usize,
+    exit: Option<Exit>,
+    stopped: Option<Stopped>,
+    running: bool,
+}
+
+impl JobState {
+    fn push(&mut self, bytes: &[u8]) {
+        self.ring.extend(bytes);
+        let over = self.ring.len().saturating_sub(self.limit);
+        if over > 0 {
+            self.ring.drain(..over);
+            self.start += over as u64;
+        }
+    }
+
+    fn end(&self) -> u64 {
+        self.start + self.ring.len() as u64
+    }
+}
+
+impl Job {
+    fn summary(&self) -> JobSummary {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        JobSummary {
+            job: self.id.clone(),
+            command: self.command.clone(),
+            running: state.running,
+            exit: state.exit,
+            stopped: state.stopped,
+            output_bytes: state.end(),
+        }
+    }
+}
+
+impl LocalCommands {
+    /// Starts `request` as a background job of `owner`: the call answers at once, the
+    /// command runs until it ends, its time limit (the host's longest when it names
+    /// none) or [`kill_job`](Self::kill_job).
+    pub fn start_job(&self, request: &ExecRequest, owner: &str) -> Result<JobSummary, ExecError> {
+        let timeout = match request.timeout {
+            None => self.limits().max_timeout,
+            Some(_) => self.timeout(request.timeout)?,
+        };
+        let limits = self.job_limits();
+        let mut table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+        make_room(&mut table, owner, limits)?;
+        let mut spawned = self.spawn(request)?;
+        table.next += 1;
+        let number = table.next;
+        let state = Arc::new(Mutex::new(JobState {
+            ring: VecDeque::new(),
+            start: 0,
+            limit: limits.ring_bytes,
+            exit: None,
+            stopped: None,
+            running: true,
+        }));
+        let cancel = CancellationToken::new();
+        let (done_tx, done) = tokio::sync::watch::channel(false);
+        let readers = [
+            read_into(spawned.child.stdout.take(), state.clone()),
+            read_into(spawned.child.stderr.take(), state.clone()),
+        ];
+        let (task_state, task_cancel) = (state.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let ended = spawned.wait(timeout, &task_cancel).await;
+            for reader in readers.into_iter().flatten() {
+                if tokio::time::timeout(Duration::from_millis(500), reader)
+                    .await
+                    .is_err()
+                {
+                    tracing::trace!("a job's output stayed open after it ended");
+                }
+            }
+            let mut state = task_state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.running = false;
+            match ended {
+                Ok((exit, stopped, _)) => {
+                    state.exit = Some(exit);
+                    state.stopped = stopped;
+                }
+                Err(error) => state.push(format!("\n[{error}]\n").as_bytes()),
+            }
+            drop(state);
+            let _ = done_tx.send(true);
+        });
+        let job = Job {
+            id: JobId(format!("job-{number}")),
+            owner: owner.to_owned(),
+            command: shown(&request.command),
+            state,
+            cancel,
+            done,
+        };
+        let summary = job.summary();
+        table.jobs.insert(number, job);
+        Ok(summary)
+    }
+
+    /// New output of `owner`'s job `job` from `cursor` (the start when absent), at most
+    /// the Computer's output bound.
+    pub fn job_output(
+        &self,
+        job: &JobId,
+        owner: &str,
+        cursor: Option<u64>,
+    ) -> Result<JobOutput, ExecError> {
+        let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+        let found = find(&table, job, owner)?;
+        let summary = found.summary();
+        let state = found.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let asked = cursor.unwrap_or(0).min(state.end());
+        let from = asked.max(state.start);
+        let offset = usize::try_from(from - state.start).unwrap_or(usize::MAX);
+        let bytes: Vec<u8> = state
+            .ring
+            .iter()
+            .skip(offset)
+            .take(self.limits().output_bytes)
+            .copied()
+            .collect();
+        let next = from + bytes.len() as u64;
+        Ok(JobOutput {
+            summary,
+            output: String::from_utf8_lossy(&bytes).into_owned(),
+            skipped_bytes: from - asked,
+            cursor: next,
+        })
+    }
+
+    /// Ends `owner`'s job `job` (its whole group, as a timeout would) and answers its
+    /// state once it ended.
+    pub async fn kill_job(&self, job: &JobId, owner: &str) -> Result<JobSummary, ExecError> {
+        let (cancel, mut done) = {
+            let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+            let found = find(&table, job, owner)?;
+            (found.cancel.clone(), found.done.clone())
+        };
+        cancel.cancel();
+        let wait = self.limits().kill_grace + Duration::from_secs(2);
+        if tokio::time::timeout(wait, done.wait_for(|done| *done))
+            .await
+            .is_err()
+        {
+            tracing::warn!(%job, "a killed job did not end in time");
+        }
+        let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(find(&table, job, owner)?.summary())
+    }
+
+    /// `owner`'s jobs, oldest first.
+    pub fn list_jobs(&self, owner: &str) -> Vec<JobSummary> {
+        let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+        table
+            .jobs
+            .values()
+            .filter(|job| job.owner == owner)
+            .map(Job::summary)
+            .collect()
+    }
+}
+
+/// Makes room for one more job of `owner`: the oldest finished job goes when a bound is
+/// reached; refused when every job in the way still runs.
+fn make_room(table: &mut JobTable, owner: &str, limits: JobLimits) -> Result<(), ExecError> {
+    let owned = |table: &JobTable| table.jobs.values().filter(|j| j.owner == owner).count();
+    while owned(table) >= limits.per_owner {
+        let finished = table
+            .jobs
+            .iter()
+            .find(|(_, job)| job.owner == owner && !job.summary().running)
+            .map(|(number, _)| *number);
+        let Some(number) = finished else {
+            return Err(ExecError::TooManyJobs {
+                limit: limits.per_owner,
+                scope: "this Session",
+            });
+        };
+        table.jobs.remove(&number);
+    }
+    while table.jobs.len() >= limits.per_computer {
+        let finished = table
+            .jobs
+            .iter()
+            .find(|(_, job)| !job.summary().running)
+            .map(|(number, _)| *number);
+        let Some(number) = finished else {
+            return Err(ExecError::TooManyJobs {
+                limit: limits.per_computer,
+                scope: "this Computer",
+            });
+        };
+        table.jobs.remove(&number);
+    }
+    Ok(())
+}
+
+fn find<'a>(table: &'a JobTable, job: &JobId, owner: &str) -> Result<&'a Job, ExecError> {
+    table
+        .jobs
+        .values()
+        .find(|found| &found.id == job && found.owner == owner)
+        .ok_or_else(|| ExecError::NoSuchJob { job: job.clone() })
+}
+
+/// How a command is shown in a listing.
+fn shown(command: &CommandLine) -> String {
+    match command {
+        CommandLine::Shell(line) => line.clone(),
+        CommandLine::Argv(argv) => argv.join(" "),
+    }
+}
+
+/// Reads one stream into the job's ring until it ends.
+fn read_into(
+    stream: Option<impl AsyncRead + Unpin + Send + 'static>,
+    state: Arc<Mutex<JobState>>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    stream.map(|mut stream| {
+        tokio::spawn(async move {
+            let mut buffer = vec![0u8; 16 * 1024];
+            loop {
+                match stream.read(&mut buffer).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(read) => state
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(&buffer[..read]),
+                }
+            }
+        })
+    })
+}
