@@ -28,6 +28,10 @@ pub struct Attachment {
     pub attachment_id: AttachmentId,
     /// The host-scoped Files port of the attachment (its jail, its patch engine if any).
     pub port: Arc<dyn Files>,
+    /// Commands run in the attachment's root, when the host lets them run there
+    /// (`commands.exec` and the `jobs` tools; docs/commands.md).
+    #[cfg(unix)]
+    pub commands: Option<Arc<knapsack::exec::LocalCommands>>,
 }
 
 impl Attachment {
@@ -37,7 +41,18 @@ impl Attachment {
             name,
             attachment_id,
             port,
+            #[cfg(unix)]
+            commands: None,
         }
+    }
+
+    /// The same attachment, its commands run by `commands` (which the host built for the
+    /// same root, with its limits and sandbox).
+    #[cfg(unix)]
+    #[must_use]
+    pub fn with_commands(mut self, commands: knapsack::exec::LocalCommands) -> Self {
+        self.commands = Some(Arc::new(commands));
+        self
     }
 }
 

@@ -66,23 +66,15 @@ pub fn add_home(
 }
 
 /// The host's current attachments as a table (duplicates left out, reported).
-fn table(
-    computers: &dyn Computers,
-) -> (Vec<Entry<Arc<dyn knapsack::Files>>>, Vec<AttachmentProblem>) {
+fn table(computers: &dyn Computers) -> (Vec<Entry<Attachment>>, Vec<AttachmentProblem>) {
     let entries = computers
         .read()
         .into_iter()
-        .map(
-            |Attachment {
-                 name,
-                 attachment_id,
-                 port,
-             }| Entry {
-                name,
-                attachment_id,
-                value: port,
-            },
-        )
+        .map(|attachment| Entry {
+            name: attachment.name.clone(),
+            attachment_id: attachment.attachment_id.clone(),
+            value: attachment,
+        })
         .collect();
     state::table(entries)
 }
@@ -134,7 +126,7 @@ fn view(state: &StateView<'_>, computers: &dyn Computers) -> HomeView {
             .map(|entry| AttachmentView {
                 name: entry.name.clone(),
                 attachment_id: entry.attachment_id.clone(),
-                patch: entry.value.patch_engine().is_some(),
+                patch: entry.value.port.patch_engine().is_some(),
             })
             .collect(),
         problems,
@@ -151,7 +143,7 @@ fn capture(run: &RunContext<'_>, tools: ToolTx) -> Contribution {
                 prompt_section: Some(format!(
                     "Home's file tools are not available to this run ({error})."
                 )),
-                tools: None,
+                ..Contribution::default()
             };
         }
     };
@@ -171,10 +163,10 @@ fn capture(run: &RunContext<'_>, tools: ToolTx) -> Contribution {
     let Some(home) = home else {
         return Contribution {
             prompt_section: Some(prompt::section(&home_state, &names, false)),
-            tools: None,
+            ..Contribution::default()
         };
     };
-    let patch = home.value.patch_engine().is_some();
+    let patch = home.value.port.patch_engine().is_some();
     let adoption = match &home_state {
         HomeState::Adoptable { attachment_id, .. } => Some(Adoption {
             attachment_id: attachment_id.clone(),
@@ -185,19 +177,30 @@ fn capture(run: &RunContext<'_>, tools: ToolTx) -> Contribution {
     };
     let named: BTreeMap<String, _> = table
         .iter()
-        .map(|entry| (entry.name.as_str().to_owned(), entry.value.clone()))
+        .map(|entry| (entry.name.as_str().to_owned(), entry.value.port.clone()))
         .collect();
+    #[cfg(unix)]
+    let commands = crate::commands::RunCommands::capture(run, home, &table);
     let files = Arc::new(RunFiles {
-        home: home.value.clone(),
+        home: home.value.port.clone(),
         named,
         adoption,
+        #[cfg(unix)]
+        commands,
     });
-    let module = tools::module(files)
+    let module = tools::module(files.clone())
         .inspect_err(|error| tracing::error!(%error, "Home's file tools could not be built"))
         .ok();
+    #[cfg(unix)]
+    let more_tools = crate::commands::modules(&files)
+        .inspect_err(|error| tracing::error!(%error, "Home's command tools could not be built"))
+        .unwrap_or_default();
+    #[cfg(not(unix))]
+    let more_tools = Vec::new();
     Contribution {
         prompt_section: Some(prompt::section(&home_state, &names, patch)),
         tools: module,
+        more_tools,
     }
 }
 

@@ -29,6 +29,8 @@ pub mod contract;
 pub mod route;
 pub mod state;
 
+#[cfg(all(feature = "runtime", unix))]
+mod commands;
 #[cfg(feature = "runtime")]
 mod computers;
 #[cfg(feature = "runtime")]

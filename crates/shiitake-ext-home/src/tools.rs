@@ -35,6 +35,9 @@ pub(crate) struct RunFiles {
     pub(crate) home: Arc<dyn Files>,
     pub(crate) named: BTreeMap<String, Arc<dyn Files>>,
     pub(crate) adoption: Option<Adoption>,
+    /// The run's Computers that run commands (`commands.rs`).
+    #[cfg(unix)]
+    pub(crate) commands: crate::commands::RunCommands,
 }
 
 /// A sole attachment this run adopted; recorded by the first tool call.
@@ -73,7 +76,7 @@ impl RunFiles {
     }
 
     /// Records the adoption the first time a tool of this run is used.
-    async fn adopt_once(&self) {
+    pub(crate) async fn adopt_once(&self) {
         let Some(adoption) = &self.adoption else {
             return;
         };
@@ -100,7 +103,7 @@ impl RunFiles {
     }
 }
 
-fn failed(kind: &str, message: String) -> ToolError {
+pub(crate) fn failed(kind: &str, message: String) -> ToolError {
     ToolError::ForModel(
         ForModelError::new(ForModelKind::Failed, message).with_details(json!({ "kind": kind })),
     )
@@ -226,7 +229,7 @@ pub(crate) fn home_patch(text: &str) -> Result<String, ToolError> {
     })
 }
 
-fn tool<I, F, Fut>(
+pub(crate) fn tool<I, F, Fut>(
     run: &Arc<RunFiles>,
     name: &str,
     description: &str,

@@ -83,6 +83,7 @@ impl Extension for Counter {
             tools: Module::new(ModulePath::new("counter").unwrap(), "The counter.")
                 .with_operation(increment)
                 .ok(),
+            ..Contribution::default()
         }
     }
 }

@@ -496,6 +496,7 @@ async fn a_run_contribution_gives_the_prompt_and_the_tools_of_one_reading() {
                         .with_operation(look)
                         .unwrap(),
                 ),
+                ..Contribution::default()
             }
         })
         .build()

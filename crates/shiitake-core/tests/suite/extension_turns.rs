@@ -155,6 +155,7 @@ impl Extension for Recorder {
         Contribution {
             prompt_section: None,
             tools: module,
+            ..Contribution::default()
         }
     }
 }

@@ -153,6 +153,7 @@ impl Extension for Waiter {
             tools: Module::new(ModulePath::new("waiter").unwrap(), "Waits.")
                 .with_operation(wait)
                 .ok(),
+            ..Contribution::default()
         }
     }
 }

@@ -276,6 +276,7 @@ impl Extension for Probe {
         Contribution {
             prompt_section: Some(format!("{files}{}{directive}", self.section)),
             tools: Some(module),
+            ..Contribution::default()
         }
     }
 

@@ -1,0 +1,303 @@
+//! The command tools one run captures, on the attachments whose host lets commands run
+//! there (`Attachment::with_commands`): `commands.exec` runs a command (or starts a
+//! background job) in the Computer its working directory names, and `jobs.output`,
+//! `jobs.kill` and `jobs.list` follow the run's Session's jobs. Addresses route as the
+//! file tools' do: a bare path or `computer://home/` is on Home, `computer://<name>/` on
+//! another attachment. `exec` is unsafe to replay: after a crash its call is answered
+//! "outcome unknown", never run again (docs/commands.md).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use knapsack::exec::{CommandLine, ExecError, ExecRequest, JobId, LocalCommands};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use shiitake_capabilities::{
+    ForModelError, ForModelKind, Module, ModulePath, NameError, Replay, ToolError,
+};
+use shiitake_core::extension::RunContext;
+
+use crate::computers::Attachment;
+use crate::route::{Target, route};
+use crate::state::Entry;
+use crate::tools::{RunFiles, failed, tool};
+
+/// The module of `exec`.
+pub(crate) const COMMANDS: &str = "commands";
+/// The module of the background job tools.
+pub(crate) const JOBS: &str = "jobs";
+
+/// The run's Computers that run commands, by name, and whose jobs it sees.
+#[derive(Default)]
+pub(crate) struct RunCommands {
+    /// Jobs belong to the Session the run is of.
+    owner: String,
+    /// Home's name and commands, when Home runs commands.
+    home: Option<(String, Arc<LocalCommands>)>,
+    /// Every attachment that runs commands, Home's included.
+    named: BTreeMap<String, Arc<LocalCommands>>,
+}
+
+impl RunCommands {
+    /// What the run captures of `table`, whose Home is `home`.
+    pub(crate) fn capture(
+        run: &RunContext<'_>,
+        home: &Entry<Attachment>,
+        table: &[Entry<Attachment>],
+    ) -> Self {
+        let named = table
+            .iter()
+            .filter_map(|entry| {
+                let commands = entry.value.commands.clone()?;
+                Some((entry.name.as_str().to_owned(), commands))
+            })
+            .collect();
+        Self {
+            owner: run.session_id.to_string(),
+            home: home
+                .value
+                .commands
+                .clone()
+                .map(|commands| (home.name.as_str().to_owned(), commands)),
+            named,
+        }
+    }
+
+    /// The Computer an address names and the path on it.
+    fn routed<'a>(
+        &self,
+        address: &'a str,
+    ) -> Result<(&str, &Arc<LocalCommands>, &'a str), ToolError> {
+        let (target, path) =
+            route(address).map_err(|e| failed("no_such_computer", e.to_string()))?;
+        match target {
+            Target::Home => match &self.home {
+                Some((name, commands)) => Ok((name, commands, path)),
+                None => Err(failed(
+                    "no_commands",
+                    "Home does not run commands; another attached Computer may \
+                     (computer://<name>/)"
+                        .to_owned(),
+                )),
+            },
+            Target::Named(name) => self
+                .named
+                .get_key_value(name)
+                .map(|(name, commands)| (name.as_str(), commands, path))
+                .ok_or_else(|| {
+                    let known: Vec<&str> = self.named.keys().map(String::as_str).collect();
+                    ToolError::ForModel(
+                        ForModelError::new(
+                            ForModelKind::Failed,
+                            format!("no Computer named `{name}` runs commands in this run"),
+                        )
+                        .with_details(json!({"kind": "no_commands", "known": known})),
+                    )
+                }),
+        }
+    }
+
+    /// The Computer a job tool names (`computer`, Home when absent).
+    fn computer(&self, computer: Option<&str>) -> Result<(&str, &Arc<LocalCommands>), ToolError> {
+        let address = computer.map_or_else(String::new, |name| format!("computer://{name}/"));
+        let (name, commands, _) = self.routed(&address)?;
+        Ok((name, commands))
+    }
+}
+
+/// `commands.exec`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ExecInput {
+    /// A shell line, run with `sh -c`. Give this or `argv`, not both.
+    command: Option<String>,
+    /// A program and its arguments, run as they are, without a shell.
+    argv: Option<Vec<String>>,
+    /// The working directory: a path on Home, or computer://<name>/<path> on another
+    /// attached Computer; the Computer's root when absent.
+    cwd: Option<String>,
+    /// The time limit in seconds (the host's default when absent, at most its maximum).
+    timeout_seconds: Option<u64>,
+    /// Start it as a background job and answer at once with its id (servers, watchers,
+    /// long builds); read it with jobs.output.
+    background: Option<bool>,
+}
+
+/// `jobs.output`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct OutputInput {
+    /// The job's id, as exec answered it.
+    job: String,
+    /// The Computer the job runs on (Home when absent).
+    computer: Option<String>,
+    /// Where to read from: the `cursor` the last read answered; the start when absent.
+    cursor: Option<u64>,
+}
+
+/// `jobs.kill`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct KillInput {
+    /// The job's id.
+    job: String,
+    /// The Computer the job runs on (Home when absent).
+    computer: Option<String>,
+}
+
+/// `jobs.list`'s input: nothing.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListInput {}
+
+/// What a command or a job answers, with the Computer it ran on.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OnComputer<T: Serialize> {
+    computer: String,
+    #[serde(flatten)]
+    result: T,
+}
+
+/// The run's `commands` and `jobs` modules; none when no attachment runs commands.
+pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
+    if run.commands.named.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut commands = Module::new(
+        ModulePath::new(COMMANDS)?,
+        "Commands on Home and the other attached Computers that run them.",
+    );
+    let exec = tool::<ExecInput, _, _>(
+        run,
+        "exec",
+        "Runs one command in a Computer's root, in its sandbox: `command` (a shell line) or \
+         `argv`; `cwd` a path on Home or computer://<name>/<path>. Answers the exit status \
+         (or signal), the duration and both output streams (head and tail kept, with how \
+         many bytes were cut), and whether the time limit stopped it. With `background`, \
+         answers a job id at once (jobs.output reads it).",
+        |run, input| async move { exec(&run, input).await },
+    )?
+    .with_replay(Replay::Unsafe);
+    commands.add_operation(exec)?;
+    let mut jobs = Module::new(
+        ModulePath::new(JOBS)?,
+        "This Session's background jobs (commands.exec with background).",
+    );
+    jobs.add_operation(tool::<OutputInput, _, _>(
+        run,
+        "output",
+        "Reads a background job's new output from `cursor` (both streams, as they came, at \
+         most 64 KiB; continue from the cursor answered) and whether it still runs.",
+        |run, input| async move {
+            let (name, commands) = run.commands.computer(input.computer.as_deref())?;
+            let job = JobId::new(input.job);
+            let output = commands
+                .job_output(&job, &run.commands.owner, input.cursor)
+                .map_err(exec_error)?;
+            answer(name, output)
+        },
+    )?)?;
+    jobs.add_operation(tool::<KillInput, _, _>(
+        run,
+        "kill",
+        "Ends a background job and everything it started, and answers how it ended.",
+        |run, input| async move {
+            let (name, commands) = run.commands.computer(input.computer.as_deref())?;
+            let job = JobId::new(input.job);
+            let killed = commands
+                .kill_job(&job, &run.commands.owner)
+                .await
+                .map_err(exec_error)?;
+            answer(name, killed)
+        },
+    )?)?;
+    jobs.add_operation(tool::<ListInput, _, _>(
+        run,
+        "list",
+        "Lists this Session's background jobs on every attached Computer.",
+        |run, _input| async move {
+            let listed: Vec<_> = run
+                .commands
+                .named
+                .iter()
+                .flat_map(|(name, commands)| {
+                    commands
+                        .list_jobs(&run.commands.owner)
+                        .into_iter()
+                        .map(|job| OnComputer {
+                            computer: name.clone(),
+                            result: job,
+                        })
+                })
+                .collect();
+            serde_json::to_value(json!({ "jobs": listed }))
+                .map_err(|e| ToolError::fatal_from("a job listing did not serialise", e))
+        },
+    )?)?;
+    Ok(vec![commands, jobs])
+}
+
+/// Runs (or starts) one command on the Computer its `cwd` names.
+async fn exec(run: &RunFiles, input: ExecInput) -> Result<Value, ToolError> {
+    let command = match (input.command, input.argv) {
+        (Some(line), None) => CommandLine::Shell(line),
+        (None, Some(argv)) => CommandLine::Argv(argv),
+        (Some(_), Some(_)) => return Err(invalid("give `command` or `argv`, not both")),
+        (None, None) => return Err(invalid("give `command` (a shell line) or `argv`")),
+    };
+    let address = input.cwd.unwrap_or_default();
+    let (name, commands, path) = run.commands.routed(&address)?;
+    let request = ExecRequest {
+        command,
+        cwd: (!path.is_empty()).then(|| path.to_owned()),
+        timeout: input.timeout_seconds.map(Duration::from_secs),
+    };
+    if input.background == Some(true) {
+        let started = commands
+            .start_job(&request, &run.commands.owner)
+            .map_err(exec_error)?;
+        return answer(name, started);
+    }
+    // A cancel of the call drops this future: the command's group is killed with it.
+    let output = commands
+        .exec(&request, &tokio_util::sync::CancellationToken::new())
+        .await
+        .map_err(exec_error)?;
+    answer(name, output)
+}
+
+fn answer<T: Serialize>(computer: &str, result: T) -> Result<Value, ToolError> {
+    serde_json::to_value(OnComputer {
+        computer: computer.to_owned(),
+        result,
+    })
+    .map_err(|e| ToolError::fatal_from("a command's result did not serialise", e))
+}
+
+fn invalid(message: &str) -> ToolError {
+    ToolError::ForModel(ForModelError::new(
+        ForModelKind::InvalidInput,
+        message.to_owned(),
+    ))
+}
+
+/// A command that could not run, as the model reads it.
+fn exec_error(error: ExecError) -> ToolError {
+    let kind = match &error {
+        ExecError::Invalid { .. } => {
+            return ToolError::ForModel(
+                ForModelError::new(ForModelKind::InvalidInput, error.to_string())
+                    .with_details(json!({"kind": "invalid_command"})),
+            );
+        }
+        ExecError::OutsideRoot { .. } => "outside_root",
+        ExecError::NotADirectory { .. } => "not_a_directory",
+        ExecError::TooManyJobs { .. } => "too_many_jobs",
+        ExecError::NoSuchJob { .. } => "no_such_job",
+        ExecError::Spawn { .. } => "spawn_failed",
+    };
+    failed(kind, error.to_string())
+}
