@@ -287,12 +287,14 @@ impl Default for Policy {
 }
 
 /// The file tools that change files, as Home and Knapsack name them, on the workspace
-/// (`files__*`) and on another Computer (`*__files__*`).
-const EDIT_PATTERNS: [&str; 4] = [
+/// (`files__*`) and on another Computer (`*__files__*`), and Home's command tool, which
+/// can change anything in a Computer's root (docs/commands.md).
+const EDIT_PATTERNS: [&str; 5] = [
     "files__edit",
     "files__apply_patch",
     "*__files__edit",
     "*__files__apply_patch",
+    "commands__exec",
 ];
 
 impl Policy {
@@ -304,8 +306,8 @@ impl Policy {
         }
     }
 
-    /// Asks before the file tools that change files and allows everything else: what
-    /// `shiitake serve` does unless told otherwise.
+    /// Asks before the file tools that change files and before commands, and allows
+    /// everything else: what `shiitake serve` does unless told otherwise.
     pub fn asks_before_edits() -> Self {
         Self {
             rules: EDIT_PATTERNS

@@ -17,6 +17,7 @@
 //! - [`operations`]: what an operator watches: `--metrics` and `--log-format`.
 
 mod approval;
+mod commands;
 mod connections;
 mod database;
 mod datadir;
@@ -105,6 +106,9 @@ pub struct ServeArgs {
     /// The bounds on HTTP connections.
     #[command(flatten)]
     connections: connections::ConnectionArgs,
+    /// Which Computers run commands, and in what sandbox.
+    #[command(flatten)]
+    commands: commands::CommandArgs,
     /// Before a tool not marked safe to repeat runs: `ask` a person or `allow` it.
     /// Default: ask before the file tools that edit, allow the rest.
     #[arg(long, value_enum, value_name = "ask|allow")]
@@ -360,7 +364,11 @@ pub async fn run(
     let exporter = args.operations.exporter()?;
     let tools = catalog(&args.mcp, redactions).await?;
     let dirs = computer_dirs(args.workspace, args.computers)?;
+    commands::check(&args.commands, &dirs)?;
     let attachments = attach(&dirs, &data_dir)?;
+    let mut hidden = vec![data_dir.as_path()];
+    hidden.extend(args.token_file.as_deref());
+    let (attachments, equipped) = commands::equip(attachments, &dirs, &hidden, &args.commands)?;
     let skills = skills(&args.skills).await;
     let offered_tools = models::offered_tools(args.tools.as_deref())?;
     let approvals = approval::policy(args.approve, &args.approve_tools)?;
@@ -402,6 +410,7 @@ pub async fn run(
             dir.display()
         );
     }
+    println!("{}", equipped.line());
     println!("shiitake: agents {}", host.names().join(", "));
     if let Database::Postgres(_) = database {
         println!("shiitake: the Hub roster; other processes on this database share its Sessions");
