@@ -10,6 +10,7 @@ mod kill_and_restart;
 mod log_colour;
 mod real_local_model;
 mod scripted_place;
+mod serve_commands;
 mod serve_database;
 mod serve_disk_full;
 mod serve_hardening;

@@ -1,0 +1,203 @@
+//! Computers that run commands, end to end against the release binary: a scripted model
+//! writes a file and a script with `commands.exec`, runs the script, which reads the
+//! file, and reads its output; and a `serve` killed with SIGKILL while a command runs
+//! leaves no process of it behind, and after the restart the call is answered "outcome
+//! unknown", never run again. Both in the sandbox (bubblewrap), as `serve` runs them by
+//! default.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use knapsack::exec::{Sandbox, SandboxPolicy};
+use serde_json::json;
+use shiitake_test_services::{Missing, Service};
+
+use crate::support::{Serve, free_port, script, stdout, wait_with_timeout};
+
+/// Whether the sandbox can be had here: `false` after the skip line (a failure under
+/// SHIITAKE_REQUIRE_SERVICES).
+fn sandbox_here() -> bool {
+    let found = Sandbox::detect(SandboxPolicy::default())
+        .map(|_| ())
+        .map_err(|error| Missing::new(error.to_string()));
+    Service::Sandbox.check(found).is_some()
+}
+
+fn serve(dir: &Path, workspace: &Path, port: u16, model: &str) -> Serve {
+    let workspace = workspace.display().to_string();
+    Serve::start_with(
+        &dir.join("data"),
+        &["--workspace", &workspace, "--approve", "allow"],
+        port,
+        Some(model),
+    )
+}
+
+#[test]
+fn a_model_writes_a_script_runs_it_and_reads_what_it_printed() {
+    if !sandbox_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let write = "printf 'hello from the data\\n' > input.txt && \
+                 printf '#!/bin/sh\\nread line < input.txt\\necho \"read: $line\"\\nexit 3\\n' > read.sh && \
+                 chmod +x read.sh";
+    let model = script(
+        dir.path(),
+        &json!({
+            "model": "scripted",
+            "turns": [
+                {"steps": [{"tool_call": {"name": "commands__exec", "arguments": {"command": write}}}]},
+                {"steps": [{"tool_call": {"name": "commands__exec", "arguments": {"argv": ["./read.sh"]}}}]},
+                {"steps": [{"text": "The script read the data."}]}
+            ]
+        }),
+    );
+    let serve = serve(dir.path(), &workspace, free_port(), &model);
+    assert!(
+        serve
+            .printed()
+            .iter()
+            .any(|line| line.contains("commands run in the sandbox")),
+        "{:?}",
+        serve.printed()
+    );
+    let output = serve.chat("Run the script.\n", Duration::from_secs(60));
+    let printed = stdout(&output);
+    assert!(output.status.success(), "{printed}");
+    let results: Vec<&str> = printed
+        .lines()
+        .filter(|line| line.starts_with("[tool result] commands__exec:"))
+        .collect();
+    assert_eq!(results.len(), 2, "{printed}");
+    assert!(results[0].contains("\"code\":0"), "{}", results[0]);
+    assert!(
+        results[1].contains("read: hello from the data"),
+        "{}",
+        results[1]
+    );
+    assert!(results[1].contains("\"code\":3"), "{}", results[1]);
+    assert!(
+        printed.contains("assistant: The script read the data."),
+        "{printed}"
+    );
+    // What the command wrote is in the Computer's directory, seen from outside.
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("input.txt")).unwrap(),
+        "hello from the data\n"
+    );
+}
+
+/// The host pids of live processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            (!zombie && String::from_utf8_lossy(&cmdline).contains(marker)).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn a_command_running_when_serve_is_killed_dies_with_it_and_is_not_run_again() {
+    if !sandbox_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let marker = format!("{}.{}", 400 + std::process::id() % 100, std::process::id());
+    let line = format!(
+        "echo ran >> runs.txt; (setsid sleep {marker} &); sleep {marker}; echo never >> runs.txt"
+    );
+    let model = script(
+        dir.path(),
+        &json!({
+            "model": "scripted",
+            "turns": [
+                {"steps": [{"tool_call": {"name": "commands__exec", "arguments": {"command": line}}}]},
+                {"steps": [{"text": "I cannot tell whether it finished."}]}
+            ]
+        }),
+    );
+    let port = free_port();
+    let mut first = serve(dir.path(), &workspace, port, &model);
+    let created = first
+        .command(&["chat"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let created = stdout(&created);
+    let session = created
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("ses_"))
+        .map(|id| format!("ses_{}", id.trim_end_matches(']')))
+        .unwrap_or_else(|| panic!("no session id in {created}"));
+    let sent = first
+        .command(&["send", &session, "run the long one"])
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    // The command runs: its two sleeps are up (one in a session of its own).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_with(&marker).len() < 2 {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    first.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with(&marker).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "left behind by the killed serve: {:?}",
+            processes_with(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let restarted = serve(dir.path(), &workspace, port, &model);
+    let mut watch = restarted
+        .command(&["watch", &session, "--until-idle"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let reader = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let output = wait_with_timeout(watch, Duration::from_secs(60));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed = reader.join().unwrap().join("\n");
+    assert!(printed.contains("outcome unknown"), "{printed}");
+    assert!(
+        printed.contains("assistant: I cannot tell whether it finished."),
+        "{printed}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("runs.txt")).unwrap(),
+        "ran\n",
+        "run once, never again, and never to its end"
+    );
+    assert!(processes_with(&marker).is_empty());
+}
