@@ -87,6 +87,7 @@ fn gate(policy: &Policy, tx: &mut Tx<'_>, call: &GatedCall) -> Result<GateVerdic
                 arguments: crate::preview::preview(&call.arguments),
                 fingerprint: crate::fingerprint::fingerprint(&call.tool_name, &call.arguments),
                 safe_to_repeat: call.replay == Replay::Safe,
+                command: crate::command::Command::from_arguments(&call.arguments),
                 now: tx.now(),
             };
             store::transact(tx, |book| Ok(book.call(policy, request)))?

@@ -26,11 +26,13 @@
 //! With `default-features = false` only the client's side compiles ([`contract`],
 //! [`policy`], [`preview`], [`state`], [`flow`], [`fingerprint`]), without shiitake-core.
 
+pub mod command;
 pub mod contract;
 pub mod fingerprint;
 pub mod flow;
 pub mod policy;
 pub mod preview;
+pub mod shell;
 pub mod state;
 mod text;
 

@@ -96,6 +96,18 @@ pub enum PolicyError {
     /// A ruling other than the three.
     #[error("expected allow, ask or deny, got {0:?}")]
     Ruling(String),
+    /// A command pattern longer than [`crate::command::MAX_COMMAND_PATTERN_BYTES`].
+    #[error(
+        "the command pattern is longer than {} bytes",
+        crate::command::MAX_COMMAND_PATTERN_BYTES
+    )]
+    CommandTooLong,
+    /// A control character in a command pattern.
+    #[error("the command pattern holds the control character {found:?}")]
+    CommandCharacter {
+        /// The character.
+        found: char,
+    },
     /// More rules than [`MAX_RULES`].
     #[error("more than {MAX_RULES} rules")]
     TooManyRules,
@@ -151,7 +163,7 @@ impl Pattern {
 
 /// Matches `pattern` (with `*`) against `text` in linear time and constant space:
 /// the classic greedy match that backs up to the last `*` on a mismatch.
-fn glob(pattern: &[u8], text: &[u8]) -> bool {
+pub(crate) fn glob(pattern: &[u8], text: &[u8]) -> bool {
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
@@ -236,6 +248,23 @@ pub enum Because {
     SafeToRepeat,
     /// No rule matched: the policy's default for tools with side effects.
     Default,
+    /// A command rule decided the call's command (`command.rs`).
+    Command {
+        /// The simple command it decided.
+        command: String,
+        /// The rule's pattern.
+        pattern: crate::command::CommandPattern,
+    },
+    /// Every command of the call only reads (the built-in list).
+    ReadOnly {
+        /// The command line.
+        command: String,
+    },
+    /// The call's command cannot be read without running it, so no command rule allows it.
+    Unreadable {
+        /// What could not be read.
+        reason: String,
+    },
 }
 
 /// A policy's answer for one tool.
@@ -266,6 +295,13 @@ impl Decided {
             Because::Default => {
                 format!("the host {verb} every tool not marked safe to repeat")
             }
+            Because::Command { command, pattern } => {
+                format!("the host {verb} `{command}` ({pattern}={})", self.ruling)
+            }
+            Because::ReadOnly { command } => format!("`{command}` only reads"),
+            Because::Unreadable { reason } => {
+                format!("the command holds {reason}, which cannot be judged without running it")
+            }
         }
     }
 }
@@ -277,6 +313,9 @@ pub struct Policy {
     pub rules: Vec<Rule>,
     /// What a tool no rule matches gets, unless it is safe to repeat.
     pub default: Ruling,
+    /// The rules on commands (`command.rs`), in the order given.
+    #[serde(default)]
+    pub commands: Vec<crate::command::CommandRule>,
 }
 
 impl Default for Policy {
@@ -303,6 +342,7 @@ impl Policy {
         Self {
             rules: Vec::new(),
             default,
+            commands: Vec::new(),
         }
     }
 
@@ -318,6 +358,7 @@ impl Policy {
                 })
                 .collect(),
             default: Ruling::Allow,
+            commands: Vec::new(),
         }
     }
 
@@ -368,9 +409,84 @@ impl Policy {
         }
     }
 
+    /// This policy with the command rule `rule` after its command rules.
+    pub fn with_command(mut self, rule: crate::command::CommandRule) -> Result<Self, PolicyError> {
+        if self.commands.len() >= MAX_RULES {
+            return Err(PolicyError::TooManyRules);
+        }
+        self.commands.push(rule);
+        Ok(self)
+    }
+
+    /// The ruling for a call of `tool` carrying `command`: for a tool that runs
+    /// commands ([`crate::command::COMMAND_TOOLS`]) the command rules judge each of its
+    /// simple commands (`command.rs`), and the tool's own ruling decides what they do
+    /// not; a tool rule that denies the tool outright still denies. Any other call is
+    /// [`decide`](Self::decide)'s.
+    pub fn decide_call(
+        &self,
+        tool: &str,
+        safe_to_repeat: bool,
+        command: Option<&crate::command::Command>,
+    ) -> Decided {
+        use crate::command::{COMMAND_TOOLS, Judged, judge};
+        let by_tool = self.decide(tool, safe_to_repeat);
+        let Some(command) = command.filter(|_| COMMAND_TOOLS.contains(&tool)) else {
+            return by_tool;
+        };
+        if by_tool.ruling == Ruling::Deny && matches!(by_tool.because, Because::Rule { .. }) {
+            return by_tool;
+        }
+        match judge(&self.commands, command) {
+            Judged::Ruled {
+                ruling,
+                command: shown,
+                pattern,
+            } => Decided {
+                ruling,
+                because: match pattern {
+                    Some(pattern) => Because::Command {
+                        command: shown,
+                        pattern,
+                    },
+                    None => Because::ReadOnly {
+                        command: command.to_string(),
+                    },
+                },
+            },
+            Judged::Unjudged { strictest, .. } => match strictest {
+                Some((ruling, shown, pattern)) if ruling > by_tool.ruling => Decided {
+                    ruling,
+                    because: Because::Command {
+                        command: shown,
+                        pattern,
+                    },
+                },
+                _ => by_tool,
+            },
+            Judged::Unreadable(reason) => {
+                // With a command denied by rule, a line that hides what it runs asks.
+                let floor = if self.commands.iter().any(|rule| rule.ruling == Ruling::Deny) {
+                    Ruling::Ask
+                } else {
+                    Ruling::Allow
+                };
+                Decided {
+                    ruling: by_tool.ruling.max(floor),
+                    because: Because::Unreadable { reason },
+                }
+            }
+        }
+    }
+
     /// `default ask; files__edit=ask, …`: the policy in one line, for a start-up line.
     pub fn describe(&self) -> String {
-        let rules: Vec<String> = self.rules.iter().map(Rule::to_string).collect();
+        let rules: Vec<String> = self
+            .rules
+            .iter()
+            .map(Rule::to_string)
+            .chain(self.commands.iter().map(|rule| format!("command {rule}")))
+            .collect();
         if rules.is_empty() {
             format!(
                 "{} before every tool not marked safe to repeat",
@@ -390,6 +506,68 @@ impl Policy {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn exec(line: &str) -> crate::command::Command {
+        crate::command::Command::Line(line.to_owned())
+    }
+
+    #[test]
+    fn a_command_call_is_judged_by_its_commands_and_the_tool_decides_the_rest() {
+        let policy = Policy::asks_before_edits()
+            .with_command("cargo test*=allow".parse().unwrap())
+            .unwrap()
+            .with_command("rm -rf*=deny".parse().unwrap())
+            .unwrap();
+        let ruling = |line: &str| {
+            policy
+                .decide_call("commands__exec", false, Some(&exec(line)))
+                .ruling
+        };
+        assert_eq!(ruling("ls -la && git status"), Ruling::Allow, "only reads");
+        assert_eq!(ruling("cargo test --all"), Ruling::Allow);
+        assert_eq!(ruling("make install"), Ruling::Ask, "the tool's own ruling");
+        assert_eq!(ruling("cargo test; make install"), Ruling::Ask);
+        assert_eq!(ruling("cargo test && rm -rf target"), Ruling::Deny);
+        assert_eq!(ruling("cargo test > out.txt"), Ruling::Ask, "writes a file");
+        assert_eq!(ruling("echo $(rm -rf /)"), Ruling::Ask);
+        let why = policy
+            .decide_call("commands__exec", false, Some(&exec("git status; rm -rf x")))
+            .why("commands__exec");
+        assert_eq!(why, "the host does not allow `rm -rf x` (rm -rf*=deny)");
+        // Another tool's call is the tool rules' alone, whatever its arguments.
+        assert_eq!(
+            policy
+                .decide_call("files__edit", false, Some(&exec("ls")))
+                .ruling,
+            Ruling::Ask
+        );
+
+        // A person who allows every tool still has the command rules' denials, and a
+        // line that hides what it runs asks then.
+        let allows = Policy::new(Ruling::Allow)
+            .with_command("rm -rf*=deny".parse().unwrap())
+            .unwrap();
+        let ruling = |line: &str| {
+            allows
+                .decide_call("commands__exec", false, Some(&exec(line)))
+                .ruling
+        };
+        assert_eq!(ruling("make install"), Ruling::Allow);
+        assert_eq!(ruling("rm -rf /"), Ruling::Deny);
+        assert_eq!(ruling("sh -c \"$X\""), Ruling::Ask);
+
+        // A tool rule that denies the tool denies every command, the read-only ones too.
+        let denies = Policy::parse(Ruling::Ask, ["commands__exec=deny"])
+            .unwrap()
+            .with_command("ls*=allow".parse().unwrap())
+            .unwrap();
+        assert_eq!(
+            denies
+                .decide_call("commands__exec", false, Some(&exec("ls")))
+                .ruling,
+            Ruling::Deny
+        );
+    }
 
     fn pattern(text: &str) -> Pattern {
         Pattern::new(text).unwrap_or_else(|error| panic!("{text}: {error}"))
@@ -558,7 +736,7 @@ mod tests {
             rules.insert(at.min(rules.len()), exact);
             // Another exact rule for the same tool later would win the tie; keep this one last of its kind.
             rules.retain(|r| r.pattern.as_str() != tool || r.ruling == ruling);
-            let policy = Policy { rules, default: Ruling::Ask };
+            let policy = Policy { rules, default: Ruling::Ask, commands: Vec::new() };
             prop_assert_eq!(policy.decide(&tool, safe).ruling, ruling);
         }
 
@@ -570,10 +748,10 @@ mod tests {
             safe: bool,
         ) {
             prop_assume!(!extra.pattern.matches(&tool));
-            let before = Policy { rules: rules.clone(), default: Ruling::Ask };
+            let before = Policy { rules: rules.clone(), default: Ruling::Ask, commands: Vec::new() };
             let mut more = rules;
             more.push(extra);
-            let after = Policy { rules: more, default: Ruling::Ask };
+            let after = Policy { rules: more, default: Ruling::Ask, commands: Vec::new() };
             prop_assert_eq!(before.decide(&tool, safe), after.decide(&tool, safe));
         }
 
@@ -583,7 +761,7 @@ mod tests {
             tool in "[ab_]{0,6}",
             default in prop_oneof![Just(Ruling::Allow), Just(Ruling::Ask), Just(Ruling::Deny)],
         ) {
-            let policy = Policy { rules, default };
+            let policy = Policy { rules, default, commands: Vec::new() };
             prop_assume!(!policy.rules.iter().any(|r| r.pattern.matches(&tool)));
             prop_assert_eq!(policy.decide(&tool, true).ruling, Ruling::Allow);
             prop_assert_eq!(policy.decide(&tool, false).ruling, default);

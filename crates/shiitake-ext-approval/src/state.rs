@@ -161,6 +161,8 @@ pub struct Call {
     pub fingerprint: String,
     /// Whether the tool is marked safe to repeat.
     pub safe_to_repeat: bool,
+    /// The command it runs, for a tool that runs commands (`crate::command`).
+    pub command: Option<crate::command::Command>,
     /// Unix milliseconds now.
     pub now: u64,
 }
@@ -260,6 +262,15 @@ impl Book {
     /// The model called a tool: allowed for the Session, allowed once, or the policy's
     /// ruling (a new approval when it asks).
     pub fn call(&mut self, policy: &Policy, call: Call) -> (Verdict, Vec<Effect>) {
+        let decided = policy.decide_call(&call.tool, call.safe_to_repeat, call.command.as_ref());
+        let why = decided.why(&call.tool);
+        // A command a rule denies stays denied, whatever was allowed for the Session.
+        if call.command.is_some() && decided.ruling == Ruling::Deny {
+            return (
+                Verdict::Deny(text::denied_by_policy(&call.tool, &why)),
+                Vec::new(),
+            );
+        }
         if self.allowed.contains(&call.tool) {
             return (Verdict::Allow, Vec::new());
         }
@@ -274,8 +285,6 @@ impl Book {
             self.one_time.remove(&number);
             return (Verdict::Allow, Vec::new());
         }
-        let decided = policy.decide(&call.tool, call.safe_to_repeat);
-        let why = decided.why(&call.tool);
         match decided.ruling {
             Ruling::Allow => (Verdict::Pass, Vec::new()),
             Ruling::Deny => (

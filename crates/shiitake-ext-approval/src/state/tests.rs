@@ -11,6 +11,7 @@ fn call(execution: &str, tool: &str) -> Call {
         arguments: json!({"path": "a.txt"}),
         fingerprint: format!("{tool}-a"),
         safe_to_repeat: false,
+        command: None,
         now: 5,
     }
 }
@@ -187,4 +188,30 @@ fn a_cancelled_run_withdraws_its_calls_and_a_settled_one_parks_them() {
     assert!(book.settled("r2", false).is_empty());
     assert_eq!(book.approvals[&2].stage, Stage::Parked);
     assert_eq!(book.projection().approvals.len(), 1);
+}
+
+#[test]
+fn a_command_a_rule_denies_stays_denied_after_commands_were_allowed_for_the_session() {
+    let policy = ask_all()
+        .with_command("rm -rf*=deny".parse().unwrap())
+        .unwrap();
+    let command = |execution: &str, line: &str| Call {
+        command: Some(crate::command::Command::Line(line.to_owned())),
+        fingerprint: format!("exec-{line}"),
+        ..call(execution, "commands__exec")
+    };
+    let mut book = Book::default();
+    assert_eq!(book.call(&policy, command("r1:c1", "make")).0, Verdict::Ask);
+    book.answer(&ApprovalId::new("ap1"), answer(Decision::AllowSession))
+        .unwrap();
+    assert_eq!(book.recheck("r1:c1"), Verdict::Allow);
+    assert_eq!(
+        book.call(&policy, command("r1:c2", "make install")).0,
+        Verdict::Allow,
+        "allowed for the Session"
+    );
+    assert!(matches!(
+        book.call(&policy, command("r1:c3", "make && rm -rf /")).0,
+        Verdict::Deny(_)
+    ));
 }

@@ -224,6 +224,7 @@ impl Sim {
                     arguments: json!({"n": args}),
                     fingerprint: fingerprint.clone(),
                     safe_to_repeat: false,
+                    command: None,
                     now: 0,
                 };
                 let allowances = self.book.one_time.len();

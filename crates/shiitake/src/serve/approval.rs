@@ -1,5 +1,5 @@
-//! `--approve` and `--approve-tool`: which tool calls wait for a person's approval
-//! (`shiitake-ext-approval`, `docs/ext-approval.md`).
+//! `--approve`, `--approve-tool` and `--approve-command`: which tool calls wait for a
+//! person's approval (`shiitake-ext-approval`, `docs/ext-approval.md`).
 
 use shiitake_ext_approval::policy::{Policy, Ruling};
 
@@ -33,9 +33,49 @@ pub fn policy(approve: Option<Approve>, rules: &[String]) -> Result<Policy, CliE
     })
 }
 
+/// `policy` with the `--approve-command` rules after its own (each `PATTERN=ruling` on
+/// the commands `commands__exec` runs, in order, the later winning a tie).
+pub fn with_commands(policy: Policy, rules: &[String]) -> Result<Policy, CliError> {
+    rules.iter().try_fold(policy, |policy, rule| {
+        let rule = rule
+            .parse()
+            .map_err(|error| CliError::Setup(format!("--approve-command {rule:?}: {error}")))?;
+        policy
+            .with_command(rule)
+            .map_err(|error| CliError::Setup(format!("--approve-command: {error}")))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_rules_come_from_approve_command() {
+        use shiitake_ext_approval::command::Command;
+        let policy = with_commands(
+            policy(None, &[]).unwrap(),
+            &["cargo test*=allow".into(), "git push*=deny".into()],
+        )
+        .unwrap();
+        let ruling = |line: &str| {
+            policy
+                .decide_call("commands__exec", false, Some(&Command::Line(line.into())))
+                .ruling
+        };
+        assert_eq!(ruling("cargo test -p x"), Ruling::Allow);
+        assert_eq!(ruling("git push origin"), Ruling::Deny);
+        assert_eq!(ruling("npm install"), Ruling::Ask);
+        let refused = with_commands(Policy::asks_before_edits(), &["cargo test".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("--approve-command \"cargo test\""),
+            "{refused}"
+        );
+        let long = format!("{}=allow", "a".repeat(257));
+        assert!(with_commands(Policy::asks_before_edits(), &[long]).is_err());
+    }
 
     #[test]
     fn the_flags_make_the_policy() {

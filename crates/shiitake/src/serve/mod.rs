@@ -117,6 +117,12 @@ pub struct ServeArgs {
     /// matches any run of characters, `env__mcp__notes__*=allow`); the most specific wins.
     #[arg(long = "approve-tool", value_name = "PATTERN=RULING")]
     approve_tools: Vec<String>,
+    /// A rule for commands a Computer runs, `PATTERN=allow|ask|deny` (repeatable): `*`
+    /// matches any run of characters, `'cargo test*=allow'`, `'rm -rf*=deny'`. Each
+    /// command of a shell line must be allowed; commands that only read (`ls`, `cat`,
+    /// `git status`, …) are, and a line that hides what it runs is never allowed by a rule.
+    #[arg(long = "approve-command", value_name = "PATTERN=RULING")]
+    approve_commands: Vec<String>,
     /// Metrics and the log format.
     #[command(flatten)]
     operations: operations::OperationsArgs,
@@ -371,7 +377,8 @@ pub async fn run(
     let (attachments, equipped) = commands::equip(attachments, &dirs, &hidden, &args.commands)?;
     let skills = skills(&args.skills).await;
     let offered_tools = models::offered_tools(args.tools.as_deref())?;
-    let approvals = approval::policy(args.approve, &args.approve_tools)?;
+    let approvals = approval::policy(args.approve, &args.approve_tools)
+        .and_then(|policy| approval::with_commands(policy, &args.approve_commands))?;
     let choice = ModelChoice::parse(args.model.as_deref())?;
     let (default_spec, started_local) = match &choice {
         ModelChoice::Spec(spec) => (Some(spec.clone()), None),

@@ -201,3 +201,81 @@ fn a_command_running_when_serve_is_killed_dies_with_it_and_is_not_run_again() {
     );
     assert!(processes_with(&marker).is_empty());
 }
+
+#[test]
+fn a_command_rule_lets_one_command_run_and_the_next_waits_for_a_person() {
+    if !sandbox_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let model = script(
+        dir.path(),
+        &json!({
+            "model": "scripted",
+            "turns": [
+                {"steps": [{"tool_call": {"name": "commands__exec", "arguments": {"command": "touch made.txt && ls"}}}]},
+                {"steps": [{"tool_call": {"name": "commands__exec", "arguments": {"command": "rm made.txt"}}}]},
+                {"steps": [{"text": "Removed."}]}
+            ]
+        }),
+    );
+    let workspace_arg = workspace.display().to_string();
+    // The Local default asks before commands; the rule allows `touch`, and `ls` only reads.
+    let serve = Serve::start_with(
+        &dir.path().join("data"),
+        &[
+            "--workspace",
+            &workspace_arg,
+            "--approve-command",
+            "touch *=allow",
+        ],
+        free_port(),
+        Some(&model),
+    );
+    assert!(
+        serve
+            .printed()
+            .iter()
+            .any(|line| line.contains("command touch *=allow")),
+        "{:?}",
+        serve.printed()
+    );
+    let created = serve
+        .command(&["chat"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let created = stdout(&created);
+    let session = created
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("ses_"))
+        .map(|id| format!("ses_{}", id.trim_end_matches(']')))
+        .unwrap_or_else(|| panic!("no session id in {created}"));
+    let sent = serve
+        .command(&["send", &session, "make it, then remove it"])
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = stdout(&serve.command(&["sessions"]).output().unwrap());
+        if listed
+            .lines()
+            .any(|line| line.starts_with("needs_you") && line.contains(&session))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the rm never waited: {listed}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        workspace.join("made.txt").exists(),
+        "touch ran without asking, rm waits"
+    );
+}
