@@ -129,6 +129,17 @@ impl Sandbox {
         Ok(sandbox)
     }
 
+    /// The same programs with another policy, without probing again: for a host that
+    /// builds one sandbox per Computer (another network, other hidden paths).
+    #[must_use]
+    pub fn with_policy(&self, policy: SandboxPolicy) -> Self {
+        Self {
+            bwrap: self.bwrap.clone(),
+            prlimit: self.prlimit.clone(),
+            policy,
+        }
+    }
+
     /// The policy it applies.
     pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
@@ -167,8 +178,11 @@ impl Sandbox {
             .iter()
             .filter(|path| path.exists())
             .partition(|path| path.starts_with(root));
+        // An empty directory is made read-only at the end, once what is mounted beneath
+        // it (the root, when the hidden path is its ancestor) has its mount point.
+        let mut read_only = Vec::new();
         for path in outside {
-            hide(&mut out, path);
+            hide(&mut out, &mut read_only, path);
         }
         out.extend(["--bind".into(), root.into(), root.into()]);
         let git = root.join(".git");
@@ -176,7 +190,10 @@ impl Sandbox {
             out.extend(["--ro-bind".into(), git.clone().into(), git.into()]);
         }
         for path in inside {
-            hide(&mut out, path);
+            hide(&mut out, &mut read_only, path);
+        }
+        for path in read_only {
+            out.extend(["--remount-ro".into(), path]);
         }
         out.extend(["--chdir".into(), cwd.into(), "--".into()]);
         out.extend(argv.iter().map(OsString::from));
@@ -184,16 +201,12 @@ impl Sandbox {
     }
 }
 
-/// Hides `path` from the command: an empty read-only directory over a directory,
-/// `/dev/null` over a file.
-fn hide(out: &mut Vec<OsString>, path: &Path) {
+/// Hides `path` from the command: an empty directory over a directory (to be made
+/// read-only, in `read_only`), `/dev/null` over a file.
+fn hide(out: &mut Vec<OsString>, read_only: &mut Vec<OsString>, path: &Path) {
     if path.is_dir() {
-        out.extend([
-            "--tmpfs".into(),
-            path.into(),
-            "--remount-ro".into(),
-            path.into(),
-        ]);
+        out.extend(["--tmpfs".into(), path.into()]);
+        read_only.push(path.into());
     } else {
         out.extend(["--ro-bind".into(), "/dev/null".into(), path.into()]);
     }

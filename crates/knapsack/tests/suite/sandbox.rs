@@ -324,3 +324,36 @@ async fn the_time_limit_ends_the_whole_sandboxed_command() {
     assert!(started.elapsed() < Duration::from_secs(8), "{output:?}");
     assert_eq!(none_left(&marker).await, Vec::<u32>::new());
 }
+
+/// The Hub's layout: every tenant's folder lies under one root, hidden whole, and the
+/// tenant's own folder is mounted back over it: the command writes its folder and
+/// sees no other.
+#[tokio::test]
+async fn a_hidden_ancestor_of_the_root_shows_the_root_alone() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let shared = std::fs::canonicalize(dir.path()).unwrap();
+    let (mine, theirs) = (shared.join("acme"), shared.join("globex"));
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::create_dir_all(&theirs).unwrap();
+    std::fs::write(theirs.join("secret"), "globex's").unwrap();
+    let policy = SandboxPolicy {
+        hidden: vec![shared.clone()],
+        ..SandboxPolicy::default()
+    };
+    let found = Sandbox::detect(policy).map_err(|error| Missing::new(error.to_string()));
+    let Some(sandbox) = Service::Sandbox.check(found) else {
+        return;
+    };
+    let commands = LocalCommands::new(&mine, CommandLimits::default())
+        .unwrap()
+        .with_sandbox(sandbox);
+    let line = format!(
+        "echo mine > made; ls -A {shared}; cat {shared}/globex/secret; echo x > {shared}/planted",
+        shared = shared.display()
+    );
+    let output = run(&commands, &line).await;
+    assert_eq!(output.stdout.head, "acme\n", "{output:?}");
+    assert!(!output.stdout.head.contains("globex's"));
+    assert_eq!(std::fs::read_to_string(mine.join("made")).unwrap(), "mine\n");
+    assert!(!shared.join("planted").exists());
+}

@@ -4,7 +4,8 @@
 //! token file and the other Computers hidden, no network unless `--computer-network`
 //! names the Computer). When the sandbox cannot be had here, the Computers offer no
 //! commands and `serve` says so at start; `--sandbox off` runs them unconfined, said at
-//! start too. `--no-commands` offers none.
+//! start too. `--no-commands` offers none. On a Hub each tenant's Computer runs its
+//! commands in its own folder, the folders of the other tenants hidden.
 
 use std::path::{Path, PathBuf};
 
@@ -38,117 +39,146 @@ pub struct CommandArgs {
     no_commands: bool,
 }
 
-/// What was decided, for the start lines.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Equipped {
+/// How this process's Computers run commands.
+#[derive(Debug, Clone)]
+enum How {
     /// No commands, as asked.
     Off,
-    /// No commands: the sandbox cannot be had here.
+    /// No commands: the sandbox cannot be had here (why).
     NoSandbox(String),
-    /// Commands run in the sandbox.
-    Sandboxed,
-    /// Commands run unconfined, as asked.
+    /// In this sandbox (its policy is each Computer's own).
+    Sandboxed(Sandbox),
+    /// Unconfined, as asked.
     Unconfined,
 }
 
-impl Equipped {
-    /// The start line that says it.
+/// What `serve` decided about commands at start, applied to each Computer it attaches
+/// (on a Hub, each tenant's as the tenant opens).
+#[derive(Debug, Clone)]
+pub struct CommandSetup {
+    how: How,
+    network: Vec<String>,
+    /// The host's own paths no command may see: the data directory, the token file.
+    hidden: Vec<PathBuf>,
+}
+
+impl CommandSetup {
+    /// Checks the flags against the Computers' names (before anything is created) and
+    /// finds the sandbox once; `hidden` are the host's own paths.
+    pub fn new(
+        args: &CommandArgs,
+        dirs: &[(String, PathBuf)],
+        hidden: Vec<PathBuf>,
+    ) -> Result<Self, CliError> {
+        for name in &args.network {
+            if !dirs.iter().any(|(known, _)| known == name) {
+                let known: Vec<&str> = dirs.iter().map(|(name, _)| name.as_str()).collect();
+                return Err(CliError::Setup(format!(
+                    "--computer-network {name}: no Computer has that name (there are: {})",
+                    known.join(", ")
+                )));
+            }
+        }
+        let how = match (args.no_commands, args.sandbox) {
+            (true, _) => How::Off,
+            (false, SandboxMode::Off) => How::Unconfined,
+            (false, SandboxMode::On) => match Sandbox::detect(SandboxPolicy::default()) {
+                Ok(sandbox) => How::Sandboxed(sandbox),
+                Err(error) => How::NoSandbox(error.to_string()),
+            },
+        };
+        Ok(Self {
+            how,
+            network: args.network.clone(),
+            hidden: hidden.iter().map(|path| real(path)).collect(),
+        })
+    }
+
+    /// No commands anywhere (what `--no-commands` gives).
+    #[cfg(test)]
+    pub fn off() -> Self {
+        Self {
+            how: How::Off,
+            network: Vec::new(),
+            hidden: Vec::new(),
+        }
+    }
+
+    /// The start line that says how commands run.
     pub fn line(&self) -> String {
-        match self {
-            Self::Off => "shiitake: commands off (--no-commands)".to_owned(),
-            Self::NoSandbox(why) => format!(
+        match &self.how {
+            How::Off => "shiitake: commands off (--no-commands)".to_owned(),
+            How::NoSandbox(why) => format!(
                 "shiitake: commands off: the sandbox cannot be had here ({why}); install \
                  bubblewrap, or run them unconfined with --sandbox off"
             ),
-            Self::Sandboxed => {
+            How::Sandboxed(_) => {
                 "shiitake: commands run in the sandbox (docs/security.md)".to_owned()
             }
-            Self::Unconfined => {
-                "shiitake: commands run UNCONFINED (--sandbox off): as this user, with its \
-                 files and network"
-                    .to_owned()
-            }
+            How::Unconfined => "shiitake: commands run UNCONFINED (--sandbox off): as this \
+                                user, with its files and network"
+                .to_owned(),
         }
     }
-}
 
-/// Checks the flags against the Computers' names, before anything is created.
-pub fn check(args: &CommandArgs, dirs: &[(String, PathBuf)]) -> Result<(), CliError> {
-    for name in &args.network {
-        if !dirs.iter().any(|(known, _)| known == name) {
-            let known: Vec<&str> = dirs.iter().map(|(name, _)| name.as_str()).collect();
-            return Err(CliError::Setup(format!(
-                "--computer-network {name}: no Computer has that name (there are: {})",
-                known.join(", ")
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Gives each attachment its commands, as `args` says; `hidden` are the host's own
-/// paths no command may see (the data directory, the token file).
-pub fn equip(
-    attachments: Vec<Attachment>,
-    dirs: &[(String, PathBuf)],
-    hidden: &[&Path],
-    args: &CommandArgs,
-) -> Result<(Vec<Attachment>, Equipped), CliError> {
-    if args.no_commands {
-        return Ok((attachments, Equipped::Off));
-    }
-    let mut equipped = Vec::with_capacity(attachments.len());
-    let mut how = match args.sandbox {
-        SandboxMode::On => Equipped::Sandboxed,
-        SandboxMode::Off => Equipped::Unconfined,
-    };
-    for (attachment, (name, dir)) in attachments.into_iter().zip(dirs) {
-        let commands = LocalCommands::new(dir, CommandLimits::default())
-            .map_err(|error| CliError::Setup(format!("--computer {name}: {error}")))?;
-        let commands = match args.sandbox {
-            SandboxMode::Off => commands,
-            SandboxMode::On => {
+    /// `attachment` (the Computer `name`, whose files are in `root`) with its commands,
+    /// when commands run here; `also_hidden` are paths its commands must not see besides
+    /// the host's (the other Computers, the other tenants' folders).
+    pub fn equip(
+        &self,
+        attachment: Attachment,
+        name: &str,
+        root: &Path,
+        also_hidden: &[PathBuf],
+    ) -> Result<Attachment, String> {
+        let commands = || {
+            LocalCommands::new(root, CommandLimits::default()).map_err(|error| error.to_string())
+        };
+        Ok(match &self.how {
+            How::Off | How::NoSandbox(_) => attachment,
+            How::Unconfined => attachment.with_commands(commands()?),
+            How::Sandboxed(sandbox) => {
                 let policy = SandboxPolicy {
-                    network: args.network.contains(name),
-                    hidden: hidden_from(name, dirs, hidden),
+                    network: self.network.iter().any(|open| open == name),
+                    hidden: self
+                        .hidden
+                        .iter()
+                        .cloned()
+                        .chain(also_hidden.iter().map(|path| real(path)))
+                        .collect(),
                     ..SandboxPolicy::default()
                 };
-                match Sandbox::detect(policy) {
-                    Ok(sandbox) => commands.with_sandbox(sandbox),
-                    Err(error) => {
-                        how = Equipped::NoSandbox(error.to_string());
-                        equipped.push(attachment);
-                        continue;
-                    }
-                }
+                attachment.with_commands(commands()?.with_sandbox(sandbox.with_policy(policy)))
             }
-        };
-        equipped.push(attachment.with_commands(commands));
+        })
     }
-    if let Equipped::NoSandbox(_) = how {
-        // All or nothing: no Computer runs commands when one cannot be confined.
-        equipped = equipped
-            .into_iter()
-            .map(|mut attachment| {
-                attachment.commands = None;
-                attachment
-            })
-            .collect();
-    }
-    Ok((equipped, how))
 }
 
-/// What the Computer `name`'s commands must not see: the host's paths and every other
-/// Computer's root.
-fn hidden_from(name: &str, dirs: &[(String, PathBuf)], hidden: &[&Path]) -> Vec<PathBuf> {
-    let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    hidden
-        .iter()
-        .map(|path| real(path))
-        .chain(
-            dirs.iter()
+/// Gives each of Local's attachments its commands: the Computer `name` at `dir` hides
+/// every other Computer's root.
+pub fn equip_all(
+    setup: &CommandSetup,
+    attachments: Vec<Attachment>,
+    dirs: &[(String, PathBuf)],
+) -> Result<Vec<Attachment>, CliError> {
+    attachments
+        .into_iter()
+        .zip(dirs)
+        .map(|(attachment, (name, dir))| {
+            let others: Vec<PathBuf> = dirs
+                .iter()
                 .filter(|(other, _)| other != name)
-                .map(|(_, dir)| real(dir)),
-        )
+                .map(|(_, dir)| dir.clone())
+                .collect();
+            setup
+                .equip(attachment, name, dir, &others)
+                .map_err(|error| CliError::Setup(format!("--computer {name}: {error}")))
+        })
         .collect()
+}
+
+/// `path` with its symlinks resolved, as the sandbox mounts it; as given when it does
+/// not exist.
+fn real(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }

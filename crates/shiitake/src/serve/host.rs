@@ -38,6 +38,8 @@ pub struct HostParts {
     /// The Computers' directories by name: on a Hub, roots each tenant gets its own
     /// folder under.
     pub roots: Vec<(String, PathBuf)>,
+    /// How the Computers run commands (on a Hub, each tenant's as it opens).
+    pub commands: super::commands::CommandSetup,
     /// The browser App bridge (the Local default Agent only).
     pub bridge: UiBridge,
     /// Which tools runs offer, by the profile of their model (`--tools`).
@@ -88,7 +90,7 @@ impl Host {
             }
             #[cfg(feature = "postgres")]
             Database::Postgres(postgres) => {
-                let roots = TenantRoots::new(parts.roots.clone(), data_dir);
+                let roots = TenantRoots::new(parts.roots.clone(), data_dir, parts.commands.clone());
                 let hub = HubHost::open(postgres, agent, parts, roots).await?;
                 Ok(Self::Hub(Box::new(hub)))
             }

@@ -370,11 +370,10 @@ pub async fn run(
     let exporter = args.operations.exporter()?;
     let tools = catalog(&args.mcp, redactions).await?;
     let dirs = computer_dirs(args.workspace, args.computers)?;
-    commands::check(&args.commands, &dirs)?;
-    let attachments = attach(&dirs, &data_dir)?;
-    let mut hidden = vec![data_dir.as_path()];
-    hidden.extend(args.token_file.as_deref());
-    let (attachments, equipped) = commands::equip(attachments, &dirs, &hidden, &args.commands)?;
+    let mut hidden = vec![data_dir.clone()];
+    hidden.extend(args.token_file.clone());
+    let command_setup = commands::CommandSetup::new(&args.commands, &dirs, hidden)?;
+    let attachments = commands::equip_all(&command_setup, attach(&dirs, &data_dir)?, &dirs)?;
     let skills = skills(&args.skills).await;
     let offered_tools = models::offered_tools(args.tools.as_deref())?;
     let approvals = approval::policy(args.approve, &args.approve_tools)
@@ -402,6 +401,7 @@ pub async fn run(
         skills,
         computers: Arc::new(ComputerList::new(attachments)),
         roots: dirs.clone(),
+        commands: command_setup.clone(),
         bridge: UiBridge::default(),
         offered_tools: offered_tools.clone(),
         approval: approvals.clone(),
@@ -417,7 +417,7 @@ pub async fn run(
             dir.display()
         );
     }
-    println!("{}", equipped.line());
+    println!("{}", command_setup.line());
     println!("shiitake: agents {}", host.names().join(", "));
     if let Database::Postgres(_) = database {
         println!("shiitake: the Hub roster; other processes on this database share its Sessions");

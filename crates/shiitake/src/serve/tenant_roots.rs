@@ -12,11 +12,13 @@ use std::sync::Arc;
 use shiitake_ext_home::{Attachment, ComputerList, Computers};
 use shiitake_protocol::TenantName;
 
-/// The Computer roots of a Hub process, and the data directory hidden from them.
+/// The Computer roots of a Hub process, the data directory hidden from them, and how
+/// their commands run.
 #[derive(Clone, Debug)]
 pub struct TenantRoots {
     roots: Vec<(String, PathBuf)>,
     hidden: PathBuf,
+    commands: super::commands::CommandSetup,
 }
 
 /// Why a tenant's Computer could not be attached.
@@ -31,11 +33,16 @@ pub struct RootError {
 
 impl TenantRoots {
     /// Roots named as `--computer` names them; `hidden` (the data directory) is kept
-    /// out of every file tool.
-    pub fn new(roots: Vec<(String, PathBuf)>, hidden: &Path) -> Self {
+    /// out of every file tool; `commands` says how a tenant's Computer runs commands.
+    pub fn new(
+        roots: Vec<(String, PathBuf)>,
+        hidden: &Path,
+        commands: super::commands::CommandSetup,
+    ) -> Self {
         Self {
             roots,
             hidden: hidden.to_path_buf(),
+            commands,
         }
     }
 
@@ -65,7 +72,13 @@ impl TenantRoots {
             reason,
         };
         super::datadir::private_dir(&dir).map_err(|error| failed(error.to_string()))?;
-        super::attach_one(name, &dir, &self.hidden).map_err(failed)
+        let attachment = super::attach_one(name, &dir, &self.hidden).map_err(&failed)?;
+        // Its commands see none of the roots but their own folder: every other tenant's
+        // folder, under every root, is hidden.
+        let roots: Vec<PathBuf> = self.roots.iter().map(|(_, root)| root.clone()).collect();
+        self.commands
+            .equip(attachment, name, &dir, &roots)
+            .map_err(failed)
     }
 }
 
@@ -82,6 +95,7 @@ mod tests {
         let roots = TenantRoots::new(
             vec![("workspace".to_owned(), root.path().to_path_buf())],
             data.path(),
+            crate::serve::commands::CommandSetup::off(),
         );
         let acme = TenantName::new("acme").unwrap();
         let globex = TenantName::new("globex").unwrap();

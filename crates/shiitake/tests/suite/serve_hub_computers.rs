@@ -257,3 +257,65 @@ fn each_tenant_of_a_hub_works_in_its_own_folder() {
         [root.join(&acme).join("secret.txt")]
     );
 }
+
+/// Each tenant's commands run in its own folder, in the sandbox: one tenant's command
+/// writes a file there, and another tenant's command finds nothing of it by any path
+/// (the root shows that tenant's folder alone).
+#[test]
+fn each_tenants_commands_see_only_its_own_folder() {
+    let Some(database) = test_database() else {
+        return;
+    };
+    let found = knapsack::exec::Sandbox::detect(knapsack::exec::SandboxPolicy::default())
+        .map_err(|error| shiitake_test_services::Missing::new(error.to_string()));
+    if shiitake_test_services::Service::Sandbox
+        .check(found)
+        .is_none()
+    {
+        return;
+    }
+    // Not under /tmp, which the sandbox replaces with a private one.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let run = std::process::id();
+    let (operator, acme, globex) = (
+        format!("opc-{run}"),
+        format!("acmec-{run}"),
+        format!("globexc-{run}"),
+    );
+    let look = format!(
+        "cat {root}/{acme}/secret.txt; ls -A {root}; cat ../{acme}/secret.txt; \
+         grep -r launch-code {root}; echo end",
+        root = root.display()
+    );
+    let model = script(
+        dir.path(),
+        &json!({"model": "scripted", "turns": [
+            {"steps": [call("commands__exec", json!({"command": format!("echo {SECRET} > secret.txt")}))]},
+            {"steps": [{"text": "written"}]},
+            {"steps": [call("commands__exec", json!({"command": look}))]},
+            {"steps": [{"text": "looked"}]},
+        ]}),
+    );
+    let hub = start_hub(dir.path(), &root, &database, &operator, &model);
+    let acme_token = create_tenant(&hub, &acme);
+    let globex_token = create_tenant(&hub, &globex);
+
+    let written = run_once(&hub, &acme_token, &format!("{acme}-exec-write"));
+    assert_eq!(written[0]["isError"], false, "{}", written[0]);
+    assert_eq!(
+        std::fs::read_to_string(root.join(&acme).join("secret.txt")).unwrap(),
+        format!("{SECRET}\n")
+    );
+
+    let looked = run_once(&hub, &globex_token, &format!("{globex}-exec-look"));
+    let shown = text_of(&looked[0]);
+    assert!(
+        !shown.contains(SECRET),
+        "globex's command saw acme's file: {shown}"
+    );
+    let output = json_of(&shown);
+    let stdout = output["stdout"]["head"].as_str().unwrap();
+    assert_eq!(stdout, format!("{globex}\nend\n"), "{output}");
+}
