@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: every benchmark of the workspace, each printing its ratios.
 //!
 //! Runs the bench targets (`cargo bench --workspace`: the core's acceptance,
-//! observation and whole-run benches), the server's SSE latency example and the Hub
+//! observation and whole-run benches, the approval gate, knapsack's commands and their
+//! sandbox), the server's SSE latency example and the Hub
 //! benchmark (`shiitake-store-postgres`'s `hub_bench` example, every phase: 1, 2 and 3
 //! processes on one PostgreSQL database; takeover after a kill; a rolling restart; 1
 //! and 100 tenants) in
