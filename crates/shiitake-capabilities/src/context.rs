@@ -50,6 +50,41 @@ pub struct InvocationContext {
     cancellation: CancellationToken,
     deadline: Option<Instant>,
     newer_input: NewerInput,
+    progress: Progress,
+}
+
+/// What a running call says of itself while it runs, such as the latest output of a
+/// command: shown to the Session's clients, never stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgressNote {
+    /// The latest text (a command's last output), bounded by whoever shows it.
+    pub text: String,
+    /// Bytes the call produced so far, of which `text` is the end.
+    pub total_bytes: u64,
+}
+
+/// Where a running call reports its progress. Only the latest report counts: the caller
+/// reads it at its own pace, so a call may report as often as it likes.
+#[derive(Debug, Clone, Default)]
+pub struct Progress(Option<std::sync::Arc<tokio::sync::watch::Sender<ProgressNote>>>);
+
+impl Progress {
+    /// Reports go to `sender`.
+    pub fn new(sender: tokio::sync::watch::Sender<ProgressNote>) -> Self {
+        Self(Some(std::sync::Arc::new(sender)))
+    }
+
+    /// Whether anyone reads the reports (otherwise a call need not make them).
+    pub fn is_wanted(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Reports `note`, replacing the previous one.
+    pub fn report(&self, note: ProgressNote) {
+        if let Some(sender) = &self.0 {
+            sender.send_replace(note);
+        }
+    }
 }
 
 /// Tells a long-waiting operation that newer input waits for the caller, such as a
@@ -94,7 +129,20 @@ impl InvocationContext {
             cancellation,
             deadline: None,
             newer_input: NewerInput::default(),
+            progress: Progress::default(),
         }
+    }
+
+    /// Attaches where the call reports its progress.
+    #[must_use]
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Where the call reports its progress (see [`Progress`]).
+    pub fn progress(&self) -> &Progress {
+        &self.progress
     }
 
     /// Attaches the signal that tells this call newer input waits.
@@ -160,6 +208,7 @@ impl InvocationContext {
             cancellation,
             deadline: self.deadline,
             newer_input: self.newer_input.clone(),
+            progress: self.progress.clone(),
         }
     }
 }

@@ -73,7 +73,7 @@ mod source;
 pub mod tool_name;
 
 pub use catalog::{Catalog, CatalogError};
-pub use context::{ExecutionId, InvocationContext, NewerInput};
+pub use context::{ExecutionId, InvocationContext, NewerInput, Progress, ProgressNote};
 pub use error::{FatalError, ForModelError, ForModelKind, ToolError};
 pub use execute::execute_operation;
 pub use module::{Module, ModuleDescriptor};

@@ -6,23 +6,25 @@
 //! another attachment. `exec` is unsafe to replay: after a crash its call is answered
 //! "outcome unknown", never run again (docs/commands.md).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use knapsack::exec::{CommandLine, ExecError, ExecRequest, JobId, LocalCommands};
+use knapsack::exec::{CommandLine, ExecError, ExecRequest, JobId, LocalCommands, OutputWatcher};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use shiitake_capabilities::{
-    ForModelError, ForModelKind, Module, ModulePath, NameError, Replay, ToolError,
+    ForModelError, ForModelKind, InvocationContext, Module, ModulePath, NameError, Progress,
+    ProgressNote, Replay, ToolError,
 };
 use shiitake_core::extension::RunContext;
+use shiitake_protocol::TOOL_OUTPUT_BYTES;
 
 use crate::computers::Attachment;
 use crate::route::{Target, route};
 use crate::state::Entry;
-use crate::tools::{RunFiles, failed, tool};
+use crate::tools::{RunFiles, failed, tool, tool_with_context};
 
 /// The module of `exec`.
 pub(crate) const COMMANDS: &str = "commands";
@@ -170,7 +172,7 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
         ModulePath::new(COMMANDS)?,
         "Commands on Home and the other attached Computers that run them.",
     );
-    let exec = tool::<ExecInput, _, _>(
+    let exec = tool_with_context::<ExecInput, _, _>(
         run,
         "exec",
         "Runs one command in a Computer's root, in its sandbox: `command` (a shell line) or \
@@ -178,7 +180,7 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
          (or signal), the duration and both output streams (head and tail kept, with how \
          many bytes were cut), and whether the time limit stopped it. With `background`, \
          answers a job id at once (jobs.output reads it).",
-        |run, input| async move { exec(&run, input).await },
+        |run, input, context| async move { exec(&run, input, &context).await },
     )?
     .with_replay(Replay::Unsafe);
     commands.add_operation(exec)?;
@@ -240,8 +242,13 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
     Ok(vec![commands, jobs])
 }
 
-/// Runs (or starts) one command on the Computer its `cwd` names.
-async fn exec(run: &RunFiles, input: ExecInput) -> Result<Value, ToolError> {
+/// Runs (or starts) one command on the Computer its `cwd` names; a command run to its
+/// end reports its latest output as the call's progress while it runs.
+async fn exec(
+    run: &RunFiles,
+    input: ExecInput,
+    context: &InvocationContext,
+) -> Result<Value, ToolError> {
     let command = match (input.command, input.argv) {
         (Some(line), None) => CommandLine::Shell(line),
         (None, Some(argv)) => CommandLine::Argv(argv),
@@ -262,11 +269,37 @@ async fn exec(run: &RunFiles, input: ExecInput) -> Result<Value, ToolError> {
         return answer(name, started);
     }
     // A cancel of the call drops this future: the command's group is killed with it.
+    let watcher = context
+        .progress()
+        .is_wanted()
+        .then(|| live_output(context.progress().clone()));
     let output = commands
-        .exec(&request, &tokio_util::sync::CancellationToken::new())
+        .exec_watched(
+            &request,
+            &tokio_util::sync::CancellationToken::new(),
+            watcher,
+        )
         .await
         .map_err(exec_error)?;
     answer(name, output)
+}
+
+/// The end of a command's output so far kept in a small ring and reported as the call's
+/// progress with every piece (the runner forwards the latest, spaced).
+fn live_output(progress: Progress) -> OutputWatcher {
+    let tail = Mutex::new((VecDeque::<u8>::new(), 0u64));
+    Arc::new(move |bytes: &[u8]| {
+        let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+        let (ring, total) = &mut *tail;
+        ring.extend(bytes);
+        let over = ring.len().saturating_sub(TOOL_OUTPUT_BYTES);
+        ring.drain(..over);
+        *total += bytes.len() as u64;
+        progress.report(ProgressNote {
+            text: String::from_utf8_lossy(ring.make_contiguous()).into_owned(),
+            total_bytes: *total,
+        });
+    })
 }
 
 fn answer<T: Serialize>(computer: &str, result: T) -> Result<Value, ToolError> {

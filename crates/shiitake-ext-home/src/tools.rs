@@ -240,6 +240,23 @@ where
     F: Fn(Arc<RunFiles>, I) -> Fut + Send + Sync + Clone + 'static,
     Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
+    tool_with_context(run, name, description, move |run, input, _context| {
+        handler(run, input)
+    })
+}
+
+/// [`tool`] whose handler also gets the call's context (its progress, its deadline).
+pub(crate) fn tool_with_context<I, F, Fut>(
+    run: &Arc<RunFiles>,
+    name: &str,
+    description: &str,
+    handler: F,
+) -> Result<Operation, NameError>
+where
+    I: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(Arc<RunFiles>, I, InvocationContext) -> Fut + Send + Sync + Clone + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
     let run = run.clone();
     let operation = Operation::from_fn(
         OperationName::new(name)?,
@@ -259,7 +276,7 @@ where
                     () = ctx.cancellation().cancelled() => Err(ToolError::Cancelled),
                     output = async {
                         run.adopt_once().await;
-                        handler(run.clone(), input).await
+                        handler(run.clone(), input, ctx.clone()).await
                     } => output,
                 }
             }

@@ -76,7 +76,26 @@ pub struct SessionActivity {
     /// seed's shape: clients that do not know it see the same object as before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_wait: Option<StorageWait>,
+    /// What the running tool says of itself (a command's latest output); absent when it
+    /// says nothing (an addition to the seed's shape, like `storageWait`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_output: Option<ToolOutput>,
 }
+
+/// The latest output of the running tool (a command's), process-local and never stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolOutput {
+    /// The tool, by its model-facing name.
+    pub tool: String,
+    /// The end of its output so far, at most [`TOOL_OUTPUT_BYTES`] bytes.
+    pub text: String,
+    /// Bytes of output so far; `text` is their end.
+    pub total_bytes: u64,
+}
+
+/// The most bytes of a running tool's output a frame carries.
+pub const TOOL_OUTPUT_BYTES: usize = 4096;
 
 /// Process-local progress of the assistant message being streamed; never stored.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -46,7 +46,10 @@ pub mod summary;
 pub mod tenant;
 pub mod tools;
 
-pub use activity::{QueueState, RetryState, SessionActivity, SessionProgress, StorageWait};
+pub use activity::{
+    QueueState, RetryState, SessionActivity, SessionProgress, StorageWait, TOOL_OUTPUT_BYTES,
+    ToolOutput,
+};
 pub use address::{AddressError, AddressOrigin, SessionAddress};
 pub use api::{AgentApi, FrameStream, SessionApi, SessionWatch};
 pub use bounded::{

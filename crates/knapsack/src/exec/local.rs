@@ -16,6 +16,9 @@ use super::{CommandLimits, CommandLine, ExecError, ExecOutput, ExecRequest, Exit
 use crate::error::FilesError;
 use crate::local::resolve::Root;
 
+/// Handed each piece of a command's output as it is read (`exec_watched`).
+pub type OutputWatcher = Arc<dyn Fn(&[u8]) + Send + Sync>;
+
 /// How long the output of a command that exited is still read: a process that left its
 /// group (and so was not killed with it) may hold the pipes open for ever.
 const DRAIN: Duration = Duration::from_millis(500);
@@ -78,10 +81,22 @@ impl LocalCommands {
         request: &ExecRequest,
         cancel: &CancellationToken,
     ) -> Result<ExecOutput, ExecError> {
+        self.exec_watched(request, cancel, None).await
+    }
+
+    /// [`exec`](Self::exec), handing `watcher` each piece of output as it comes (both
+    /// streams), so a caller can show a running command's output live.
+    pub async fn exec_watched(
+        &self,
+        request: &ExecRequest,
+        cancel: &CancellationToken,
+        watcher: Option<OutputWatcher>,
+    ) -> Result<ExecOutput, ExecError> {
         let timeout = self.timeout(request.timeout)?;
         let mut spawned = self.spawn(request)?;
-        let stdout = Reader::start(spawned.child.stdout.take(), self.limits.output_bytes);
-        let stderr = Reader::start(spawned.child.stderr.take(), self.limits.output_bytes);
+        let limit = self.limits.output_bytes;
+        let stdout = Reader::start(spawned.child.stdout.take(), limit, watcher.clone());
+        let stderr = Reader::start(spawned.child.stderr.take(), limit, watcher);
         let (exit, stopped, duration_ms) = spawned.wait(timeout, cancel).await?;
         Ok(ExecOutput {
             exit,
@@ -281,7 +296,11 @@ struct Reader {
 }
 
 impl Reader {
-    fn start(stream: Option<impl AsyncRead + Unpin + Send + 'static>, limit: usize) -> Self {
+    fn start(
+        stream: Option<impl AsyncRead + Unpin + Send + 'static>,
+        limit: usize,
+        watcher: Option<OutputWatcher>,
+    ) -> Self {
         let capture = Arc::new(Mutex::new(Capture::new(limit)));
         let task = stream.map(|mut stream| {
             let capture = capture.clone();
@@ -290,10 +309,15 @@ impl Reader {
                 loop {
                     match stream.read(&mut buffer).await {
                         Ok(0) | Err(_) => return,
-                        Ok(read) => capture
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .push(&buffer[..read]),
+                        Ok(read) => {
+                            if let Some(watcher) = &watcher {
+                                watcher(&buffer[..read]);
+                            }
+                            capture
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .push(&buffer[..read]);
+                        }
                     }
                 }
             })

@@ -31,7 +31,7 @@ use serde::Serialize;
 
 pub use capture::Captured;
 pub use jobs::{JobId, JobLimits, JobOutput, JobSummary};
-pub use local::LocalCommands;
+pub use local::{LocalCommands, OutputWatcher};
 pub use sandbox::{ProcessLimits, Sandbox, SandboxPolicy, SandboxUnavailable};
 
 /// What to run.

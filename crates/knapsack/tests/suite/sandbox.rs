@@ -354,6 +354,9 @@ async fn a_hidden_ancestor_of_the_root_shows_the_root_alone() {
     let output = run(&commands, &line).await;
     assert_eq!(output.stdout.head, "acme\n", "{output:?}");
     assert!(!output.stdout.head.contains("globex's"));
-    assert_eq!(std::fs::read_to_string(mine.join("made")).unwrap(), "mine\n");
+    assert_eq!(
+        std::fs::read_to_string(mine.join("made")).unwrap(),
+        "mine\n"
+    );
     assert!(!shared.join("planted").exists());
 }

@@ -101,6 +101,7 @@ impl Publication {
             self.activity.cancellation_requested = false;
             self.activity.retry = None;
             self.activity.active_tool = None;
+            self.activity.tool_output = None;
         }
     }
 
@@ -129,7 +130,14 @@ impl Publication {
 
     /// A tool started (`Some`) or the one running finished (`None`).
     pub(super) fn set_active_tool(&mut self, tool: Option<String>) {
+        // A tool's output is shown while it runs: a new tool, or none, ends it.
+        self.activity.tool_output = None;
         self.activity.active_tool = tool;
+    }
+
+    /// The running tool's latest output (`None` once it ended).
+    pub(super) fn set_tool_output(&mut self, output: Option<shiitake_protocol::ToolOutput>) {
+        self.activity.tool_output = output;
     }
 
     /// The work waits for the store (`Some`), or goes on (`None`).

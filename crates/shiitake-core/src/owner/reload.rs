@@ -41,6 +41,7 @@ impl Owner {
             self.cancelled_before_pause.push(cancelled);
         }
         self.publication.set_progress(None);
+        self.publication.set_tool_output(None);
         self.tenure
             .unsure()
             .unwrap_or("the store failed a commit")

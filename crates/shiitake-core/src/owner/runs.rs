@@ -199,6 +199,10 @@ impl Owner {
                 self.publication.set_active_tool(Some(tool));
                 self.publish_changes(Vec::new(), Vec::new());
             }
+            RunEvent::ToolOutput(output) => {
+                self.publication.set_tool_output(Some(*output));
+                self.publish_changes(Vec::new(), Vec::new());
+            }
             RunEvent::Compacted {
                 first_kept,
                 summary,

@@ -14,6 +14,7 @@ mod gate;
 pub(crate) mod offered;
 mod recovery;
 mod stream;
+mod tool_progress;
 mod tools;
 mod transcript;
 
@@ -153,6 +154,9 @@ pub(crate) enum RunEvent {
     Retry(Option<RetryState>),
     /// A tool started; committing its result (any message of the run) ends it.
     ActiveTool(String),
+    /// The running tool's latest output (`tool_progress.rs`); boxed, as a mailbox slot
+    /// takes the size of the largest event.
+    ToolOutput(Box<shiitake_protocol::ToolOutput>),
     /// Older messages were summarised: the model reads the summary instead of the
     /// entries before `first_kept`.
     Compacted {

@@ -152,10 +152,19 @@ async fn execute_one(
     if let Some(refused) = gated(start, catalog, call, moment).await {
         return Ok(refused);
     }
-    let context = invocation(start, call);
+    let (progress, notes) =
+        tokio::sync::watch::channel(shiitake_capabilities::ProgressNote::default());
+    let context =
+        invocation(start, call).with_progress(shiitake_capabilities::Progress::new(progress));
     let input = Value::Object(call.arguments.clone());
     let started = std::time::Instant::now();
-    let executed = catalog.execute_tool(&call.name, input, &context).await;
+    let executed = super::tool_progress::forwarding(
+        link,
+        &call.name,
+        notes,
+        catalog.execute_tool(&call.name, input, &context),
+    )
+    .await;
     let elapsed = started.elapsed();
     crate::telemetry::tool_call(&call.name, elapsed, executed.is_ok());
     // In the run's span: an operator's log line carries the Session and the run.

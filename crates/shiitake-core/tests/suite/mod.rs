@@ -30,3 +30,4 @@ mod store_pause;
 mod timer_after_restart;
 mod timer_clock;
 mod tool_gate;
+mod tool_progress;

@@ -127,6 +127,7 @@ pub fn activity() -> impl Strategy<Value = SessionActivity> {
         option::of("[a-z.]{1,30}"),
         option::of(any::<u64>()),
         option::of(storage_wait()),
+        option::of(tool_output()),
     )
         .prop_map(
             |(
@@ -136,6 +137,7 @@ pub fn activity() -> impl Strategy<Value = SessionActivity> {
                 active_tool,
                 last_model_choice_sequence,
                 storage_wait,
+                tool_output,
             )| {
                 SessionActivity {
                     queue,
@@ -144,9 +146,19 @@ pub fn activity() -> impl Strategy<Value = SessionActivity> {
                     active_tool,
                     last_model_choice_sequence,
                     storage_wait,
+                    tool_output,
                 }
             },
         )
+}
+
+/// A running tool's latest output.
+pub fn tool_output() -> impl Strategy<Value = ToolOutput> {
+    ("[a-z_]{1,20}", text(), any::<u64>()).prop_map(|(tool, text, total_bytes)| ToolOutput {
+        tool,
+        text,
+        total_bytes,
+    })
 }
 
 pub fn progress() -> impl Strategy<Value = SessionProgress> {
