@@ -107,6 +107,8 @@ pub struct Printer {
     open_line: bool,
     /// Last tool announced as running.
     tool: Option<String>,
+    /// Bytes of the running tool's output printed so far (whole lines only).
+    tool_bytes: u64,
     /// Last retry announced, by attempt.
     retry: Option<u32>,
     /// Also print user messages (for `watch`; `chat` echoes its own input).
@@ -268,6 +270,12 @@ impl Printer {
                 ));
             }
             self.tool = activity.active_tool.clone();
+            self.tool_bytes = 0;
+        }
+        if let Some(output) = &activity.tool_output
+            && self.tool.as_deref() == Some(output.tool.as_str())
+        {
+            self.tool_output(output);
         }
         match &activity.retry {
             Some(retry) if self.retry != Some(retry.attempt) => {
@@ -286,6 +294,35 @@ impl Printer {
             Some(_) => {}
             None => self.retry = None,
         }
+    }
+
+    /// Prints the whole lines of a running tool's output not printed yet, each under
+    /// `  | `; what the frames no longer held is counted, not printed.
+    fn tool_output(&mut self, output: &shiitake_protocol::ToolOutput) {
+        let fresh = output.total_bytes.saturating_sub(self.tool_bytes);
+        if fresh == 0 {
+            return;
+        }
+        let text = output.text.as_str();
+        let held = usize::try_from(fresh).unwrap_or(usize::MAX).min(text.len());
+        let mut start = text.len() - held;
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        let new = &text[start..];
+        // Only whole lines: the rest waits for its newline.
+        let Some(end) = new.rfind('\n') else {
+            return;
+        };
+        let missed = fresh - held as u64;
+        if missed > 0 {
+            self.line(&paint(NOTE, &format!("  | [{missed} bytes not shown]")));
+        }
+        for line in new[..end].split('\n') {
+            self.line(&paint(NOTE, &format!("  | {}", inert_line(line))));
+        }
+        let unprinted = (new.len() - end - 1) as u64;
+        self.tool_bytes = output.total_bytes - unprinted;
     }
 
     fn message(&mut self, message: &SessionMessage) {
@@ -542,6 +579,29 @@ mod tests {
         assert!(
             shown.lock().unwrap().contains("\x1b[1mbold"),
             "bold on a terminal"
+        );
+    }
+
+    #[test]
+    fn a_running_tools_output_prints_its_whole_lines_once() {
+        let (mut printer, shown) = captured(false);
+        let activity = |text: &str, total: u64| SessionActivity {
+            active_tool: Some("commands__exec".to_owned()),
+            tool_output: Some(shiitake_protocol::ToolOutput {
+                tool: "commands__exec".to_owned(),
+                text: text.to_owned(),
+                total_bytes: total,
+            }),
+            ..SessionActivity::default()
+        };
+        printer.activity(&activity("one\ntw", 6));
+        printer.activity(&activity("one\ntwo\n", 8));
+        printer.activity(&activity("one\ntwo\n", 8));
+        // Ten bytes the frames no longer hold, then "four".
+        printer.activity(&activity("four\n", 23));
+        assert_eq!(
+            plain(&shown),
+            "[tool] running commands__exec\n  | one\n  | two\n  | [10 bytes not shown]\n  | four\n"
         );
     }
 

@@ -279,3 +279,41 @@ fn a_command_rule_lets_one_command_run_and_the_next_waits_for_a_person() {
         "touch ran without asking, rm waits"
     );
 }
+
+#[test]
+fn chat_shows_a_running_commands_output_before_its_result() {
+    if !sandbox_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let ticks = "for i in 1 2 3; do echo tick $i; sleep 0.4; done";
+    let model = script(
+        dir.path(),
+        &json!({
+            "model": "scripted",
+            "turns": [
+                {"steps": [{"tool_call": {"name": "commands__exec", "arguments": {"command": ticks}}}]},
+                {"steps": [{"text": "Ticked."}]}
+            ]
+        }),
+    );
+    let serve = serve(dir.path(), &workspace, free_port(), &model);
+    let output = serve.chat("Tick.\n", Duration::from_secs(60));
+    let printed = stdout(&output);
+    assert!(output.status.success(), "{printed}");
+    let lines: Vec<&str> = printed.lines().collect();
+    let at = |wanted: &str| {
+        lines
+            .iter()
+            .position(|line| line.starts_with(wanted))
+            .unwrap_or_else(|| panic!("no {wanted:?} in:\n{printed}"))
+    };
+    let (first, second, result) = (
+        at("  | tick 1"),
+        at("  | tick 2"),
+        at("[tool result] commands__exec"),
+    );
+    assert!(first < second && second < result, "{printed}");
+}
