@@ -254,6 +254,8 @@ export function showSession(root, id, { back, agentName = null }) {
   const header = sessionHeader(id, agentName);
   const retryBanner = h("div", { class: "notice retry live", id: "retry", hidden: true });
   const activity = h("span", { class: "activity", id: "activity" });
+  // The running tool's latest output (a command's), while it runs; never stored.
+  const toolOutput = h("pre", { class: "tool-output live", id: "tool-output", hidden: true });
   const connection = h("span", { class: "muted", id: "connection" });
   const pending = h("ul", { class: "pending", id: "pending" });
   const footer = h("footer", { class: "footer", id: "footer" });
@@ -310,6 +312,7 @@ export function showSession(root, id, { back, agentName = null }) {
     transcript,
     retryBanner,
     h("div", { class: "status" }, activity),
+    toolOutput,
     pending,
     footer,
     h(
@@ -388,6 +391,14 @@ export function showSession(root, id, { back, agentName = null }) {
     if (current.cancellationRequested) line += " (stopping…)";
     replace(activity, line);
     activity.dataset.state = queue.state;
+    const output = current.toolOutput;
+    if (output && output.tool === current.activeTool) {
+      if (toolOutput.textContent !== output.text) replace(toolOutput, output.text);
+      toolOutput.dataset.tool = output.tool;
+      toolOutput.hidden = false;
+    } else {
+      toolOutput.hidden = true;
+    }
     if (current.retry) {
       replace(retryBanner, retryElement(current.retry).textContent);
       retryBanner.hidden = false;

@@ -18,3 +18,4 @@ mod web_login;
 mod web_markdown;
 mod web_page;
 mod web_subagents;
+mod web_tool_output;

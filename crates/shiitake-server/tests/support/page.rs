@@ -53,13 +53,27 @@ pub async fn agent_with(
     model: Arc<ScriptedModel>,
     extensions: impl FnOnce(AgentBuilder) -> AgentBuilder,
 ) -> (Arc<Agent>, tempfile::TempDir) {
+    agent_with_tools(
+        model,
+        Arc::new(shiitake_capabilities::Catalog::new()),
+        extensions,
+    )
+    .await
+}
+
+/// [`agent_with`], its runs offered the tools of `tools`.
+pub async fn agent_with_tools(
+    model: Arc<ScriptedModel>,
+    tools: Arc<shiitake_capabilities::Catalog>,
+    extensions: impl FnOnce(AgentBuilder) -> AgentBuilder,
+) -> (Arc<Agent>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
         .await
         .unwrap();
     let builder = Agent::builder(
         Arc::new(store),
-        Arc::new(shiitake_capabilities::Catalog::new()),
+        tools,
         AgentConfig::new(Arc::new(FixedModel(model))),
     );
     let agent = extensions(builder).open().await.unwrap();

@@ -1,0 +1,103 @@
+//! The web page shows a running tool's latest output (`activity.toolOutput`, a
+//! command's output as it comes) under the activity line while the call runs, and
+//! hides it once its result is committed. In headless Chromium; without a browser the
+//! test prints a note and passes (`cargo xtask test` provides one).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use shiitake_capabilities::{
+    Catalog, Module, ModulePath, Operation, OperationName, ProgressNote, SourceId, StaticSource,
+};
+use shiitake_chromium::{Chromium, eval};
+use shiitake_model::{Script, ScriptedModel, Turn};
+
+use crate::support::page::{agent_with_tools, run, served_page, shown, type_and_click};
+
+/// `job.run`: prints three ticks, 400 ms apart, reporting its output so far after each.
+async fn ticking() -> Arc<Catalog> {
+    let run = Operation::from_fn(
+        OperationName::new("run").unwrap(),
+        "Ticks.",
+        |_input, ctx| async move {
+            let mut output = String::new();
+            for tick in 1..=3 {
+                output.push_str(&format!("tick {tick}\n"));
+                ctx.progress().report(ProgressNote {
+                    text: output.clone(),
+                    total_bytes: output.len() as u64,
+                });
+                tokio::time::sleep(Duration::from_millis(400)).await;
+            }
+            Ok(json!("ticked"))
+        },
+    );
+    let module = Module::new(ModulePath::new("job").unwrap(), "Jobs.")
+        .with_operation(run)
+        .unwrap();
+    let catalog = Catalog::new();
+    catalog
+        .add_source(Arc::new(StaticSource::new(
+            SourceId::new("job"),
+            vec![module],
+        )))
+        .await
+        .unwrap();
+    Arc::new(catalog)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_a_running_tools_output_live() {
+    let Some(chromium) = Chromium::launch_or_skip("web_tool_output").await.unwrap() else {
+        return;
+    };
+    let script = Script::new(vec![
+        Turn::tool_call("job__run", json!({})),
+        Turn::text("Ticked three times."),
+    ]);
+    let model = Arc::new(ScriptedModel::new(script));
+    let (agent, _dir) = agent_with_tools(model, ticking().await, |agent| agent).await;
+    let (server, login) = served_page(agent.clone()).await;
+    let page = chromium
+        .open(&login.login_url(&server.url()).unwrap(), &[])
+        .await
+        .unwrap();
+    shown(&page, "document.getElementById('inbox')").await;
+    run(&page, "document.getElementById('new-session').click()").await;
+    shown(&page, "document.getElementById('prompt')").await;
+    run(
+        &page,
+        "window.outputs = []; new MutationObserver(() => { \
+           const o = document.getElementById('tool-output'); \
+           if (o && !o.hidden && !window.outputs.includes(o.textContent)) window.outputs.push(o.textContent); \
+         }).observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true})",
+    )
+    .await;
+    type_and_click(&page, "Tick", "send").await;
+    // While it runs: the output grows, tick by tick, under the activity line.
+    shown(
+        &page,
+        "!document.getElementById('tool-output').hidden && \
+         document.getElementById('tool-output').textContent.includes('tick 2') && \
+         document.getElementById('activity').textContent.includes('running job__run')",
+    )
+    .await;
+    // Once the result is committed, it is gone.
+    shown(
+        &page,
+        "document.getElementById('tool-output').hidden && \
+         document.querySelectorAll('.terminal.outcome-completed').length === 1",
+    )
+    .await;
+    let seen: Vec<String> = eval(&page, "window.outputs").await.unwrap();
+    assert!(
+        seen.len() >= 2
+            && seen
+                .iter()
+                .all(|text| "tick 1\ntick 2\ntick 3\n".starts_with(text.as_str())),
+        "the output grew through prefixes of the command's: {seen:?}"
+    );
+}
