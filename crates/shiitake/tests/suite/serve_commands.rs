@@ -317,3 +317,75 @@ fn chat_shows_a_running_commands_output_before_its_result() {
     );
     assert!(first < second && second < result, "{printed}");
 }
+
+/// Without bubblewrap `serve` offers no command and says so at start; `--sandbox off`
+/// offers them unconfined and says that. The model's call is then answered as a tool that
+/// does not exist, never run.
+#[test]
+fn without_a_sandbox_serve_offers_no_commands_unless_told_to_run_them_unconfined() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    // A search path with `sh` and `prlimit` but no `bwrap`.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for program in ["sh", "prlimit", "touch"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|dir| Path::new(dir).join(program))
+            .find(|path| path.exists())
+            .unwrap();
+        std::os::unix::fs::symlink(found, bin.join(program)).unwrap();
+    }
+    let model = script(
+        dir.path(),
+        &json!({
+            "model": "scripted",
+            "turns": [
+                {"steps": [{"tool_call": {"name": "commands__exec", "arguments": {"command": "touch ran"}}}]},
+                {"steps": [{"text": "No commands here."}]}
+            ]
+        }),
+    );
+    let start = |data: &str, extra: &[&str]| {
+        let mut command = std::process::Command::new(crate::support::binary());
+        command
+            .args(["serve", "--port", &free_port().to_string(), "--data-dir"])
+            .arg(dir.path().join(data))
+            .arg("--workspace")
+            .arg(&workspace)
+            .args(["--model", &model, "--approve", "allow"])
+            .args(extra)
+            .env("PATH", &bin)
+            .env_remove("SHIITAKE_MODEL")
+            .stderr(Stdio::inherit());
+        Serve::spawn(command, &dir.path().join(data))
+    };
+    let off = start("data", &[]);
+    let said = off.printed();
+    assert!(
+        said.iter().any(
+            |line| line.contains("commands off: the sandbox cannot be had here")
+                && line.contains("bwrap")
+        ),
+        "{said:?}"
+    );
+    let output = off.chat("Touch it.\n", Duration::from_secs(60));
+    let printed = stdout(&output);
+    assert!(
+        printed.contains("no tool `commands__exec` is available"),
+        "{printed}"
+    );
+    assert!(!workspace.join("ran").exists());
+    drop(off);
+
+    let unconfined = start("data2", &["--sandbox", "off"]);
+    assert!(
+        unconfined
+            .printed()
+            .iter()
+            .any(|line| line.contains("commands run UNCONFINED")),
+        "{:?}",
+        unconfined.printed()
+    );
+}
