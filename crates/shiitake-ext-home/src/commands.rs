@@ -4,13 +4,18 @@
 //! `jobs.kill` and `jobs.list` follow the run's Session's jobs. Addresses route as the
 //! file tools' do: a bare path or `computer://home/` is on Home, `computer://<name>/` on
 //! another attachment. `exec` is unsafe to replay: after a crash its call is answered
-//! "outcome unknown", never run again (docs/commands.md).
+//! "outcome unknown", never run again (docs/commands.md). Each background job a Session
+//! starts is recorded in its state (`jobs`, at most [`MAX_JOB_RECORDS`]): a job that the
+//! host no longer knows (it restarted, or another process took the Session over) is
+//! listed as lost, and reading or killing it says so.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use knapsack::exec::{CommandLine, ExecError, ExecRequest, JobId, LocalCommands, OutputWatcher};
+use knapsack::exec::{
+    CommandLine, ExecError, ExecRequest, JobId, JobSummary, LocalCommands, OutputWatcher,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -18,7 +23,8 @@ use shiitake_capabilities::{
     ForModelError, ForModelKind, InvocationContext, Module, ModulePath, NameError, Progress,
     ProgressNote, Replay, ToolError,
 };
-use shiitake_core::extension::RunContext;
+use shiitake_core::extension::host::ToolTx;
+use shiitake_core::extension::{HookError, RunContext, StateScope};
 use shiitake_protocol::TOOL_OUTPUT_BYTES;
 
 use crate::computers::Attachment;
@@ -31,9 +37,40 @@ pub(crate) const COMMANDS: &str = "commands";
 /// The module of the background job tools.
 pub(crate) const JOBS: &str = "jobs";
 
+/// The Session-scope collection of the jobs a Session started.
+const JOB_RECORDS: &str = "jobs";
+/// The most jobs a Session's state remembers; the oldest record goes first.
+pub(crate) const MAX_JOB_RECORDS: usize = 32;
+
+/// What a Session's state keeps of a job it started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JobRecord {
+    computer: String,
+    command: String,
+    started_at: u64,
+}
+
+/// A job the Session started that the host no longer knows.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LostJob {
+    computer: String,
+    job: String,
+    command: String,
+    lost: bool,
+    why: &'static str,
+}
+
+/// Why a recorded job is lost.
+const LOST: &str = "the host that ran it stopped (a restart or a takeover): it was killed with \
+                    it, and its output is gone";
+
 /// The run's Computers that run commands, by name, and whose jobs it sees.
 #[derive(Default)]
 pub(crate) struct RunCommands {
+    /// Records the Session's jobs in its state.
+    tools: Option<ToolTx>,
     /// Jobs belong to the Session the run is of.
     owner: String,
     /// Home's name and commands, when Home runs commands.
@@ -48,6 +85,7 @@ impl RunCommands {
         run: &RunContext<'_>,
         home: &Entry<Attachment>,
         table: &[Entry<Attachment>],
+        tools: &ToolTx,
     ) -> Self {
         let named = table
             .iter()
@@ -57,6 +95,7 @@ impl RunCommands {
             })
             .collect();
         Self {
+            tools: Some(tools.clone()),
             owner: run.session_id.to_string(),
             home: home
                 .value
@@ -99,6 +138,67 @@ impl RunCommands {
                     )
                 }),
         }
+    }
+
+    /// Records a job this Session started, forgetting the oldest past the bound.
+    async fn record(&self, computer: &str, job: &JobSummary) {
+        let Some(tools) = &self.tools else { return };
+        let (key, record) = (
+            job.job.to_string(),
+            JobRecord {
+                computer: computer.to_owned(),
+                command: job.command.clone(),
+                started_at: 0,
+            },
+        );
+        let recorded = tools
+            .run(move |tx| {
+                let record = JobRecord {
+                    started_at: tx.now(),
+                    ..record
+                };
+                tx.put(StateScope::Session, JOB_RECORDS, &key, &record)?;
+                let mut kept: Vec<(String, JobRecord)> =
+                    tx.scan(StateScope::Session, JOB_RECORDS)?;
+                kept.sort_by_key(|(key, record)| (record.started_at, key.clone()));
+                let over = kept.len().saturating_sub(MAX_JOB_RECORDS);
+                for (old, _) in kept.into_iter().take(over) {
+                    tx.delete(StateScope::Session, JOB_RECORDS, &old)?;
+                }
+                Ok(Value::Null)
+            })
+            .await;
+        if let Err(error) = recorded {
+            tracing::warn!(%error, "a background job could not be recorded in its Session");
+        }
+    }
+
+    /// The jobs this Session recorded, by id.
+    async fn records(&self) -> BTreeMap<String, JobRecord> {
+        let Some(tools) = &self.tools else {
+            return BTreeMap::new();
+        };
+        let read = tools
+            .run(|tx| {
+                let records: Vec<(String, JobRecord)> =
+                    tx.scan(StateScope::Session, JOB_RECORDS)?;
+                serde_json::to_value(records).map_err(|error| HookError::Failed(error.to_string()))
+            })
+            .await;
+        read.ok()
+            .and_then(|value| serde_json::from_value::<Vec<(String, JobRecord)>>(value).ok())
+            .map(|records| records.into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// The error for a job the host does not know: lost when the Session recorded it.
+    async fn unknown_job(&self, error: ExecError) -> ToolError {
+        if let ExecError::NoSuchJob { job } = &error
+            && self.records().await.contains_key(job.as_str())
+        {
+            return failed("lost_job", format!("background job {job}: {LOST}"));
+        }
+        exec_error(error)
     }
 
     /// The Computer a job tool names (`computer`, Home when absent).
@@ -196,9 +296,10 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
         |run, input| async move {
             let (name, commands) = run.commands.computer(input.computer.as_deref())?;
             let job = JobId::new(input.job);
-            let output = commands
-                .job_output(&job, &run.commands.owner, input.cursor)
-                .map_err(exec_error)?;
+            let output = match commands.job_output(&job, &run.commands.owner, input.cursor) {
+                Ok(output) => output,
+                Err(error) => return Err(run.commands.unknown_job(error).await),
+            };
             answer(name, output)
         },
     )?)?;
@@ -209,17 +310,18 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
         |run, input| async move {
             let (name, commands) = run.commands.computer(input.computer.as_deref())?;
             let job = JobId::new(input.job);
-            let killed = commands
-                .kill_job(&job, &run.commands.owner)
-                .await
-                .map_err(exec_error)?;
+            let killed = match commands.kill_job(&job, &run.commands.owner).await {
+                Ok(killed) => killed,
+                Err(error) => return Err(run.commands.unknown_job(error).await),
+            };
             answer(name, killed)
         },
     )?)?;
     jobs.add_operation(tool::<ListInput, _, _>(
         run,
         "list",
-        "Lists this Session's background jobs on every attached Computer.",
+        "Lists this Session's background jobs on every attached Computer, and those a \
+         host that stopped ran (lost).",
         |run, _input| async move {
             let listed: Vec<_> = run
                 .commands
@@ -235,7 +337,21 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
                         })
                 })
                 .collect();
-            serde_json::to_value(json!({ "jobs": listed }))
+            let lost: Vec<LostJob> = run
+                .commands
+                .records()
+                .await
+                .into_iter()
+                .filter(|(job, _)| !listed.iter().any(|known| known.result.job.as_str() == job))
+                .map(|(job, record)| LostJob {
+                    computer: record.computer,
+                    job,
+                    command: record.command,
+                    lost: true,
+                    why: LOST,
+                })
+                .collect();
+            serde_json::to_value(json!({ "jobs": listed, "lost": lost }))
                 .map_err(|e| ToolError::fatal_from("a job listing did not serialise", e))
         },
     )?)?;
@@ -266,6 +382,7 @@ async fn exec(
         let started = commands
             .start_job(&request, &run.commands.owner)
             .map_err(exec_error)?;
+        run.commands.record(name, &started).await;
         return answer(name, started);
     }
     // A cancel of the call drops this future: the command's group is killed with it.

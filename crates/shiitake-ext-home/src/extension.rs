@@ -46,6 +46,8 @@ pub fn extension(computers: Arc<dyn Computers>) -> Result<KitExtension<HomeContr
     let viewed = computers.clone();
     ExtensionKit::<HomeContract>::new(NAMESPACE)?
         .agent_state()
+        // The background jobs a Session started, so a host that restarts lists them lost.
+        .session_state()
         .uses(Grant::Files)
         .command(move |tx, input: Choose| choose(tx, computers.as_ref(), input))
         .command(seed)
@@ -170,7 +172,7 @@ fn capture(run: &RunContext<'_>, tools: ToolTx) -> Contribution {
     let adoption = match &home_state {
         HomeState::Adoptable { attachment_id, .. } => Some(Adoption {
             attachment_id: attachment_id.clone(),
-            tools,
+            tools: tools.clone(),
             pending: AtomicBool::new(true),
         }),
         _ => None,
@@ -180,7 +182,7 @@ fn capture(run: &RunContext<'_>, tools: ToolTx) -> Contribution {
         .map(|entry| (entry.name.as_str().to_owned(), entry.value.port.clone()))
         .collect();
     #[cfg(unix)]
-    let commands = crate::commands::RunCommands::capture(run, home, &table);
+    let commands = crate::commands::RunCommands::capture(run, home, &table, &tools);
     let files = Arc::new(RunFiles {
         home: home.value.port.clone(),
         named,

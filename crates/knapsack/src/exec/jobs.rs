@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 use super::local::LocalCommands;
 use super::{CommandLine, ExecError, ExecRequest, Exit, Stopped};
 
-/// A background job's id, unique in its Computer for the host's life (`job-1`, `job-2`, …).
+/// A background job's id: `job-<host>-<n>`, where `<host>` is drawn at random when the
+/// Computer's commands are made, so an id never names a job of an earlier life of the
+/// host (after a restart, an old id is another job's, or none).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct JobId(String);
 
@@ -92,10 +94,26 @@ impl Default for JobLimits {
 }
 
 /// The jobs of one Computer.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct JobTable {
+    /// This life of the host, in every id.
+    instance: String,
     next: u64,
     jobs: BTreeMap<u64, Job>,
+}
+
+impl Default for JobTable {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        Self {
+            instance: format!("{:06x}", random & 0xff_ffff),
+            next: 0,
+            jobs: BTreeMap::new(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -201,7 +219,7 @@ impl LocalCommands {
             let _ = done_tx.send(true);
         });
         let job = Job {
-            id: JobId(format!("job-{number}")),
+            id: JobId(format!("job-{}-{number}", table.instance)),
             owner: owner.to_owned(),
             command: shown(&request.command),
             state,

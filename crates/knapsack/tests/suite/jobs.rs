@@ -108,7 +108,7 @@ async fn a_kill_ends_the_job_and_another_session_cannot_see_it() {
     assert_eq!(killed.stopped, Some(Stopped::Cancelled));
     assert_eq!(killed.exit, Some(Exit::Signal(9)), "it ignored SIGTERM");
     assert!(started.elapsed() < Duration::from_secs(6));
-    let unknown = JobId::new("job-999");
+    let unknown = JobId::new("job-000000-999");
     assert_eq!(
         commands
             .job_output(&unknown, "session-a", None)
@@ -187,11 +187,17 @@ async fn the_job_bounds_hold_at_their_edge_and_one_past() {
     // A finished job gives its place to the next one.
     commands.kill_job(&a1.job, "a").await.unwrap();
     let b2 = commands.start_job(&shell("sleep 100"), "b").unwrap();
-    assert_eq!(b2.job.as_str(), "job-4");
+    let prefix = a1.job.as_str().strip_suffix("-1").unwrap();
+    assert!(prefix.starts_with("job-"), "{prefix}");
+    assert_eq!(b2.job.as_str(), format!("{prefix}-4"));
     let listed: Vec<String> = commands
         .list_jobs("a")
         .into_iter()
         .map(|job| job.job.to_string())
         .collect();
-    assert_eq!(listed, ["job-2"]);
+    assert_eq!(listed, [format!("{prefix}-2")]);
+    // Another life of the host draws another prefix: its ids never name these jobs.
+    let again = LocalCommands::new(dir.path(), CommandLimits::default()).unwrap();
+    let other = again.start_job(&shell("true"), "a").unwrap();
+    assert_ne!(other.job.as_str(), a1.job.as_str());
 }

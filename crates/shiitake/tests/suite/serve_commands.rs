@@ -389,3 +389,70 @@ fn without_a_sandbox_serve_offers_no_commands_unless_told_to_run_them_unconfined
         unconfined.printed()
     );
 }
+
+#[test]
+fn a_background_job_of_a_killed_serve_is_listed_lost_after_the_restart() {
+    if !sandbox_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let marker = format!("{}.{}", 500 + std::process::id() % 100, std::process::id());
+    let line = format!("sleep {marker}");
+    let model = script(
+        dir.path(),
+        &json!({
+            "model": "scripted",
+            "turns": [
+                {"steps": [{"tool_call": {"name": "commands__exec", "arguments": {"command": line, "background": true}}}]},
+                {"steps": [{"text": "Started."}]},
+                {"steps": [{"tool_call": {"name": "jobs__list", "arguments": {}}}]},
+                {"steps": [{"text": "It was lost."}]}
+            ]
+        }),
+    );
+    let port = free_port();
+    let mut first = serve(dir.path(), &workspace, port, &model);
+    let output = first.chat("Start the server.\n", Duration::from_secs(60));
+    let printed = stdout(&output);
+    assert!(printed.contains("\"running\":true"), "{printed}");
+    let session = printed
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("ses_"))
+        .map(|id| format!("ses_{}", id.trim_end_matches(']')))
+        .unwrap_or_else(|| panic!("no session id in {printed}"));
+    assert!(!processes_with(&marker).is_empty(), "the job runs");
+
+    first.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with(&marker).is_empty() {
+        assert!(Instant::now() < deadline, "the job outlived its host");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let restarted = serve(dir.path(), &workspace, port, &model);
+    let sent = restarted
+        .command(&["send", &session, "what runs?"])
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let watch = restarted
+        .command(&["watch", &session, "--until-idle"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = wait_with_timeout(watch, Duration::from_secs(60));
+    let printed = stdout(&output);
+    let listed = printed
+        .lines()
+        .find(|line| line.starts_with("[tool result] jobs__list:"))
+        .unwrap_or_else(|| panic!("no listing in {printed}"));
+    assert!(listed.contains("\"jobs\":[]"), "{listed}");
+    assert!(listed.contains("\"lost\":true"), "{listed}");
+    assert!(listed.contains(&format!("sleep {marker}")), "{listed}");
+}
