@@ -29,18 +29,7 @@ const USAGE: &str = "usage: cargo xtask chromium
 
 /// Runs `chromium`.
 pub fn run(args: &[String]) -> Result<(), String> {
-    match args {
-        [] => {
-            let path = ensure()?;
-            println!("{}", path.display());
-            Ok(())
-        }
-        [flag] if flag == "-h" || flag == "--help" => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        _ => Err(format!("unexpected arguments {args:?}\n\n{USAGE}")),
-    }
+    crate::debian::print_found(args, USAGE, ensure)
 }
 
 /// The browser's path, installing Debian's package first when there is none.

@@ -1,5 +1,6 @@
 //! Installing a Debian package a test service needs (Chromium, bubblewrap) with
-//! apt-get, as root; otherwise saying what to install.
+//! apt-get, as root; otherwise saying what to install. And the one shape of the
+//! subcommands that find or install such a program and print its path.
 
 use std::process::Command;
 
@@ -22,4 +23,24 @@ pub fn install(package: &str, otherwise: &str) -> Result<(), String> {
             .args(["install", "-y", "-qq", "--no-install-recommends", package])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
+}
+
+/// A subcommand that takes no argument but `--help`: prints the path `ensure` finds (or
+/// installs).
+pub fn print_found(
+    args: &[String],
+    usage: &str,
+    ensure: impl FnOnce() -> Result<std::path::PathBuf, String>,
+) -> Result<(), String> {
+    match args {
+        [] => {
+            println!("{}", ensure()?.display());
+            Ok(())
+        }
+        [flag] if flag == "-h" || flag == "--help" => {
+            println!("{usage}");
+            Ok(())
+        }
+        _ => Err(format!("unexpected arguments {args:?}\n\n{usage}")),
+    }
 }

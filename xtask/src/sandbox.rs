@@ -15,17 +15,7 @@ const USAGE: &str = "usage: cargo xtask sandbox
 
 /// Runs the subcommand.
 pub fn run(args: &[String]) -> Result<(), String> {
-    match args {
-        [] => {
-            println!("{}", ensure()?.display());
-            Ok(())
-        }
-        [flag] if flag == "-h" || flag == "--help" => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        _ => Err(format!("unexpected arguments {args:?}\n\n{USAGE}")),
-    }
+    crate::debian::print_found(args, USAGE, ensure)
 }
 
 /// The path of `bwrap`, installed first when missing.

@@ -408,17 +408,19 @@ async fn a_lease_whose_holder_died_is_taken_at_once_and_one_held_by_the_living_i
     assert!(lapses_in > Duration::from_secs(3000), "{lapses_in:?}");
 }
 
-/// A process whose own connection is cut takes a holder whose backend is gone for one
-/// cut with it (the server ended both, or had no slot for either): it does not take
-/// even that holder's lapsed lease (it lapsed because the holder could not renew it)
-/// until a beat has marked the holder away and the holder's grace has passed.
-#[tokio::test]
-async fn a_cut_process_leaves_the_lapsed_lease_of_a_holder_cut_with_it() {
-    // A database of its own: another test's process would find the cut holder dead
-    // and free its lease, as it should, being cut from nothing.
-    let Some(url) = support::own_database().await else {
-        return;
-    };
+/// One process alone on a database of its own (another test's process would find the
+/// fake holders these tests plant dead and free their leases, as it should): its tenant,
+/// its store (a 60 s lease, no heartbeat while the test looks), a Session of it and a
+/// connection to plant rows with.
+struct Alone {
+    key: shiitake_store_postgres::AgentKey,
+    store: PostgresStore,
+    session: SessionId,
+    conn: sqlx::PgConnection,
+}
+
+async fn alone() -> Option<Alone> {
+    let url = support::own_database().await?;
     let key = fresh_key();
     let mut options = shiitake_store_postgres::PostgresOptions::new(url.clone(), key.clone());
     options.lease_ttl = Duration::from_secs(60);
@@ -426,7 +428,30 @@ async fn a_cut_process_leaves_the_lapsed_lease_of_a_holder_cut_with_it() {
     options.read_connections = 2;
     let store = PostgresStore::open(options).await.unwrap();
     let session = create(&store).await;
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    let conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    Some(Alone {
+        key,
+        store,
+        session,
+        conn,
+    })
+}
+
+/// A process whose own connection is cut takes a holder whose backend is gone for one
+/// cut with it (the server ended both, or had no slot for either): it does not take
+/// even that holder's lapsed lease (it lapsed because the holder could not renew it)
+/// until a beat has marked the holder away and the holder's grace has passed.
+#[tokio::test]
+async fn a_cut_process_leaves_the_lapsed_lease_of_a_holder_cut_with_it() {
+    let Some(Alone {
+        key,
+        store,
+        session,
+        mut conn,
+    }) = alone().await
+    else {
+        return;
+    };
     let mut run = async |statement: &str| {
         sqlx::query(statement)
             .bind(key.as_str())
@@ -476,17 +501,15 @@ async fn a_cut_process_leaves_the_lapsed_lease_of_a_holder_cut_with_it() {
 /// taken at the second look (the test above).
 #[tokio::test]
 async fn a_claim_looks_twice_before_it_takes_a_lease_whose_holder_is_gone() {
-    let Some(url) = support::own_database().await else {
+    let Some(Alone {
+        key,
+        store,
+        session,
+        mut conn,
+    }) = alone().await
+    else {
         return;
     };
-    let key = fresh_key();
-    let mut options = shiitake_store_postgres::PostgresOptions::new(url.clone(), key.clone());
-    options.lease_ttl = Duration::from_secs(60);
-    options.heartbeat = Duration::from_secs(10);
-    options.read_connections = 2;
-    let store = PostgresStore::open(options).await.unwrap();
-    let session = create(&store).await;
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
     for statement in [
         "INSERT INTO hub_nodes (agent_id, holder, backend_pid, backend_start, started_at, \
            heartbeat_at) VALUES ($1, 'cut-process', 0, clock_timestamp(), clock_timestamp(), \

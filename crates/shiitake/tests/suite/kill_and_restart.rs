@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::{Serve, free_port, script, stdout, wait_with_timeout};
+use crate::support::{Serve, free_port, script, wait_with_timeout};
 use serde_json::json;
 
 #[test]
@@ -30,26 +30,8 @@ fn watch_resumes_across_a_killed_and_restarted_server() {
     let port = free_port();
     let mut serve = Serve::start(&data, dir.path(), port, Some(&model));
 
-    let created = serve
-        .command(&["chat"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let created = stdout(&created);
-    let session = created
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix("ses_"))
-        .map(|id| format!("ses_{}", id.trim_end_matches(']')))
-        .unwrap_or_else(|| panic!("no session id in {created}"));
-    let sent = serve
-        .command(&["send", &session, "finish this please"])
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
+    let session = serve.new_session();
+    serve.send(&session, "finish this please");
 
     let mut watch = serve
         .command(&["watch", &session, "--until-idle"])

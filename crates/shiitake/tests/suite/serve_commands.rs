@@ -7,7 +7,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -16,7 +15,7 @@ use knapsack::exec::{Sandbox, SandboxPolicy};
 use serde_json::json;
 use shiitake_test_services::{Missing, Service};
 
-use crate::support::{Serve, free_port, script, stdout, wait_with_timeout};
+use crate::support::{Serve, free_port, script, session_id_in, stdout};
 
 /// Whether the sandbox can be had here: `false` after the skip line (a failure under
 /// SHIITAKE_REQUIRE_SERVICES).
@@ -135,26 +134,8 @@ fn a_command_running_when_serve_is_killed_dies_with_it_and_is_not_run_again() {
     );
     let port = free_port();
     let mut first = serve(dir.path(), &workspace, port, &model);
-    let created = first
-        .command(&["chat"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let created = stdout(&created);
-    let session = created
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix("ses_"))
-        .map(|id| format!("ses_{}", id.trim_end_matches(']')))
-        .unwrap_or_else(|| panic!("no session id in {created}"));
-    let sent = first
-        .command(&["send", &session, "run the long one"])
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
+    let session = first.new_session();
+    first.send(&session, "run the long one");
     // The command runs: its two sleeps are up (one in a session of its own).
     let deadline = Instant::now() + Duration::from_secs(30);
     while processes_with(&marker).len() < 2 {
@@ -174,21 +155,7 @@ fn a_command_running_when_serve_is_killed_dies_with_it_and_is_not_run_again() {
     }
 
     let restarted = serve(dir.path(), &workspace, port, &model);
-    let mut watch = restarted
-        .command(&["watch", &session, "--until-idle"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = BufReader::new(watch.stdout.take().unwrap()).lines();
-    let reader = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
-    let output = wait_with_timeout(watch, Duration::from_secs(60));
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let printed = reader.join().unwrap().join("\n");
+    let printed = restarted.watch_until_idle(&session);
     assert!(printed.contains("outcome unknown"), "{printed}");
     assert!(
         printed.contains("assistant: I cannot tell whether it finished."),
@@ -242,26 +209,8 @@ fn a_command_rule_lets_one_command_run_and_the_next_waits_for_a_person() {
         "{:?}",
         serve.printed()
     );
-    let created = serve
-        .command(&["chat"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let created = stdout(&created);
-    let session = created
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix("ses_"))
-        .map(|id| format!("ses_{}", id.trim_end_matches(']')))
-        .unwrap_or_else(|| panic!("no session id in {created}"));
-    let sent = serve
-        .command(&["send", &session, "make it, then remove it"])
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
+    let session = serve.new_session();
+    serve.send(&session, "make it, then remove it");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let listed = stdout(&serve.command(&["sessions"]).output().unwrap());
@@ -417,11 +366,7 @@ fn a_background_job_of_a_killed_serve_is_listed_lost_after_the_restart() {
     let output = first.chat("Start the server.\n", Duration::from_secs(60));
     let printed = stdout(&output);
     assert!(printed.contains("\"running\":true"), "{printed}");
-    let session = printed
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix("ses_"))
-        .map(|id| format!("ses_{}", id.trim_end_matches(']')))
-        .unwrap_or_else(|| panic!("no session id in {printed}"));
+    let session = session_id_in(&printed);
     assert!(!processes_with(&marker).is_empty(), "the job runs");
 
     first.kill();
@@ -432,22 +377,8 @@ fn a_background_job_of_a_killed_serve_is_listed_lost_after_the_restart() {
     }
 
     let restarted = serve(dir.path(), &workspace, port, &model);
-    let sent = restarted
-        .command(&["send", &session, "what runs?"])
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
-    let watch = restarted
-        .command(&["watch", &session, "--until-idle"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = wait_with_timeout(watch, Duration::from_secs(60));
-    let printed = stdout(&output);
+    restarted.send(&session, "what runs?");
+    let printed = restarted.watch_until_idle(&session);
     let listed = printed
         .lines()
         .find(|line| line.starts_with("[tool result] jobs__list:"))

@@ -150,6 +150,43 @@ impl Serve {
         command
     }
 
+    /// A new Session, made by a `chat` with nothing typed: its id, read from what it printed.
+    pub fn new_session(&self) -> String {
+        let created = self
+            .command(&["chat"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        session_id_in(&stdout(&created))
+    }
+
+    /// Sends `text` to `session` with `shiitake send`, which must succeed.
+    pub fn send(&self, session: &str, text: &str) {
+        let sent = self.command(&["send", session, text]).output().unwrap();
+        assert!(
+            sent.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sent.stderr)
+        );
+    }
+
+    /// What `shiitake watch SESSION --until-idle` printed (at most 60 s), once it ended well.
+    pub fn watch_until_idle(&self, session: &str) -> String {
+        let watch = self
+            .command(&["watch", session, "--until-idle"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let output = wait_with_timeout(watch, Duration::from_secs(60));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout(&output)
+    }
+
     /// Runs `chat`, typing `input` on its stdin, and returns what it printed.
     pub fn chat(&self, input: &str, timeout: Duration) -> Output {
         run_with_input(self.command(&["chat"]), input, timeout)
@@ -166,6 +203,15 @@ impl Drop for Serve {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The first Session id (`ses_…`) in what a client printed.
+pub fn session_id_in(printed: &str) -> String {
+    printed
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("ses_"))
+        .map(|id| format!("ses_{}", id.trim_end_matches(']')))
+        .unwrap_or_else(|| panic!("no session id in {printed}"))
 }
 
 /// Runs `command` with `input` on its stdin and returns what it printed.
