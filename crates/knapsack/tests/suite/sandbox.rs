@@ -360,3 +360,34 @@ async fn a_hidden_ancestor_of_the_root_shows_the_root_alone() {
     );
     assert!(!shared.join("planted").exists());
 }
+
+/// A hidden file (a token kept outside the data directory) reads as empty and cannot be
+/// written; the process limit holds for a user the kernel applies it to (not root, which
+/// it exempts: a command dropped to `nobody` meets it).
+#[tokio::test]
+async fn a_hidden_file_is_empty_and_the_process_limit_holds_for_a_plain_user() {
+    let machine = Machine::new();
+    let token = machine.outside.join("token");
+    std::fs::write(&token, "secret-token").unwrap();
+    let mut policy = machine.policy();
+    policy.hidden.push(token.clone());
+    policy.limits.processes = 8;
+    let Some(commands) = machine.commands(policy, CommandLimits::default()) else {
+        return;
+    };
+    let line = format!(
+        "cat {token}; echo x > {token}; echo read",
+        token = token.display()
+    );
+    let output = run(&commands, &line).await;
+    assert_eq!(output.stdout.head, "read\n", "{output:?}");
+    assert_eq!(std::fs::read_to_string(&token).unwrap(), "secret-token");
+
+    // 30 children wanted under a limit of 8 processes: the shell is refused a fork.
+    let forks = "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+                 'n=0; for i in $(seq 1 30); do sleep 2 & n=$((n+1)); done; wait' 2>&1 | \
+                 grep -c -i -e 'fork' -e 'resource temporarily unavailable'";
+    let output = run(&commands, forks).await;
+    let refused: u32 = output.stdout.head.trim().parse().unwrap_or(0);
+    assert!(refused >= 1, "no fork was refused: {output:?}");
+}
