@@ -1,6 +1,7 @@
 //! One module per capability, named for the behaviour it tests.
 
 mod capture;
+mod commands;
 mod local_attachment;
 mod patch_gating;
 mod routing;
