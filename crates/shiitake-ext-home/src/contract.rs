@@ -240,6 +240,27 @@ pub struct Choose {
 
 contract_commands!(HomeContract { Choose => "choose" in SessionScope -> HomeChoice });
 
+/// Ends a background job of this Session (the footer's *Kill* on a job row, `/kill`):
+/// the job is asked to end at once, as `jobs__kill` ends it, without waiting for it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KillJob {
+    /// The job's id (`job-…`).
+    pub job: String,
+    /// The Computer it runs on, by name.
+    pub computer: String,
+}
+
+/// What `kill_job` did: the job is asked to end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KillRequested {
+    /// The job.
+    pub job: String,
+}
+
+contract_commands!(HomeContract { KillJob => "kill_job" in SessionScope -> KillRequested });
+
 /// The host's unadvertised migration: record an old attachment id only when no choice
 /// exists (even if that attachment is detached). It never overwrites a choice.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -25,7 +25,7 @@ use crate::contract::{
 };
 use crate::state::{self, Entry};
 use crate::tools::{Adoption, RunFiles};
-use crate::{prompt, tools};
+use crate::{job_rows, prompt, tools};
 
 /// The Computer list as the port the host hands Home through core (`files` grant).
 #[derive(Clone)]
@@ -44,6 +44,8 @@ impl std::fmt::Debug for HomePort {
 /// prompt and tools.
 pub fn extension(computers: Arc<dyn Computers>) -> Result<KitExtension<HomeContract>, KitError> {
     let viewed = computers.clone();
+    let footed = computers.clone();
+    let killed = computers.clone();
     ExtensionKit::<HomeContract>::new(NAMESPACE)?
         .agent_state()
         // The background jobs a Session started, so a host that restarts lists them lost.
@@ -51,7 +53,11 @@ pub fn extension(computers: Arc<dyn Computers>) -> Result<KitExtension<HomeContr
         .uses(Grant::Files)
         .command(move |tx, input: Choose| choose(tx, computers.as_ref(), input))
         .command(seed)
+        .command(move |tx, input: crate::contract::KillJob| {
+            job_rows::kill(tx, killed.as_ref(), input)
+        })
         .projection(move |state| Some(view(state, viewed.as_ref())))
+        .footer(move |state, id| job_rows::rows(state, id, footed.as_ref()))
         .run_contribution(capture)
         .catalog(catalog)
         .build()
@@ -210,22 +216,49 @@ fn catalog(extension_id: ExtensionId) -> Catalog {
     Catalog {
         format: CatalogFormat::V1,
         extension_id,
-        commands: vec![CatalogCommand {
-            name: "home".into(),
-            summary: "Choose the Computer every Session works in".into(),
-            scope: CatalogScope::Session,
-            call: Choose::NAME.into(),
-            arguments: vec![CatalogArgument::required(
-                "name",
-                "The attached Computer's name",
-                ArgumentKind::text(MAX_NAME_BYTES),
-            )],
-            steps: vec![CatalogStep {
-                argument: "name".into(),
-                prompt: "Which Computer should be Home?".into(),
-            }],
-            flow: None,
-        }],
+        commands: vec![
+            CatalogCommand {
+                name: "home".into(),
+                summary: "Choose the Computer every Session works in".into(),
+                scope: CatalogScope::Session,
+                call: Choose::NAME.into(),
+                arguments: vec![CatalogArgument::required(
+                    "name",
+                    "The attached Computer's name",
+                    ArgumentKind::text(MAX_NAME_BYTES),
+                )],
+                steps: vec![CatalogStep {
+                    argument: "name".into(),
+                    prompt: "Which Computer should be Home?".into(),
+                }],
+                flow: None,
+            },
+            CatalogCommand {
+                name: "kill".into(),
+                summary: "End a background job of this Session (the footer lists them)".into(),
+                scope: CatalogScope::Session,
+                call: crate::contract::KillJob::NAME.into(),
+                arguments: vec![
+                    CatalogArgument::required("job", "The job's id", ArgumentKind::text(64)),
+                    CatalogArgument::required(
+                        "computer",
+                        "The Computer it runs on",
+                        ArgumentKind::text(MAX_NAME_BYTES),
+                    ),
+                ],
+                steps: vec![
+                    CatalogStep {
+                        argument: "job".into(),
+                        prompt: "Which job should end?".into(),
+                    },
+                    CatalogStep {
+                        argument: "computer".into(),
+                        prompt: "On which Computer does it run?".into(),
+                    },
+                ],
+                flow: None,
+            },
+        ],
     }
 }
 
@@ -258,6 +291,7 @@ mod tests {
             commands,
             [
                 ("choose", CommandScope::Session),
+                ("kill_job", CommandScope::Session),
                 ("seed", CommandScope::Agent)
             ]
         );

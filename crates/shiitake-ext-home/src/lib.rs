@@ -36,6 +36,8 @@ mod computers;
 #[cfg(feature = "runtime")]
 mod extension;
 #[cfg(feature = "runtime")]
+mod job_rows;
+#[cfg(feature = "runtime")]
 mod prompt;
 #[cfg(feature = "runtime")]
 mod tools;

@@ -106,7 +106,7 @@ impl Service {
             }
             Self::Sandbox => {
                 "run `cargo xtask test` (it installs Debian's `bubblewrap`), or \
-                 `apt-get install bubblewrap`"
+                 `apt-get install bubblewrap` so that `bwrap` is on PATH"
             }
         }
     }

@@ -282,6 +282,15 @@ impl LocalCommands {
         Ok(find(&table, job, owner)?.summary())
     }
 
+    /// Asks `owner`'s job `job` to end (its whole group, as [`kill_job`](Self::kill_job)
+    /// does) without waiting for it: for a caller that cannot wait, such as an
+    /// extension's synchronous command.
+    pub fn request_kill(&self, job: &JobId, owner: &str) -> Result<(), ExecError> {
+        let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+        find(&table, job, owner)?.cancel.cancel();
+        Ok(())
+    }
+
     /// `owner`'s jobs, oldest first.
     pub fn list_jobs(&self, owner: &str) -> Vec<JobSummary> {
         let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);

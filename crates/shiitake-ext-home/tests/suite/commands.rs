@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 use knapsack::exec::{CommandLimits, LocalCommands};
 use serde_json::json;
-use shiitake_ext_home::contract::{Choose, HomeContract};
+use shiitake_ext_home::contract::{Choose, HomeContract, KillJob};
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::{AgentApi, SessionApi, TerminalOutcome};
@@ -120,6 +120,68 @@ async fn an_abort_ends_a_running_command_and_what_it_started() {
     let deadline = Instant::now() + Duration::from_secs(10);
     while alive() > 0 {
         assert!(Instant::now() < deadline, "the aborted command goes on");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    agent.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_running_job_has_a_footer_row_whose_kill_ends_it() {
+    let world = World::new();
+    let work = with_commands(&world);
+    world.attach(&[&work]);
+    let turns = vec![
+        calls(&[(
+            "commands__exec",
+            json!({"command": "sleep 30", "background": true}),
+        )]),
+        Turn::text("started"),
+    ];
+    let (agent, _model) = agent(&world, turns).await;
+    let session = session(&agent).await;
+    let outcomes = run(&session, "start a job").await;
+    let job = outcomes[0].ok()["job"].as_str().unwrap().to_owned();
+    let snapshot = session
+        .read(shiitake_protocol::ReadOptions::default())
+        .await
+        .unwrap();
+    let row = snapshot
+        .footer
+        .iter()
+        .find(|row| row.kind == "job")
+        .unwrap_or_else(|| panic!("no job row in {:?}", snapshot.footer));
+    assert_eq!(row.key, job);
+    assert!(
+        row.text.starts_with(&format!("{job} on work: sleep 30")),
+        "{}",
+        row.text
+    );
+    assert_eq!(
+        row.note.as_deref(),
+        Some(format!("/kill {job} work").as_str())
+    );
+    assert_eq!(row.actions[0].label, "Kill");
+
+    let home = bind_session_extension::<_, HomeContract>(&session);
+    let refused = home
+        .call(&KillJob {
+            job: "job-000000-9".into(),
+            computer: "work".into(),
+        })
+        .await
+        .unwrap_err();
+    assert!(refused.message.contains("no background job"), "{refused:?}");
+    home.call(&KillJob {
+        job: job.clone(),
+        computer: "work".into(),
+    })
+    .await
+    .unwrap();
+    let commands = work.commands.clone().unwrap();
+    let owner = session.session_id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while commands.list_jobs(&owner)[0].running {
+        assert!(Instant::now() < deadline, "the killed job goes on");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     agent.close().await.unwrap();

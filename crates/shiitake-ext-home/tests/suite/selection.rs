@@ -172,7 +172,10 @@ async fn slash_home_is_published_and_seed_is_not() {
     let (agent, _model) = agent(&world, vec![]).await;
     let catalogs = agent.catalogs().await.unwrap();
     let commands = &catalogs.catalogs[0].catalog.commands;
-    assert_eq!(commands.len(), 1);
+    // `/home`, and `/kill` for background jobs; never `seed`.
+    let names: Vec<&str> = commands.iter().map(|command| command.name.as_str()).collect();
+    assert_eq!(names, ["home", "kill"]);
+    assert!(commands.iter().all(|command| command.call != "seed"));
     assert_eq!(
         serde_json::to_value(&commands[0]).unwrap(),
         json!({"name": "home", "summary": "Choose the Computer every Session works in",
