@@ -18,11 +18,9 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::policy::{PolicyError, Ruling, glob};
+pub use crate::ruling::MAX_COMMAND_PATTERN_BYTES;
+use crate::ruling::{PolicyError, Ruling, glob};
 use crate::shell::{self, Words};
-
-/// Longest command pattern, in bytes.
-pub const MAX_COMMAND_PATTERN_BYTES: usize = 256;
 
 /// The tools whose calls carry a command (`command`, a shell line, or `argv`).
 pub const COMMAND_TOOLS: [&str; 1] = ["commands__exec"];

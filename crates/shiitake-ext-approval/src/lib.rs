@@ -32,6 +32,7 @@ pub mod fingerprint;
 pub mod flow;
 pub mod policy;
 pub mod preview;
+mod ruling;
 pub mod shell;
 pub mod state;
 mod text;

@@ -12,8 +12,8 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
-use super::local::LocalCommands;
-use super::{CommandLine, ExecError, ExecRequest, Exit, Stopped};
+use super::spawned::Spawned;
+use super::{CommandLimits, CommandLine, ExecError, Exit, Stopped};
 
 /// A background job's id: `job-<host>-<n>`, where `<host>` is drawn at random when the
 /// Computer's commands are made, so an id never names a job of an earlier life of the
@@ -166,19 +166,45 @@ impl Job {
     }
 }
 
-impl LocalCommands {
-    /// Starts `request` as a background job of `owner`: the call answers at once, the
-    /// command runs until it ends, its time limit (the host's longest when it names
-    /// none) or [`kill_job`](Self::kill_job).
-    pub fn start_job(&self, request: &ExecRequest, owner: &str) -> Result<JobSummary, ExecError> {
-        let timeout = match request.timeout {
-            None => self.limits().max_timeout,
-            Some(_) => self.timeout(request.timeout)?,
-        };
-        let limits = self.job_limits();
-        let mut table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+/// A Computer's background jobs: the table and the bounds they are kept within.
+#[derive(Debug)]
+pub(crate) struct Jobs {
+    table: Mutex<JobTable>,
+    limits: JobLimits,
+    /// The most bytes one read of a job's output answers.
+    read_bytes: usize,
+    /// How long a killed job may take to end before `kill` answers anyway.
+    kill_wait: Duration,
+}
+
+impl Jobs {
+    /// No jobs yet, within the bounds of `limits`.
+    pub(crate) fn new(limits: &CommandLimits) -> Self {
+        Self {
+            table: Mutex::new(JobTable::default()),
+            limits: limits.jobs,
+            read_bytes: limits.output_bytes,
+            kill_wait: limits.kill_grace + Duration::from_secs(2),
+        }
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, JobTable> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts a job of `owner` running `command` for at most `timeout`, once there is
+    /// room for it, with what `spawn` starts.
+    pub(crate) fn start(
+        &self,
+        command: &CommandLine,
+        owner: &str,
+        timeout: Duration,
+        spawn: impl FnOnce() -> Result<Spawned, ExecError>,
+    ) -> Result<JobSummary, ExecError> {
+        let limits = self.limits;
+        let mut table = self.table();
         make_room(&mut table, owner, limits)?;
-        let mut spawned = self.spawn(request)?;
+        let mut spawned = spawn()?;
         table.next += 1;
         let number = table.next;
         let state = Arc::new(Mutex::new(JobState {
@@ -221,7 +247,7 @@ impl LocalCommands {
         let job = Job {
             id: JobId(format!("job-{}-{number}", table.instance)),
             owner: owner.to_owned(),
-            command: shown(&request.command),
+            command: shown(command),
             state,
             cancel,
             done,
@@ -231,15 +257,14 @@ impl LocalCommands {
         Ok(summary)
     }
 
-    /// New output of `owner`'s job `job` from `cursor` (the start when absent), at most
-    /// the Computer's output bound.
-    pub fn job_output(
+    /// New output of `owner`'s job `job` from `cursor` (the start when absent).
+    pub(crate) fn output(
         &self,
         job: &JobId,
         owner: &str,
         cursor: Option<u64>,
     ) -> Result<JobOutput, ExecError> {
-        let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+        let table = self.table();
         let found = find(&table, job, owner)?;
         let summary = found.summary();
         let state = found.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -250,7 +275,7 @@ impl LocalCommands {
             .ring
             .iter()
             .skip(offset)
-            .take(self.limits().output_bytes)
+            .take(self.read_bytes)
             .copied()
             .collect();
         let next = from + bytes.len() as u64;
@@ -262,39 +287,33 @@ impl LocalCommands {
         })
     }
 
-    /// Ends `owner`'s job `job` (its whole group, as a timeout would) and answers its
-    /// state once it ended.
-    pub async fn kill_job(&self, job: &JobId, owner: &str) -> Result<JobSummary, ExecError> {
+    /// Ends `owner`'s job `job` and answers its state once it ended.
+    pub(crate) async fn kill(&self, job: &JobId, owner: &str) -> Result<JobSummary, ExecError> {
         let (cancel, mut done) = {
-            let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+            let table = self.table();
             let found = find(&table, job, owner)?;
             (found.cancel.clone(), found.done.clone())
         };
         cancel.cancel();
-        let wait = self.limits().kill_grace + Duration::from_secs(2);
-        if tokio::time::timeout(wait, done.wait_for(|done| *done))
+        if tokio::time::timeout(self.kill_wait, done.wait_for(|done| *done))
             .await
             .is_err()
         {
             tracing::warn!(%job, "a killed job did not end in time");
         }
-        let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
+        let table = self.table();
         Ok(find(&table, job, owner)?.summary())
     }
 
-    /// Asks `owner`'s job `job` to end (its whole group, as [`kill_job`](Self::kill_job)
-    /// does) without waiting for it: for a caller that cannot wait, such as an
-    /// extension's synchronous command.
-    pub fn request_kill(&self, job: &JobId, owner: &str) -> Result<(), ExecError> {
-        let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
-        find(&table, job, owner)?.cancel.cancel();
+    /// Asks `owner`'s job `job` to end without waiting for it.
+    pub(crate) fn request_kill(&self, job: &JobId, owner: &str) -> Result<(), ExecError> {
+        find(&self.table(), job, owner)?.cancel.cancel();
         Ok(())
     }
 
     /// `owner`'s jobs, oldest first.
-    pub fn list_jobs(&self, owner: &str) -> Vec<JobSummary> {
-        let table = self.jobs().lock().unwrap_or_else(PoisonError::into_inner);
-        table
+    pub(crate) fn list(&self, owner: &str) -> Vec<JobSummary> {
+        self.table()
             .jobs
             .values()
             .filter(|job| job.owner == owner)

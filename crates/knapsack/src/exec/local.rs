@@ -6,13 +6,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::capture::{Capture, Captured};
 use super::group::Group;
+use super::jobs::{JobId, JobOutput, JobSummary, Jobs};
 use super::sandbox::Sandbox;
-use super::{CommandLimits, CommandLine, ExecError, ExecOutput, ExecRequest, Exit, Stopped};
+use super::spawned::Spawned;
+use super::{CommandLimits, CommandLine, ExecError, ExecOutput, ExecRequest};
 use crate::error::FilesError;
 use crate::local::resolve::Root;
 
@@ -32,19 +34,20 @@ pub struct LocalCommands {
     /// Where its commands run confined; `None` runs them as plain children of the host.
     sandbox: Option<Arc<Sandbox>>,
     /// Its background jobs.
-    jobs: Arc<Mutex<super::jobs::JobTable>>,
+    jobs: Arc<Jobs>,
 }
 
 impl LocalCommands {
     /// Commands run in `root` (which must be a directory) within `limits`.
     pub fn new(root: &Path, limits: CommandLimits) -> std::io::Result<Self> {
         let real_root = std::fs::canonicalize(root)?;
+        let jobs = Arc::new(Jobs::new(&limits));
         Ok(Self {
             root: Root::new(&real_root)?,
             real_root,
             limits,
             sandbox: None,
-            jobs: Arc::default(),
+            jobs,
         })
     }
 
@@ -53,16 +56,6 @@ impl LocalCommands {
     pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = Some(Arc::new(sandbox));
         self
-    }
-
-    /// Its background jobs' table.
-    pub(crate) fn jobs(&self) -> &Mutex<super::jobs::JobTable> {
-        &self.jobs
-    }
-
-    /// The bounds of its background jobs.
-    pub(crate) fn job_limits(&self) -> super::JobLimits {
-        self.limits.jobs
     }
 
     /// The sandbox its commands run in, if any.
@@ -105,6 +98,47 @@ impl LocalCommands {
             stdout: stdout.finish().await,
             stderr: stderr.finish().await,
         })
+    }
+
+    /// Starts `request` as a background job of `owner`: the call answers at once, the
+    /// command runs until it ends, its time limit (the host's longest when it names
+    /// none) or [`kill_job`](Self::kill_job).
+    pub fn start_job(&self, request: &ExecRequest, owner: &str) -> Result<JobSummary, ExecError> {
+        let timeout = match request.timeout {
+            None => self.limits.max_timeout,
+            Some(_) => self.timeout(request.timeout)?,
+        };
+        self.jobs
+            .start(&request.command, owner, timeout, || self.spawn(request))
+    }
+
+    /// New output of `owner`'s job `job` from `cursor` (the start when absent), at most
+    /// the Computer's output bound.
+    pub fn job_output(
+        &self,
+        job: &JobId,
+        owner: &str,
+        cursor: Option<u64>,
+    ) -> Result<JobOutput, ExecError> {
+        self.jobs.output(job, owner, cursor)
+    }
+
+    /// Ends `owner`'s job `job` (its whole group, as a timeout would) and answers its
+    /// state once it ended.
+    pub async fn kill_job(&self, job: &JobId, owner: &str) -> Result<JobSummary, ExecError> {
+        self.jobs.kill(job, owner).await
+    }
+
+    /// Asks `owner`'s job `job` to end (its whole group, as [`kill_job`](Self::kill_job)
+    /// does) without waiting for it: for a caller that cannot wait, such as an
+    /// extension's synchronous command.
+    pub fn request_kill(&self, job: &JobId, owner: &str) -> Result<(), ExecError> {
+        self.jobs.request_kill(job, owner)
+    }
+
+    /// `owner`'s jobs, oldest first.
+    pub fn list_jobs(&self, owner: &str) -> Vec<JobSummary> {
+        self.jobs.list(owner)
     }
 
     /// Starts `request`'s command (checked) as a child of the host in its own process
@@ -209,82 +243,6 @@ impl LocalCommands {
             ))),
             Some(timeout) => Ok(timeout),
         }
-    }
-}
-
-/// A command started by [`LocalCommands::spawn`]: its child, its group and what the
-/// wait needs to say how it ended.
-pub(crate) struct Spawned {
-    pub(crate) child: Child,
-    group: Group,
-    program: String,
-    started: Instant,
-    kill_grace: Duration,
-    sandboxed: bool,
-}
-
-impl Spawned {
-    /// Waits for the command to end, its time limit or `cancel`: how it ended, whether
-    /// the host stopped it, and how long it ran. What it left running in its group is
-    /// killed.
-    pub(crate) async fn wait(
-        &mut self,
-        timeout: Duration,
-        cancel: &CancellationToken,
-    ) -> Result<(Exit, Option<Stopped>, u64), ExecError> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let (status, stopped) = tokio::select! {
-            status = self.child.wait() => (status, None),
-            () = tokio::time::sleep_until(deadline) => (self.stop().await, Some(Stopped::TimedOut)),
-            () = cancel.cancelled() => (self.stop().await, Some(Stopped::Cancelled)),
-        };
-        // What the command left running in its group ends with it.
-        self.group.kill();
-        let duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let exit = match status {
-            Ok(status) if self.sandboxed => from_sandbox(exit_of(status)),
-            Ok(status) => exit_of(status),
-            Err(error) => {
-                return Err(ExecError::Spawn {
-                    program: self.program.clone(),
-                    detail: format!("waiting for it failed: {error}"),
-                });
-            }
-        };
-        Ok((exit, stopped, duration_ms))
-    }
-
-    /// Asks the group to stop, and kills it after the grace.
-    async fn stop(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        self.group.terminate();
-        match tokio::time::timeout(self.kill_grace, self.child.wait()).await {
-            Ok(status) => status,
-            Err(_) => {
-                self.group.kill();
-                self.child.wait().await
-            }
-        }
-    }
-}
-
-/// How `status` says the command ended.
-fn exit_of(status: std::process::ExitStatus) -> Exit {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => Exit::Code(code),
-        (None, Some(signal)) => Exit::Signal(signal),
-        // Neither: stopped or continued, which `wait` does not report.
-        (None, None) => Exit::Signal(0),
-    }
-}
-
-/// How a command run in the sandbox ended: bubblewrap exits with the command's status,
-/// and with 128 + the signal's number when a signal ended it (as a shell reports it),
-/// so such a status is read as that signal.
-fn from_sandbox(exit: Exit) -> Exit {
-    match exit {
-        Exit::Code(code) if (129..=128 + 64).contains(&code) => Exit::Signal(code - 128),
-        other => other,
     }
 }
 

@@ -24,6 +24,7 @@ mod group;
 mod jobs;
 mod local;
 mod sandbox;
+mod spawned;
 
 use std::time::Duration;
 
