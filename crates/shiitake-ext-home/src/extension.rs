@@ -188,7 +188,7 @@ fn capture(run: &RunContext<'_>, tools: ToolTx) -> Contribution {
         .map(|entry| (entry.name.as_str().to_owned(), entry.value.port.clone()))
         .collect();
     #[cfg(unix)]
-    let commands = crate::commands::RunCommands::capture(run, home, &table, &tools);
+    let commands = crate::run_commands::RunCommands::capture(run, home, &table, &tools);
     let files = Arc::new(RunFiles {
         home: home.value.port.clone(),
         named,

@@ -34,11 +34,15 @@ mod commands;
 #[cfg(feature = "runtime")]
 mod computers;
 #[cfg(feature = "runtime")]
+mod errors;
+#[cfg(feature = "runtime")]
 mod extension;
 #[cfg(feature = "runtime")]
 mod job_rows;
 #[cfg(feature = "runtime")]
 mod prompt;
+#[cfg(all(feature = "runtime", unix))]
+mod run_commands;
 #[cfg(feature = "runtime")]
 mod tools;
 

@@ -23,6 +23,7 @@ use shiitake_core::extension::StateScope;
 use shiitake_core::extension::host::ToolTx;
 
 use crate::contract::{AttachmentId, CHOICE_COLLECTION, CHOICE_KEY, HomeChoice, SCHEME};
+use crate::errors::failed;
 use crate::route::{Target, or_root, route};
 use crate::state;
 
@@ -37,7 +38,7 @@ pub(crate) struct RunFiles {
     pub(crate) adoption: Option<Adoption>,
     /// The run's Computers that run commands (`commands.rs`).
     #[cfg(unix)]
-    pub(crate) commands: crate::commands::RunCommands,
+    pub(crate) commands: crate::run_commands::RunCommands,
 }
 
 /// A sole attachment this run adopted; recorded by the first tool call.
@@ -101,12 +102,6 @@ impl RunFiles {
             tracing::warn!(%error, "Home could not record the adopted attachment");
         }
     }
-}
-
-pub(crate) fn failed(kind: &str, message: String) -> ToolError {
-    ToolError::ForModel(
-        ForModelError::new(ForModelKind::Failed, message).with_details(json!({ "kind": kind })),
-    )
 }
 
 /// The run's `files` module: read, list, glob, grep, and apply_patch when Home's port has a
