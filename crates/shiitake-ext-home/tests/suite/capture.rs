@@ -26,12 +26,7 @@ async fn a_run_keeps_what_it_captured_when_the_host_detaches_everything() {
     ];
     let (agent, model) = agent(&world, turns).await;
     let session = session(&agent).await;
-    bind_session_extension::<_, HomeContract>(&session)
-        .call(&Choose {
-            name: "work".into(),
-        })
-        .await
-        .unwrap();
+    choose(&session, "work").await;
     let outcomes = run(&session, "work").await;
     assert_eq!(outcomes[0].ok()["content"], "fn work() {}\n");
     assert_eq!(outcomes[1], Outcome::Ok(json!("detached")));
@@ -128,12 +123,7 @@ async fn reordering_the_attachments_never_changes_home() {
     ];
     let (agent, _model) = agent(&world, turns).await;
     let session = session(&agent).await;
-    bind_session_extension::<_, HomeContract>(&session)
-        .call(&Choose {
-            name: "notes".into(),
-        })
-        .await
-        .unwrap();
+    choose(&session, "notes").await;
     let expected = HomeState::Chosen {
         attachment_id: id("att-notes"),
         name: name("notes"),

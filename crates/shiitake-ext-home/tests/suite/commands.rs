@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 use knapsack::exec::{CommandLimits, LocalCommands};
 use serde_json::json;
-use shiitake_ext_home::contract::{Choose, HomeContract, KillJob};
+use shiitake_ext_home::contract::{HomeContract, KillJob};
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::{AgentApi, SessionApi, TerminalOutcome};
@@ -50,12 +50,7 @@ async fn exec_routes_by_address_and_background_jobs_are_the_sessions_own() {
     ];
     let (agent, _model) = agent(&world, turns).await;
     let session = session(&agent).await;
-    bind_session_extension::<_, HomeContract>(&session)
-        .call(&Choose {
-            name: "work".into(),
-        })
-        .await
-        .unwrap();
+    choose(&session, "work").await;
     let outcomes = run(&session, "commands").await;
     assert_eq!(outcomes[0].ok()["stdout"]["head"], "fn work() {}\n");
     assert_eq!(outcomes[0].ok()["computer"], "work");

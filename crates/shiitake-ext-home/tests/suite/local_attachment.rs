@@ -9,7 +9,6 @@ use crate::support::*;
 use shiitake_ext_home::contract::*;
 use shiitake_ext_home::{AttachError, Attachment, ComputerList};
 use shiitake_model::Turn;
-use shiitake_protocol::extension::bind_session_extension;
 
 #[test]
 fn a_directory_becomes_an_attachment_with_a_stable_id() {
@@ -49,12 +48,7 @@ async fn the_choice_survives_a_restart_and_a_rename() {
     {
         let (agent, _model) = agent(&world, vec![]).await;
         let session = session(&agent).await;
-        bind_session_extension::<_, HomeContract>(&session)
-            .call(&Choose {
-                name: "work".into(),
-            })
-            .await
-            .unwrap();
+        choose(&session, "work").await;
         shiitake_protocol::AgentApi::close(&agent).await.unwrap();
     }
     // A new process: the host lists the same directories under other names and order.

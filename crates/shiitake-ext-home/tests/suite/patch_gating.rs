@@ -71,12 +71,7 @@ async fn patches_go_to_home_and_never_to_another_computer() {
     ];
     let (agent, _model) = agent(&world, turns).await;
     let session = session(&agent).await;
-    bind_session_extension::<_, HomeContract>(&session)
-        .call(&Choose {
-            name: "work".into(),
-        })
-        .await
-        .unwrap();
+    choose(&session, "work").await;
     let outcomes = run(&session, "patch").await;
     assert_eq!(
         outcomes[0].ok(),

@@ -6,9 +6,7 @@
 
 use crate::support::*;
 use serde_json::json;
-use shiitake_ext_home::contract::*;
 use shiitake_model::Turn;
-use shiitake_protocol::extension::bind_session_extension;
 
 #[tokio::test]
 async fn addresses_reach_home_and_the_other_computers() {
@@ -32,12 +30,7 @@ async fn addresses_reach_home_and_the_other_computers() {
     ];
     let (agent, _model) = agent(&world, turns).await;
     let session = session(&agent).await;
-    bind_session_extension::<_, HomeContract>(&session)
-        .call(&Choose {
-            name: "work".into(),
-        })
-        .await
-        .unwrap();
+    choose(&session, "work").await;
     let outcomes = run(&session, "route").await;
     let work = json!({"path": "src/lib.rs", "content": "fn work() {}\n", "offset": 0, "lines": 1, "truncated": false});
     assert_eq!(outcomes[0].ok(), &work, "the port's own path comes back");
@@ -89,12 +82,7 @@ async fn unknown_computers_and_escapes_are_refused() {
     ];
     let (agent, _model) = agent(&world, turns).await;
     let session = session(&agent).await;
-    bind_session_extension::<_, HomeContract>(&session)
-        .call(&Choose {
-            name: "work".into(),
-        })
-        .await
-        .unwrap();
+    choose(&session, "work").await;
     let outcomes = run(&session, "escape").await;
     let kinds: Vec<&str> = outcomes.iter().map(Outcome::kind).collect();
     assert_eq!(

@@ -203,6 +203,14 @@ pub async fn session(agent: &Agent) -> LocalSession {
     shiitake_conformance::support::new_session(agent).await
 }
 
+/// A person's `/home <name>` in `session`: the attachment `name` becomes Home.
+pub async fn choose(session: &LocalSession, name: &str) -> HomeChoice {
+    shiitake_protocol::extension::bind_session_extension::<_, HomeContract>(session)
+        .call(&Choose { name: name.into() })
+        .await
+        .unwrap()
+}
+
 /// Home's view in `session` now.
 pub async fn view(session: &LocalSession) -> HomeView {
     match projection::read::<HomeContract>(session).await {
