@@ -15,6 +15,7 @@
 //! one line each), [`markdown`] with [`markdown_stream`] and [`highlight`] (answers
 //! for a terminal) and [`style`] (untrusted text made inert, our colours).
 
+mod command_result;
 mod footer;
 mod highlight;
 mod markdown;
@@ -109,6 +110,8 @@ pub struct Printer {
     tool: Option<String>,
     /// Bytes of the running tool's output printed so far (whole lines only).
     tool_bytes: u64,
+    /// Some of the running tool's output was printed while it ran.
+    streamed_output: bool,
     /// Last retry announced, by attempt.
     retry: Option<u32>,
     /// Also print user messages (for `watch`; `chat` echoes its own input).
@@ -271,6 +274,7 @@ impl Printer {
             }
             self.tool = activity.active_tool.clone();
             self.tool_bytes = 0;
+            self.streamed_output = false;
         }
         if let Some(output) = &activity.tool_output
             && self.tool.as_deref() == Some(output.tool.as_str())
@@ -321,6 +325,7 @@ impl Printer {
         for line in new[..end].split('\n') {
             self.line(&paint(NOTE, &format!("  | {}", inert_line(line))));
         }
+        self.streamed_output = true;
         let unprinted = (new.len() - end - 1) as u64;
         self.tool_bytes = output.total_bytes - unprinted;
     }
@@ -388,10 +393,27 @@ impl Printer {
                         InputContent::Image(_) => "[image]".to_owned(),
                     })
                     .collect();
-                let short: String = text.chars().take(200).collect();
                 let failed = if result.is_error { " (error)" } else { "" };
                 let label = format!("[tool result] {}{failed}:", inert_line(&result.tool_name));
                 let style = if result.is_error { BAD } else { TOOL };
+                let command = (!result.is_error && result.tool_name == "commands__exec")
+                    .then(|| command_result::lines(&text))
+                    .flatten();
+                if let Some((summary, output)) = command {
+                    self.line(&format!(
+                        "{} {}",
+                        paint(style, &label),
+                        inert_line(&summary)
+                    ));
+                    // What streamed while it ran is not shown twice.
+                    if !std::mem::take(&mut self.streamed_output) {
+                        for line in output {
+                            self.line(&paint(NOTE, &inert_line(&line)));
+                        }
+                    }
+                    return;
+                }
+                let short: String = text.chars().take(200).collect();
                 self.line(&format!("{} {}", paint(style, &label), inert_line(&short)));
             }
         }
