@@ -33,6 +33,8 @@ use serde::Serialize;
 pub use capture::Captured;
 pub use jobs::{JobId, JobLimits, JobOutput, JobSummary};
 pub use local::{LocalCommands, OutputWatcher};
+#[cfg(target_os = "linux")]
+pub use sandbox::sweep_orphans;
 pub use sandbox::{ProcessLimits, Sandbox, SandboxPolicy, SandboxUnavailable};
 
 /// What to run.

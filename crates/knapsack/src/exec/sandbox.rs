@@ -65,6 +65,78 @@ pub struct SandboxPolicy {
     pub hidden: Vec<PathBuf>,
     /// The resource limits of each process.
     pub limits: ProcessLimits,
+    /// The host's name for its sandboxes, written into bubblewrap's arguments
+    /// (`--setenv SHIITAKE_SANDBOX_HOST <host>`), by which a host that starts again
+    /// finds the commands an earlier life of it left running ([`sweep_orphans`]).
+    pub host: Option<String>,
+}
+
+/// The variable bubblewrap's arguments carry the host's name in.
+const HOST_VAR: &str = "SHIITAKE_SANDBOX_HOST";
+
+/// Ends the sandboxes of `host` that outlived the host that started them, and answers
+/// how many. A host sets bubblewrap's parent-death signal only once bubblewrap runs, so
+/// a host killed within those first milliseconds leaves that command running, its
+/// sandbox adopted by process 1; a host calls this as it starts, before it runs any
+/// command. A sandbox adopted by another subreaper than process 1 is not found.
+#[cfg(target_os = "linux")]
+pub fn sweep_orphans(host: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let wanted: [&[u8]; 3] = [b"--setenv", HOST_VAR.as_bytes(), host.as_bytes()];
+    // Every bubblewrap of this host, with its parent: the outer one, and the one it
+    // forked as the first process of the sandbox.
+    let mut ours: Vec<(i32, i32)> = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
+        let tagged = args
+            .first()
+            .is_some_and(|program| program.ends_with(b"bwrap"))
+            && args.windows(3).any(|window| window == wanted);
+        if let (true, Some(parent)) = (tagged, parent_of(&entry.path())) {
+            ours.push((pid, parent));
+        }
+    }
+    // The orphans (adopted by process 1) and the sandboxes' first processes under them.
+    let orphans: Vec<i32> = ours
+        .iter()
+        .filter(|(_, parent)| *parent == 1)
+        .map(|(pid, _)| *pid)
+        .collect();
+    let mut ended = 0;
+    for (pid, parent) in &ours {
+        if !(orphans.contains(pid) || orphans.contains(parent)) {
+            continue;
+        }
+        if let Some(pid) = rustix::process::Pid::from_raw(*pid)
+            && rustix::process::kill_process(pid, rustix::process::Signal::KILL).is_ok()
+            && orphans.contains(&pid.as_raw_nonzero().get())
+        {
+            ended += 1;
+        }
+    }
+    ended
+}
+
+/// The parent pid `/proc/<pid>/status` names.
+#[cfg(target_os = "linux")]
+fn parent_of(process: &Path) -> Option<i32> {
+    let status = std::fs::read_to_string(process.join("status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("PPid:"))
+        .and_then(|ppid| ppid.trim().parse().ok())
 }
 
 /// Why the sandbox cannot be given here.
@@ -165,6 +237,9 @@ impl Sandbox {
         ];
         if !self.policy.network {
             out.push("--unshare-net".into());
+        }
+        if let Some(host) = &self.policy.host {
+            out.extend(["--setenv".into(), HOST_VAR.into(), host.into()]);
         }
         for flag in ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"] {
             out.push(flag.into());

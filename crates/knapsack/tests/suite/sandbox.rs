@@ -391,3 +391,43 @@ async fn a_hidden_file_is_empty_and_the_process_limit_holds_for_a_plain_user() {
     let refused: u32 = output.stdout.head.trim().parse().unwrap_or(0);
     assert!(refused >= 1, "no fork was refused: {output:?}");
 }
+
+/// A sandbox whose host died before bubblewrap set its parent-death signal is adopted by
+/// process 1 and runs on; the next life of the host ends it as it starts
+/// (`sweep_orphans`), and leaves alone a sandbox whose host is alive.
+#[tokio::test]
+async fn a_sandbox_its_host_left_behind_is_ended_by_the_next_host() {
+    let machine = Machine::new();
+    let host = format!("test-host-{}", std::process::id());
+    let policy = SandboxPolicy {
+        host: Some(host.clone()),
+        ..machine.policy()
+    };
+    let Some(commands) = machine.commands(policy, CommandLimits::default()) else {
+        return;
+    };
+    let marker = marker();
+    // An orphan: bubblewrap started by a shell that exits at once, with no parent-death
+    // signal, as a host killed in those first milliseconds leaves it.
+    let orphan = format!(
+        "bwrap --setenv SHIITAKE_SANDBOX_HOST {host} --ro-bind / / --dev /dev --proc /proc \
+         --unshare-pid sleep {marker} >/dev/null 2>&1 &"
+    );
+    std::process::Command::new("sh")
+        .args(["-c", &orphan])
+        .status()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(&format!("sleep\0{marker}")).is_empty() {
+        assert!(Instant::now() < deadline, "the orphan never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A living sandbox of the same host, running meanwhile.
+    let living = tokio::spawn(async move { run(&commands, "sleep 1; echo lived").await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let ended = knapsack::exec::sweep_orphans(&host);
+    assert!(ended >= 1, "no orphan was found");
+    assert_eq!(none_left(&marker).await, Vec::<u32>::new());
+    assert_eq!(living.await.unwrap().stdout.head, "lived\n");
+}

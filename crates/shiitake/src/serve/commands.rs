@@ -60,6 +60,11 @@ pub struct CommandSetup {
     network: Vec<String>,
     /// The host's own paths no command may see: the data directory, the token file.
     hidden: Vec<PathBuf>,
+    /// This host's name in its sandboxes' arguments (from its data directory), by which
+    /// its next life finds the commands it left running.
+    host: String,
+    /// Commands an earlier life of this host left running, ended at start.
+    swept: usize,
 }
 
 impl CommandSetup {
@@ -68,6 +73,7 @@ impl CommandSetup {
     pub fn new(
         args: &CommandArgs,
         dirs: &[(String, PathBuf)],
+        data_dir: &Path,
         hidden: Vec<PathBuf>,
     ) -> Result<Self, CliError> {
         for name in &args.network {
@@ -87,10 +93,18 @@ impl CommandSetup {
                 Err(error) => How::NoSandbox(error.to_string()),
             },
         };
+        let host = host_name(&real(data_dir));
+        // Before any command of this life runs: what an earlier one left is an orphan.
+        let swept = match how {
+            How::Sandboxed(_) => knapsack::exec::sweep_orphans(&host),
+            _ => 0,
+        };
         Ok(Self {
             how,
             network: args.network.clone(),
             hidden: hidden.iter().map(|path| real(path)).collect(),
+            host,
+            swept,
         })
     }
 
@@ -101,11 +115,26 @@ impl CommandSetup {
             how: How::Off,
             network: Vec::new(),
             hidden: Vec::new(),
+            host: String::new(),
+            swept: 0,
         }
     }
 
+    /// The start lines that say how commands run, and what an earlier life left.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![self.line()];
+        if self.swept > 0 {
+            lines.push(format!(
+                "shiitake: ended {} command sandboxes a stopped serve on this data directory \
+                 left running",
+                self.swept
+            ));
+        }
+        lines
+    }
+
     /// The start line that says how commands run.
-    pub fn line(&self) -> String {
+    fn line(&self) -> String {
         match &self.how {
             How::Off => "shiitake: commands off (--no-commands)".to_owned(),
             How::NoSandbox(why) => format!(
@@ -146,6 +175,7 @@ impl CommandSetup {
                         .cloned()
                         .chain(also_hidden.iter().map(|path| real(path)))
                         .collect(),
+                    host: Some(self.host.clone()),
                     ..SandboxPolicy::default()
                 };
                 attachment.with_commands(commands()?.with_sandbox(sandbox.with_policy(policy)))
@@ -175,6 +205,19 @@ pub fn equip_all(
                 .map_err(|error| CliError::Setup(format!("--computer {name}: {error}")))
         })
         .collect()
+}
+
+/// The name of the host of `data_dir` in its sandboxes' arguments: `shiitake-` and a
+/// hash of the directory (FNV-1a 64, a name, not a secret).
+fn host_name(data_dir: &Path) -> String {
+    let hash = data_dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    format!("shiitake-{hash:016x}")
 }
 
 /// `path` with its symlinks resolved, as the sandbox mounts it; as given when it does

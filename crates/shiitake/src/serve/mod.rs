@@ -372,7 +372,7 @@ pub async fn run(
     let dirs = computer_dirs(args.workspace, args.computers)?;
     let mut hidden = vec![data_dir.clone()];
     hidden.extend(args.token_file.clone());
-    let command_setup = commands::CommandSetup::new(&args.commands, &dirs, hidden)?;
+    let command_setup = commands::CommandSetup::new(&args.commands, &dirs, &data_dir, hidden)?;
     let attachments = commands::equip_all(&command_setup, attach(&dirs, &data_dir)?, &dirs)?;
     let skills = skills(&args.skills).await;
     let offered_tools = models::offered_tools(args.tools.as_deref())?;
@@ -417,7 +417,9 @@ pub async fn run(
             dir.display()
         );
     }
-    println!("{}", command_setup.line());
+    for line in command_setup.lines() {
+        println!("{line}");
+    }
     println!("shiitake: agents {}", host.names().join(", "));
     if let Database::Postgres(_) = database {
         println!("shiitake: the Hub roster; other processes on this database share its Sessions");
