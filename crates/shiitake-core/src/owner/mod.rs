@@ -96,6 +96,8 @@ pub(crate) struct Owner {
     /// Runs a cancel had been asked of when the owner paused: they end cancelled when
     /// the work goes on.
     cancelled_before_pause: Vec<shiitake_protocol::CommandId>,
+    /// The run in progress when the owner paused, and the tool calls it had started.
+    started_before_pause: Option<(shiitake_protocol::CommandId, Vec<String>)>,
 }
 
 /// Whether the owner goes on after a request.
@@ -122,6 +124,9 @@ pub(super) struct Recovering {
     pub(super) absorbed: Vec<shiitake_protocol::CommandId>,
     /// A cancel was asked of it before the owner paused.
     pub(super) cancelled: bool,
+    /// After a pause for the store: the tool calls the stopped run had started (the
+    /// others never ran); `None` after a restart or a takeover, when nobody knows.
+    pub(super) started: Option<Vec<String>>,
 }
 
 impl Owner {
@@ -147,6 +152,7 @@ impl Owner {
             publication: Publication::new(),
             next_run: 0,
             cancelled_before_pause: Vec::new(),
+            started_before_pause: None,
         };
         owner.take_loaded(loaded);
         Ok(owner)

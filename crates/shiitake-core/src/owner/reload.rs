@@ -37,6 +37,7 @@ impl Owner {
     /// Stops the run where its last commit left it (no terminal) and says why the owner
     /// waits: what the store said. A cancel asked of the run is remembered.
     pub(crate) fn pause(&mut self) -> String {
+        self.started_before_pause = self.work.started_calls();
         if let Some(cancelled) = self.work.stop_without_terminal() {
             self.cancelled_before_pause.push(cancelled);
         }

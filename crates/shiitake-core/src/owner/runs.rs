@@ -87,6 +87,9 @@ impl Owner {
             recovering: recovering
                 .as_ref()
                 .map(|recovering| recovering.absorbed.clone()),
+            started_calls: recovering
+                .as_ref()
+                .and_then(|recovering| recovering.started.clone()),
             prompt_sections,
             modules,
             gates: self.gates(),
@@ -106,6 +109,7 @@ impl Owner {
                 .unwrap_or_default(),
             cancel,
             task,
+            started_calls: Vec::new(),
         });
     }
 
@@ -119,6 +123,14 @@ impl Owner {
         // commit: either resumes without counting toward `max_recoveries`.
         let counted = after == Resumption::Opened && !self.tenure.handed_over();
         let cancelled = std::mem::take(&mut self.cancelled_before_pause);
+        // Only after a pause does this owner know which tool calls its run started.
+        let started_before = match after {
+            Resumption::StoreReturned => self.started_before_pause.take(),
+            Resumption::Opened => {
+                self.started_before_pause = None;
+                None
+            }
+        };
         for command in &interrupted.runs {
             let joined = interrupted.absorbed_by(&command.id);
             let exhausted = counted && command.recoveries >= self.deps.config.max_recoveries;
@@ -154,6 +166,10 @@ impl Owner {
             let recovering = Recovering {
                 absorbed: joined,
                 cancelled: cancelled.contains(&command.id),
+                started: started_before
+                    .as_ref()
+                    .filter(|(run, _)| *run == command.id)
+                    .map(|(_, started)| started.clone()),
             };
             self.spawn_runner(command.id.clone(), Some(recovering));
         }
@@ -198,6 +214,12 @@ impl Owner {
             RunEvent::ActiveTool(tool) => {
                 self.publication.set_active_tool(Some(tool));
                 self.publish_changes(Vec::new(), Vec::new());
+            }
+            RunEvent::ToolStarting { call_id, reply } => {
+                self.work.note_started(call_id);
+                if reply.send(Ok(())).is_err() {
+                    tracing::trace!("runner left before its start was noted");
+                }
             }
             RunEvent::ToolOutput(output) => {
                 self.publication.set_tool_output(Some(*output));

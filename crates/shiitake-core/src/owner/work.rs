@@ -21,6 +21,9 @@ pub(super) struct ActiveRun {
     pub(super) absorbed: Vec<CommandId>,
     pub(super) cancel: CancellationToken,
     pub(super) task: JoinHandle<()>,
+    /// The tool calls (by id) this run has started: the owner knows, so after a pause
+    /// for its store a call it never started is run, not answered "outcome unknown".
+    pub(super) started_calls: Vec<String>,
 }
 
 /// Work found running when the Session was loaded, to resume or settle.
@@ -133,6 +136,20 @@ impl Work {
     /// Stops the runner without settling it: recovery resumes the work on the next
     /// open. Returns the run's command when a cancel had been asked of it, so work
     /// that resumes in this process can still end cancelled.
+    /// Notes that the run in progress starts the tool call `call_id`.
+    pub(super) fn note_started(&mut self, call_id: String) {
+        if let Some(run) = &mut self.run {
+            run.started_calls.push(call_id);
+        }
+    }
+
+    /// The run in progress and the tool calls it started, if any.
+    pub(super) fn started_calls(&self) -> Option<(CommandId, Vec<String>)> {
+        self.run
+            .as_ref()
+            .map(|run| (run.command_id.clone(), run.started_calls.clone()))
+    }
+
     pub(super) fn stop_without_terminal(&mut self) -> Option<CommandId> {
         let run = self.run.take()?;
         run.task.abort();

@@ -71,6 +71,9 @@ pub(crate) struct RunStart {
     /// Set when the run goes on from work committed before (after a restart, a
     /// takeover or a wait for the store): the steers that work had absorbed.
     pub(crate) recovering: Option<Vec<CommandId>>,
+    /// Going on after a pause for the store: the tool calls (by id) the stopped run had
+    /// started; a call not among them never ran. `None` when nobody knows (a restart).
+    pub(crate) started_calls: Option<Vec<String>>,
     /// Bounded prompt sections of extensions, captured at the start of the run, with
     /// the extension that contributed each.
     pub(crate) prompt_sections: PromptSections,
@@ -154,6 +157,12 @@ pub(crate) enum RunEvent {
     Retry(Option<RetryState>),
     /// A tool started; committing its result (any message of the run) ends it.
     ActiveTool(String),
+    /// The tool call `call_id` is about to run: the owner notes it before it does, so a
+    /// pause knows which calls never started.
+    ToolStarting {
+        call_id: String,
+        reply: oneshot::Sender<Result<(), ShiitakeError>>,
+    },
     /// The running tool's latest output (`tool_progress.rs`); boxed, as a mailbox slot
     /// takes the size of the largest event.
     ToolOutput(Box<shiitake_protocol::ToolOutput>),

@@ -152,6 +152,17 @@ async fn execute_one(
     if let Some(refused) = gated(start, catalog, call, moment).await {
         return Ok(refused);
     }
+    // The owner notes the start before it happens; a stopped owner does not answer,
+    // and the call does not start.
+    let noted = link
+        .ask(|reply| RunEvent::ToolStarting {
+            call_id: call.id.clone(),
+            reply,
+        })
+        .await;
+    if noted.is_err() {
+        return Err(Executed::Cancelled);
+    }
     let (progress, notes) =
         tokio::sync::watch::channel(shiitake_capabilities::ProgressNote::default());
     let context =
@@ -267,7 +278,19 @@ pub(crate) async fn resolve_after_restart(
         // held it and knows it never started.
         let asks_again =
             replay == Some(Replay::Safe) || (replay.is_some() && !start.gates.is_empty());
-        let message = if asks_again {
+        // After a pause for the store the owner knows which calls its run started: one
+        // it never started runs now, as a first call.
+        let never_started = replay.is_some()
+            && start
+                .started_calls
+                .as_ref()
+                .is_some_and(|started| !started.contains(&call.id));
+        let message = if never_started {
+            match execute_one(start, link, run_tools, call, GateMoment::Call).await {
+                Ok(message) => message,
+                Err(_) => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
+            }
+        } else if asks_again {
             match execute_one(start, link, run_tools, call, GateMoment::Resumed).await {
                 Ok(message) => message,
                 Err(_) => result_message(call, OUTCOME_UNKNOWN.to_owned(), true, None),
