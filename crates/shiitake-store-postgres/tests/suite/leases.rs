@@ -419,6 +419,34 @@ struct Alone {
     conn: sqlx::PgConnection,
 }
 
+impl Alone {
+    /// Runs `statement` with the tenant's key as `$1`.
+    async fn sql(&mut self, statement: &str) {
+        sqlx::query(statement)
+            .bind(self.key.as_str())
+            .execute(&mut self.conn)
+            .await
+            .unwrap();
+    }
+
+    /// Plants `cut-process`, a holder whose backend is gone (pid 0 is never a
+    /// backend's), holding the Session's lease with token 7 until `expires` (SQL).
+    async fn plant_gone_holder(&mut self, expires: &str) {
+        self.sql(
+            "INSERT INTO hub_nodes (agent_id, holder, backend_pid, backend_start, started_at, \
+               heartbeat_at) VALUES ($1, 'cut-process', 0, clock_timestamp(), \
+               clock_timestamp(), clock_timestamp())",
+        )
+        .await;
+        self.sql(&format!(
+            "INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
+               SELECT agent_id, id, 'cut-process', 7, {expires} FROM sessions \
+               WHERE agent_id = $1"
+        ))
+        .await;
+    }
+}
+
 async fn alone() -> Option<Alone> {
     let url = support::own_database().await?;
     let key = fresh_key();
@@ -443,55 +471,40 @@ async fn alone() -> Option<Alone> {
 /// until a beat has marked the holder away and the holder's grace has passed.
 #[tokio::test]
 async fn a_cut_process_leaves_the_lapsed_lease_of_a_holder_cut_with_it() {
-    let Some(Alone {
-        key,
-        store,
-        session,
-        mut conn,
-    }) = alone().await
-    else {
+    let Some(mut alone) = alone().await else {
         return;
     };
-    let mut run = async |statement: &str| {
-        sqlx::query(statement)
-            .bind(key.as_str())
-            .execute(&mut conn)
-            .await
-            .unwrap();
-    };
     // The holder's backend is gone and its lease lapsed; this process's backend is gone too.
-    run(
-        "INSERT INTO hub_nodes (agent_id, holder, backend_pid, backend_start, started_at, \
-           heartbeat_at) VALUES ($1, 'cut-process', 0, clock_timestamp(), clock_timestamp(), \
-           clock_timestamp())",
-    )
-    .await;
-    run(
-        "INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
-           SELECT agent_id, id, 'cut-process', 7, clock_timestamp() - interval '1 millisecond' \
-           FROM sessions WHERE agent_id = $1",
-    )
-    .await;
-    run("UPDATE hub_nodes SET backend_pid = 0 WHERE agent_id = $1 AND holder <> 'cut-process'")
+    alone
+        .plant_gone_holder("clock_timestamp() - interval '1 millisecond'")
         .await;
+    alone
+        .sql("UPDATE hub_nodes SET backend_pid = 0 WHERE agent_id = $1 AND holder <> 'cut-process'")
+        .await;
+    let (store, session) = (&alone.store, alone.session.clone());
     elsewhere(store.claim(&session).await.unwrap());
 
     // A beat marked the holder away, its grace is still running: still not taken.
-    run(
-        "UPDATE hub_nodes SET gone_at = clock_timestamp(), rejoin_ms = 60000 \
+    alone
+        .sql(
+            "UPDATE hub_nodes SET gone_at = clock_timestamp(), rejoin_ms = 60000 \
            WHERE agent_id = $1 AND holder = 'cut-process'",
-    )
-    .await;
-    let lapses_in = elsewhere(store.claim(&session).await.unwrap());
+        )
+        .await;
+    let lapses_in = elsewhere(alone.store.claim(&session).await.unwrap());
     assert!(lapses_in > Duration::from_secs(50), "{lapses_in:?}");
 
     // Its grace passed without it coming back: the lease is taken.
-    run(
-        "UPDATE hub_nodes SET gone_at = clock_timestamp() - interval '2 minutes' \
+    alone
+        .sql(
+            "UPDATE hub_nodes SET gone_at = clock_timestamp() - interval '2 minutes' \
            WHERE agent_id = $1 AND holder = 'cut-process'",
-    )
-    .await;
-    assert_eq!(held(store.claim(&session).await.unwrap()), FencingToken(8));
+        )
+        .await;
+    assert_eq!(
+        held(alone.store.claim(&session).await.unwrap()),
+        FencingToken(8)
+    );
 }
 
 /// The server ends every connection at once, and backends end one by one: a claim can
@@ -501,39 +514,19 @@ async fn a_cut_process_leaves_the_lapsed_lease_of_a_holder_cut_with_it() {
 /// taken at the second look (the test above).
 #[tokio::test]
 async fn a_claim_looks_twice_before_it_takes_a_lease_whose_holder_is_gone() {
-    let Some(Alone {
-        key,
-        store,
-        session,
-        mut conn,
-    }) = alone().await
-    else {
+    let Some(mut alone) = alone().await else {
         return;
     };
-    for statement in [
-        "INSERT INTO hub_nodes (agent_id, holder, backend_pid, backend_start, started_at, \
-           heartbeat_at) VALUES ($1, 'cut-process', 0, clock_timestamp(), clock_timestamp(), \
-           clock_timestamp())",
-        "INSERT INTO session_leases (agent_id, session_id, holder, token, expires_at) \
-           SELECT agent_id, id, 'cut-process', 7, clock_timestamp() + interval '1 hour' \
-           FROM sessions WHERE agent_id = $1",
-    ] {
-        sqlx::query(statement)
-            .bind(key.as_str())
-            .execute(&mut conn)
-            .await
-            .unwrap();
-    }
+    alone
+        .plant_gone_holder("clock_timestamp() + interval '1 hour'")
+        .await;
+    let (store, session) = (alone.store.clone(), alone.session.clone());
     let claim = tokio::spawn(async move { store.claim(&session).await.unwrap() });
     // This process's own backend ends a moment after the holder's.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    sqlx::query(
-        "UPDATE hub_nodes SET backend_pid = 0 WHERE agent_id = $1 AND holder <> 'cut-process'",
-    )
-    .bind(key.as_str())
-    .execute(&mut conn)
-    .await
-    .unwrap();
+    alone
+        .sql("UPDATE hub_nodes SET backend_pid = 0 WHERE agent_id = $1 AND holder <> 'cut-process'")
+        .await;
     elsewhere(claim.await.unwrap());
 }
 
