@@ -119,7 +119,7 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
             let job = JobId::new(input.job);
             let output = match commands.job_output(&job, &run.commands.owner, input.cursor) {
                 Ok(output) => output,
-                Err(error) => return Err(run.commands.unknown_job(error).await),
+                Err(error) => return Err(run.commands.unknown_job(commands, error).await),
             };
             answer(name, output)
         },
@@ -133,7 +133,7 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
             let job = JobId::new(input.job);
             let killed = match commands.kill_job(&job, &run.commands.owner).await {
                 Ok(killed) => killed,
-                Err(error) => return Err(run.commands.unknown_job(error).await),
+                Err(error) => return Err(run.commands.unknown_job(commands, error).await),
             };
             answer(name, killed)
         },
@@ -163,7 +163,10 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
                 .records()
                 .await
                 .into_iter()
-                .filter(|(job, _)| !listed.iter().any(|known| known.result.job.as_str() == job))
+                .filter(|(job, record)| {
+                    !listed.iter().any(|known| known.result.job.as_str() == job)
+                        && !run.commands.started_here(&record.computer, job)
+                })
                 .map(|(job, record)| LostJob {
                     computer: record.computer,
                     job,

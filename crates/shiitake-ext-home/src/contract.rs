@@ -261,6 +261,70 @@ pub struct KillRequested {
 
 contract_commands!(HomeContract { KillJob => "kill_job" in SessionScope -> KillRequested });
 
+/// The most background jobs a Session's state remembers (the oldest record goes first),
+/// so a job the host forgot or lost is still listed.
+pub const MAX_JOB_RECORDS: usize = 32;
+/// The most job rows a Session's footer shows (running jobs only).
+pub const MAX_JOB_ROWS: usize = 8;
+
+/// `/jobs`: the background jobs this Session started, as a person reads them, newest
+/// first, each running one with the `/kill` line that ends it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListJobs {}
+
+/// What `list_jobs` answers: at most [`MAX_JOB_RECORDS`] jobs, newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobList {
+    /// The jobs.
+    pub jobs: Vec<JobLine>,
+}
+
+/// One background job of a Session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobLine {
+    /// Its id (`job-…`).
+    pub job: String,
+    /// The Computer it runs (or ran) on.
+    pub computer: String,
+    /// What it runs, as the model asked (cut at 200 characters).
+    pub command: String,
+    /// Where it is.
+    #[serde(flatten)]
+    pub state: JobState,
+    /// The chat line that ends it, while it runs (`/kill <job> <computer>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill: Option<String>,
+}
+
+/// Where a background job is, as `/jobs` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum JobState {
+    /// It runs.
+    Running,
+    /// It exited with this status.
+    Exited {
+        /// The status.
+        code: i32,
+    },
+    /// A signal ended it (a kill, its time limit).
+    Signalled {
+        /// The signal.
+        signal: i32,
+    },
+    /// It ended in this life of the host, and the host no longer keeps it (newer jobs
+    /// took its place): its status and output are gone.
+    Forgotten,
+    /// The host that ran it stopped (a restart, a takeover): it was killed with it, and
+    /// its output is gone.
+    Lost,
+}
+
+contract_commands!(HomeContract { ListJobs => "list_jobs" in SessionScope -> JobList });
+
 /// The host's unadvertised migration: record an old attachment id only when no choice
 /// exists (even if that attachment is detached). It never overwrites a choice.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -25,7 +25,7 @@ use crate::contract::{
 };
 use crate::state::{self, Entry};
 use crate::tools::{Adoption, RunFiles};
-use crate::{job_rows, prompt, tools};
+use crate::{jobs_panel, prompt, tools};
 
 /// The Computer list as the port the host hands Home through core (`files` grant).
 #[derive(Clone)]
@@ -46,6 +46,7 @@ pub fn extension(computers: Arc<dyn Computers>) -> Result<KitExtension<HomeContr
     let viewed = computers.clone();
     let footed = computers.clone();
     let killed = computers.clone();
+    let listed = computers.clone();
     ExtensionKit::<HomeContract>::new(NAMESPACE)?
         .agent_state()
         // The background jobs a Session started, so a host that restarts lists them lost.
@@ -54,10 +55,13 @@ pub fn extension(computers: Arc<dyn Computers>) -> Result<KitExtension<HomeContr
         .command(move |tx, input: Choose| choose(tx, computers.as_ref(), input))
         .command(seed)
         .command(move |tx, input: crate::contract::KillJob| {
-            job_rows::kill(tx, killed.as_ref(), input)
+            jobs_panel::kill(tx, killed.as_ref(), input)
+        })
+        .command(move |tx, input: crate::contract::ListJobs| {
+            jobs_panel::list(tx, listed.as_ref(), input)
         })
         .projection(move |state| Some(view(state, viewed.as_ref())))
-        .footer(move |state, id| job_rows::rows(state, id, footed.as_ref()))
+        .footer(move |state, id| jobs_panel::rows(state, id, footed.as_ref()))
         .run_contribution(capture)
         .catalog(catalog)
         .build()
@@ -234,6 +238,16 @@ fn catalog(extension_id: ExtensionId) -> Catalog {
                 flow: None,
             },
             CatalogCommand {
+                name: "jobs".into(),
+                summary: "List this Session's background jobs, each running one with its /kill"
+                    .into(),
+                scope: CatalogScope::Session,
+                call: crate::contract::ListJobs::NAME.into(),
+                arguments: Vec::new(),
+                steps: Vec::new(),
+                flow: None,
+            },
+            CatalogCommand {
                 name: "kill".into(),
                 summary: "End a background job of this Session (the footer lists them)".into(),
                 scope: CatalogScope::Session,
@@ -292,6 +306,7 @@ mod tests {
             [
                 ("choose", CommandScope::Session),
                 ("kill_job", CommandScope::Session),
+                ("list_jobs", CommandScope::Session),
                 ("seed", CommandScope::Agent)
             ]
         );

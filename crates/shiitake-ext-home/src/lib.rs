@@ -38,7 +38,7 @@ mod errors;
 #[cfg(feature = "runtime")]
 mod extension;
 #[cfg(feature = "runtime")]
-mod job_rows;
+mod jobs_panel;
 #[cfg(feature = "runtime")]
 mod prompt;
 #[cfg(all(feature = "runtime", unix))]

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use knapsack::exec::{ExecError, JobSummary, LocalCommands};
+use knapsack::exec::{ExecError, JobId, JobSummary, LocalCommands};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use shiitake_capabilities::{ForModelError, ForModelKind, ToolError};
@@ -14,14 +14,13 @@ use shiitake_core::extension::host::ToolTx;
 use shiitake_core::extension::{HookError, RunContext, StateScope};
 
 use crate::computers::Attachment;
+use crate::contract::MAX_JOB_RECORDS;
 use crate::errors::{exec_error, failed};
 use crate::route::{Target, route};
 use crate::state::Entry;
 
 /// The Session-scope collection of the jobs a Session started.
-const JOB_RECORDS: &str = "jobs";
-/// The most jobs a Session's state remembers; the oldest record goes first.
-pub(crate) const MAX_JOB_RECORDS: usize = 32;
+pub(crate) const JOB_RECORDS: &str = "jobs";
 
 /// What a Session's state keeps of a job it started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -29,7 +28,7 @@ pub(crate) const MAX_JOB_RECORDS: usize = 32;
 pub(crate) struct JobRecord {
     pub(crate) computer: String,
     pub(crate) command: String,
-    started_at: u64,
+    pub(crate) started_at: u64,
 }
 
 /// A job the Session started that the host no longer knows.
@@ -172,14 +171,28 @@ impl RunCommands {
             .unwrap_or_default()
     }
 
-    /// The error for a job the host does not know: lost when the Session recorded it.
-    pub(crate) async fn unknown_job(&self, error: ExecError) -> ToolError {
+    /// The error for a job `commands` do not know: lost when the Session recorded it and
+    /// an earlier life of the host started it.
+    pub(crate) async fn unknown_job(
+        &self,
+        commands: &LocalCommands,
+        error: ExecError,
+    ) -> ToolError {
         if let ExecError::NoSuchJob { job } = &error
+            && !commands.started_here(job)
             && self.records().await.contains_key(job.as_str())
         {
             return failed("lost_job", format!("background job {job}: {LOST}"));
         }
         exec_error(error)
+    }
+
+    /// Whether the Computer `computer` started `job` in this life of the host (a job
+    /// it no longer keeps ended and was forgotten; one it did not start is lost).
+    pub(crate) fn started_here(&self, computer: &str, job: &str) -> bool {
+        self.named
+            .get(computer)
+            .is_some_and(|commands| commands.started_here(&JobId::new(job)))
     }
 
     /// The Computer a job tool names (`computer`, Home when absent).

@@ -192,6 +192,17 @@ impl Jobs {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether `job` was started in this life of the host (whether or not it is still
+    /// kept): an id of an earlier life names a job that died with that host. Ids carry
+    /// 24 random bits a life, so two lives share them once in about 16 million.
+    pub(crate) fn of_this_life(&self, job: &JobId) -> bool {
+        let table = self.table();
+        job.as_str()
+            .strip_prefix("job-")
+            .and_then(|rest| rest.strip_prefix(table.instance.as_str()))
+            .is_some_and(|rest| rest.starts_with('-'))
+    }
+
     /// Starts a job of `owner` running `command` for at most `timeout`, once there is
     /// room for it, with what `spawn` starts.
     pub(crate) fn start(

@@ -141,6 +141,12 @@ impl LocalCommands {
         self.jobs.list(owner)
     }
 
+    /// Whether `job` was started by these commands in this life of the host, kept or
+    /// not: one that was not died with an earlier host (a restart, a takeover).
+    pub fn started_here(&self, job: &JobId) -> bool {
+        self.jobs.of_this_life(job)
+    }
+
     /// Starts `request`'s command (checked) as a child of the host in its own process
     /// group, in the sandbox when there is one; its output is piped.
     pub(crate) fn spawn(&self, request: &ExecRequest) -> Result<Spawned, ExecError> {

@@ -9,9 +9,11 @@
 use std::time::{Duration, Instant};
 
 use crate::support::*;
-use knapsack::exec::{CommandLimits, LocalCommands};
+use knapsack::exec::{CommandLimits, JobLimits, LocalCommands};
 use serde_json::json;
-use shiitake_ext_home::contract::{HomeContract, KillJob};
+use shiitake_ext_home::contract::{
+    HomeContract, JobList, JobState, KillJob, ListJobs, MAX_JOB_RECORDS, MAX_JOB_ROWS,
+};
 use shiitake_model::Turn;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::{AgentApi, SessionApi, TerminalOutcome};
@@ -20,6 +22,51 @@ use shiitake_protocol::{AgentApi, SessionApi, TerminalOutcome};
 fn with_commands(world: &World) -> shiitake_ext_home::Attachment {
     let commands = LocalCommands::new(&world.path("work"), CommandLimits::default()).unwrap();
     world.work.clone().with_commands(commands)
+}
+
+/// `world`'s `work` running commands, keeping `per_owner` jobs a Session.
+fn with_jobs(world: &World, per_owner: usize) -> shiitake_ext_home::Attachment {
+    let limits = CommandLimits {
+        jobs: JobLimits {
+            per_owner,
+            per_computer: per_owner.max(16),
+            ..JobLimits::default()
+        },
+        ..CommandLimits::default()
+    };
+    let commands = LocalCommands::new(&world.path("work"), limits).unwrap();
+    world.work.clone().with_commands(commands)
+}
+
+/// A turn starting each of `lines` as a background job.
+fn background(lines: &[&str]) -> Turn {
+    let each: Vec<(&str, serde_json::Value)> = lines
+        .iter()
+        .map(|line| {
+            (
+                "commands__exec",
+                json!({"command": line, "background": true}),
+            )
+        })
+        .collect();
+    calls(&each)
+}
+
+/// `/jobs` of `session`.
+async fn list_jobs(session: &shiitake_core::LocalSession) -> JobList {
+    bind_session_extension::<_, HomeContract>(session)
+        .call(&ListJobs {})
+        .await
+        .unwrap()
+}
+
+/// Ends every job `work` runs for `session`.
+fn kill_all(work: &shiitake_ext_home::Attachment, session: &shiitake_core::LocalSession) {
+    let commands = work.commands.clone().unwrap();
+    let owner = session.session_id().to_string();
+    for job in commands.list_jobs(&owner) {
+        let _ended = commands.request_kill(&job.job, &owner);
+    }
 }
 
 #[tokio::test]
@@ -179,5 +226,162 @@ async fn a_running_job_has_a_footer_row_whose_kill_ends_it() {
         assert!(Instant::now() < deadline, "the killed job goes on");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    agent.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn jobs_lists_every_job_the_session_started_with_where_it_is() {
+    let world = World::new();
+    let work = with_jobs(&world, 2);
+    world.attach(&[&work]);
+    let turns = vec![
+        background(&["sleep 30", "exit 3"]),
+        Turn::text("two"),
+        background(&["sleep 29"]),
+        Turn::text("three"),
+    ];
+    let (agent, _model) = agent(&world, turns).await;
+    let session = session(&agent).await;
+    choose(&session, "work").await;
+    let first = run(&session, "start two").await;
+    let job_of = |outcome: &Outcome| outcome.ok()["job"].as_str().unwrap().to_owned();
+    let (running, exited) = (job_of(&first[0]), job_of(&first[1]));
+    let commands = work.commands.clone().unwrap();
+    let owner = session.session_id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while commands
+        .list_jobs(&owner)
+        .iter()
+        .any(|job| job.job.as_str() == exited && job.running)
+    {
+        assert!(Instant::now() < deadline, "`exit 3` goes on");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let listed = list_jobs(&session).await.jobs;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[0].job, exited, "newest first: {listed:?}");
+    assert_eq!(listed[0].state, JobState::Exited { code: 3 });
+    assert_eq!(listed[0].kill, None);
+    assert_eq!(listed[1].job, running);
+    assert_eq!(listed[1].state, JobState::Running);
+    assert_eq!(listed[1].command, "sleep 30");
+    assert_eq!(listed[1].computer, "work");
+    assert_eq!(
+        listed[1].kill.as_deref(),
+        Some(format!("/kill {running} work").as_str())
+    );
+
+    // A third job takes the place of the one that ended: it is forgotten, not lost.
+    let second = run(&session, "one more").await;
+    let third = job_of(&second[0]);
+    let listed = list_jobs(&session).await.jobs;
+    let states: Vec<(String, JobState)> = listed
+        .iter()
+        .map(|line| (line.job.clone(), line.state.clone()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (third, JobState::Running),
+            (exited, JobState::Forgotten),
+            (running, JobState::Running),
+        ]
+    );
+    let wire = serde_json::to_value(&listed[1]).unwrap();
+    assert_eq!(wire["state"], "forgotten", "{wire}");
+    kill_all(&work, &session);
+    agent.close().await.unwrap();
+
+    // The host restarts: its jobs died with it, and every record says lost.
+    let reborn = with_jobs(&world, 2);
+    let list = std::sync::Arc::new(shiitake_ext_home::ComputerList::new(vec![reborn]));
+    let (agent, _model) = agent_over(&world, list, Vec::new()).await;
+    let session = agent.session(session.session_id().clone());
+    let listed = list_jobs(&session).await.jobs;
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert!(
+        listed
+            .iter()
+            .all(|line| line.state == JobState::Lost && line.kill.is_none()),
+        "{listed:?}"
+    );
+    agent.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_session_remembers_its_newest_jobs_up_to_the_bound() {
+    let world = World::new();
+    let work = with_jobs(&world, MAX_JOB_RECORDS + 1);
+    world.attach(&[&work]);
+    let lines = vec!["true"; MAX_JOB_RECORDS];
+    let turns = vec![
+        background(&lines),
+        Turn::text("all"),
+        background(&["true"]),
+        Turn::text("one past"),
+    ];
+    let (agent, _model) = agent(&world, turns).await;
+    let session = session(&agent).await;
+    choose(&session, "work").await;
+    let started = run(&session, "start many").await;
+    let oldest = started[0].ok()["job"].as_str().unwrap().to_owned();
+    let listed = list_jobs(&session).await.jobs;
+    assert_eq!(listed.len(), MAX_JOB_RECORDS);
+    assert_eq!(listed.last().unwrap().job, oldest, "{listed:?}");
+    run(&session, "one more").await;
+    agent.close().await.unwrap();
+
+    // After a restart only the Session's records list its jobs: the newest ones.
+    let reborn = with_jobs(&world, 2);
+    let list = std::sync::Arc::new(shiitake_ext_home::ComputerList::new(vec![reborn]));
+    let (agent, _model) = agent_over(&world, list, Vec::new()).await;
+    let session = agent.session(session.session_id().clone());
+    let listed = list_jobs(&session).await.jobs;
+    assert_eq!(listed.len(), MAX_JOB_RECORDS);
+    assert!(listed.iter().all(|line| line.job != oldest), "{listed:?}");
+    assert_eq!(
+        listed.last().unwrap().job,
+        started[1].ok()["job"],
+        "{listed:?}"
+    );
+    agent.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_footer_shows_at_most_its_bound_of_job_rows() {
+    let world = World::new();
+    let work = with_jobs(&world, MAX_JOB_ROWS + 1);
+    world.attach(&[&work]);
+    let lines = vec!["sleep 30"; MAX_JOB_ROWS];
+    let turns = vec![
+        background(&lines),
+        Turn::text("all"),
+        background(&["sleep 30"]),
+        Turn::text("one past"),
+    ];
+    let (agent, _model) = agent(&world, turns).await;
+    let session = session(&agent).await;
+    choose(&session, "work").await;
+    let rows = |snapshot: shiitake_protocol::SessionSnapshot| {
+        snapshot
+            .footer
+            .iter()
+            .filter(|row| row.kind == "job")
+            .count()
+    };
+    run(&session, "start many").await;
+    let at_bound = session
+        .read(shiitake_protocol::ReadOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(rows(at_bound), MAX_JOB_ROWS);
+    run(&session, "one more").await;
+    let past = session
+        .read(shiitake_protocol::ReadOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(rows(past), MAX_JOB_ROWS);
+    assert_eq!(list_jobs(&session).await.jobs.len(), MAX_JOB_ROWS + 1);
+    kill_all(&work, &session);
     agent.close().await.unwrap();
 }

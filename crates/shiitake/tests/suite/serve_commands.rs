@@ -15,7 +15,7 @@ use knapsack::exec::{Sandbox, SandboxPolicy};
 use serde_json::json;
 use shiitake_test_services::{Missing, Service};
 
-use crate::support::{Serve, free_port, script, session_id_in, stdout};
+use crate::support::{Serve, free_port, run_with_input, script, session_id_in, stdout};
 
 /// Whether the sandbox can be had here: `false` after the skip line (a failure under
 /// SHIITAKE_REQUIRE_SERVICES).
@@ -385,6 +385,23 @@ fn a_background_job_of_a_killed_serve_is_listed_lost_after_the_restart() {
     assert!(printed.contains("started on workspace: sleep"), "{printed}");
     let session = session_id_in(&printed);
     assert!(!processes_with(&marker).is_empty(), "the job runs");
+    let jobs = |serve: &Serve| {
+        let output = run_with_input(
+            serve.command(&["chat", "--session", &session]),
+            "/jobs\n/quit\n",
+            Duration::from_secs(60),
+        );
+        let printed = stdout(&output);
+        printed
+            .lines()
+            .find(|line| line.starts_with("[/jobs]"))
+            .unwrap_or_else(|| panic!("no /jobs answer in {printed}"))
+            .to_owned()
+    };
+    let listed = jobs(&first);
+    assert!(listed.contains("\"state\":\"running\""), "{listed}");
+    assert!(listed.contains(&format!("sleep {marker}")), "{listed}");
+    assert!(listed.contains("\"kill\":\"/kill job-"), "{listed}");
 
     first.kill();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -403,4 +420,7 @@ fn a_background_job_of_a_killed_serve_is_listed_lost_after_the_restart() {
     assert!(listed.contains("\"jobs\":[]"), "{listed}");
     assert!(listed.contains("\"lost\":true"), "{listed}");
     assert!(listed.contains(&format!("sleep {marker}")), "{listed}");
+    let listed = jobs(&restarted);
+    assert!(listed.contains("\"state\":\"lost\""), "{listed}");
+    assert!(!listed.contains("\"kill\""), "{listed}");
 }
