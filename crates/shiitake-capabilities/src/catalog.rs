@@ -243,6 +243,16 @@ impl Catalog {
         self.current().operations.get(path).map(|op| op.replay())
     }
 
+    /// What a person deciding about a call of `path` with `input` should know besides
+    /// its arguments (empty when the operation says nothing or is not live).
+    pub fn call_facts(&self, path: &OperationPath, input: &Value) -> crate::CallFacts {
+        self.current()
+            .operations
+            .get(path)
+            .map(|op| op.call_facts(input))
+            .unwrap_or_default()
+    }
+
     /// The execute door for `path`: see [`execute_operation`]; an unknown path is
     /// a `unknown_operation` error for the model.
     pub async fn execute(

@@ -80,7 +80,9 @@ pub use module::{Module, ModuleDescriptor};
 pub use names::{
     ModulePath, NameError, OperationName, OperationPath, map_foreign_names, to_guest_identifier,
 };
-pub use operation::{Operation, OperationDescriptor, OperationHandler, Replay, handler_fn};
+pub use operation::{
+    CallFacts, CallFactsFn, Operation, OperationDescriptor, OperationHandler, Replay, handler_fn,
+};
 pub use schema::{Schema, SchemaError, ValidationError};
 pub use snapshot::{CatalogDiff, CatalogProblem, ToolSpec};
 pub use source::{

@@ -59,6 +59,14 @@ where
     Arc::new(FnHandler(f))
 }
 
+/// What a person deciding about one call should know besides its arguments, as only the
+/// operation can say (where a command runs, whether it reaches the network): names to
+/// short values, which an approval shows beside the arguments.
+pub type CallFacts = std::collections::BTreeMap<String, String>;
+
+/// Reads the [`CallFacts`] of one call from its input (as the model sent it).
+pub type CallFactsFn = Arc<dyn Fn(&Value) -> CallFacts + Send + Sync>;
+
 /// One operation as a module advertises it: what the model sees as one tool.
 ///
 /// Built with [`Operation::new`] (or [`Operation::foreign`] for a name from
@@ -73,6 +81,7 @@ pub struct Operation {
     output_schema: Option<Schema>,
     replay: Replay,
     handler: Arc<dyn OperationHandler>,
+    facts: Option<CallFactsFn>,
 }
 
 impl Operation {
@@ -90,6 +99,7 @@ impl Operation {
             output_schema: None,
             replay: Replay::Unsafe,
             handler,
+            facts: None,
         }
     }
 
@@ -133,6 +143,21 @@ impl Operation {
     pub fn with_replay(mut self, replay: Replay) -> Self {
         self.replay = replay;
         self
+    }
+
+    /// Sets what a person deciding about a call is told besides its arguments.
+    #[must_use]
+    pub fn with_call_facts(mut self, facts: CallFactsFn) -> Self {
+        self.facts = Some(facts);
+        self
+    }
+
+    /// What a person deciding about the call with `input` should know (none for most
+    /// operations).
+    pub fn call_facts(&self, input: &Value) -> CallFacts {
+        self.facts
+            .as_ref()
+            .map_or_else(CallFacts::new, |facts| facts(input))
     }
 
     /// The guest identifier.

@@ -24,6 +24,7 @@
 //! }
 //! ```
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -151,6 +152,11 @@ pub struct ApprovalView {
     /// Its arguments, bounded, with what looks like a secret replaced
     /// ([`crate::preview`]).
     pub arguments: Value,
+    /// What the tool says a person should know besides them, bounded: for a command,
+    /// `computer`, `cwd`, `network` (`on`/`off`) and `sandbox` (`on`/`off`). Absent when
+    /// the tool says nothing.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub facts: BTreeMap<String, String>,
     /// Why the host asks: `the host asks before files__apply_patch`.
     pub why: String,
     /// Unix milliseconds the call was made.
@@ -161,6 +167,15 @@ pub struct ApprovalView {
 }
 
 impl ApprovalView {
+    /// `cwd: computer://work/src · network: off`: the facts on one line.
+    pub fn facts_line(&self) -> String {
+        self.facts
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}"))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
+
     /// `approve files__apply_patch? {"path":"a.txt"}`: the row's text, bounded.
     pub fn line(&self) -> String {
         let head = format!("approve {}? ", self.tool);
@@ -196,6 +211,9 @@ pub fn approval_footer_row(approval: &ApprovalView, extension_id: &ExtensionId) 
         },
     };
     let mut detail = vec![approval.why.clone()];
+    if !approval.facts.is_empty() {
+        detail.push(approval.facts_line());
+    }
     if approval.parked {
         detail.push("the run went on; an answer reaches the model as a new message".into());
     }
@@ -282,6 +300,7 @@ mod tests {
     fn view(parked: bool) -> ApprovalView {
         ApprovalView {
             approval_id: ApprovalId::numbered(3),
+            facts: Default::default(),
             tool: "files__apply_patch".into(),
             arguments: json!({"patch": "*** Begin Patch"}),
             why: "the host asks before files__apply_patch".into(),

@@ -85,6 +85,7 @@ fn gate(policy: &Policy, tx: &mut Tx<'_>, call: &GatedCall) -> Result<GateVerdic
                 run: call.command_id.as_str().to_owned(),
                 tool: call.tool_name.clone(),
                 arguments: crate::preview::preview(&call.arguments),
+                facts: crate::preview::facts(&call.facts),
                 fingerprint: crate::fingerprint::fingerprint(&call.tool_name, &call.arguments),
                 safe_to_repeat: call.replay == Replay::Safe,
                 command: crate::command::Command::from_arguments(&call.arguments),

@@ -73,7 +73,7 @@ pub fn answer_step(projection: &ApprovalProjection, collected: &Value) -> FlowSt
         None => {
             return FlowStep::Ask {
                 argument: "decision".into(),
-                prompt: format!("{} ({})", approval.line(), approval.why),
+                prompt: decision_prompt(approval),
                 kind: ArgumentKind::Choice {
                     choices: Decision::ALL
                         .iter()
@@ -129,6 +129,17 @@ pub fn answer_step(projection: &ApprovalProjection, collected: &Value) -> FlowSt
     FlowStep::Confirm { summary, input }
 }
 
+/// `approve commands__exec? {…} (the host asks before commands__exec) — computer: work ·
+/// cwd: … · network: off · sandbox: on`: the call, why, and what its tool says of it.
+fn decision_prompt(approval: &ApprovalView) -> String {
+    let mut prompt = format!("{} ({})", approval.line(), approval.why);
+    if !approval.facts.is_empty() {
+        prompt.push_str(" — ");
+        prompt.push_str(&approval.facts_line());
+    }
+    prompt
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +148,7 @@ mod tests {
     fn view(n: u64, tool: &str) -> ApprovalView {
         ApprovalView {
             approval_id: ApprovalId::numbered(n),
+            facts: Default::default(),
             tool: tool.into(),
             arguments: json!({}),
             why: "the host asks".into(),

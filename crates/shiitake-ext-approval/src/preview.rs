@@ -13,6 +13,8 @@
 //!
 //! The encoded preview is at most [`MAX_PREVIEW_CHARS`] characters.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 /// What a hidden value shows.
@@ -31,7 +33,30 @@ pub const MAX_DEPTH: usize = 4;
 /// separators and a number of at most 24 characters.
 pub const MAX_PREVIEW_CHARS: usize = MAX_TEXT_CHARS + MAX_NODES * 40;
 
+/// Most facts about a call shown (the first ones by name).
+pub const MAX_FACTS: usize = 8;
+/// Longest fact value shown, in characters.
+pub const MAX_FACT_CHARS: usize = 200;
+
 const CUT: &str = "…";
+
+/// What a person may see of the facts a tool gives about a call (where a command runs,
+/// whether it has the network): at most [`MAX_FACTS`], names cut at [`MAX_KEY_CHARS`]
+/// and values at [`MAX_FACT_CHARS`] characters, a secret-looking one [`REDACTED`].
+pub fn facts(facts: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    facts
+        .iter()
+        .take(MAX_FACTS)
+        .map(|(name, value)| {
+            let shown = if names_secret(name) || looks_secret(value) {
+                REDACTED.to_owned()
+            } else {
+                cut(value, MAX_FACT_CHARS)
+            };
+            (cut(name, MAX_KEY_CHARS), shown)
+        })
+        .collect()
+}
 
 /// The arguments as a person may see them.
 pub fn preview(arguments: &Map<String, Value>) -> Value {
@@ -203,6 +228,28 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn facts_are_bounded_at_their_edges_and_never_show_a_secret() {
+        let many: BTreeMap<String, String> = (0..=MAX_FACTS)
+            .map(|n| (format!("f{n:02}"), "x".repeat(MAX_FACT_CHARS + n % 2)))
+            .collect();
+        let shown = facts(&many);
+        assert_eq!(shown.len(), MAX_FACTS);
+        assert_eq!(shown["f00"].chars().count(), MAX_FACT_CHARS);
+        assert!(!shown["f00"].ends_with(CUT));
+        assert_eq!(shown["f01"].chars().count(), MAX_FACT_CHARS);
+        assert!(shown["f01"].ends_with(CUT));
+        let secret = BTreeMap::from([
+            ("apiToken".to_owned(), "plain".to_owned()),
+            ("header".to_owned(), "Bearer abcdefghijklmnop".to_owned()),
+            ("network".to_owned(), "off".to_owned()),
+        ]);
+        let shown = facts(&secret);
+        assert_eq!(shown["apiToken"], REDACTED);
+        assert_eq!(shown["header"], REDACTED);
+        assert_eq!(shown["network"], "off");
+    }
 
     fn args(value: Value) -> Map<String, Value> {
         match value {

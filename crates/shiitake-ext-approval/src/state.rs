@@ -74,6 +74,9 @@ pub struct Approval {
     pub tool: String,
     /// What a person is shown of its arguments.
     pub arguments: Value,
+    /// What the tool says a person should know besides them ([`crate::preview::facts`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub facts: BTreeMap<String, String>,
     /// The call's fingerprint: its tool and its whole arguments ([`crate::fingerprint`]).
     pub fingerprint: String,
     /// Why the host asks.
@@ -101,6 +104,7 @@ impl Approval {
             approval_id: self.id(),
             tool: self.tool.clone(),
             arguments: self.arguments.clone(),
+            facts: self.facts.clone(),
             why: self.why.clone(),
             created_at: self.created_at,
             parked,
@@ -157,6 +161,8 @@ pub struct Call {
     pub tool: String,
     /// What a person may see of its arguments ([`crate::preview::preview`]).
     pub arguments: Value,
+    /// What a person may see of the facts its tool gives ([`crate::preview::facts`]).
+    pub facts: BTreeMap<String, String>,
     /// Its tool and whole arguments, hashed ([`crate::fingerprint`]).
     pub fingerprint: String,
     /// Whether the tool is marked safe to repeat.
@@ -321,6 +327,7 @@ impl Book {
             run: call.run,
             tool: call.tool,
             arguments: call.arguments,
+            facts: call.facts,
             fingerprint: call.fingerprint,
             why,
             created_at: call.now,

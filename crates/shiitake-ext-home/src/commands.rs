@@ -16,8 +16,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use shiitake_capabilities::{
-    ForModelError, ForModelKind, InvocationContext, Module, ModulePath, NameError, Progress,
-    ProgressNote, Replay, ToolError,
+    CallFacts, ForModelError, ForModelKind, InvocationContext, Module, ModulePath, NameError,
+    Progress, ProgressNote, Replay, ToolError,
 };
 use shiitake_protocol::TOOL_OUTPUT_BYTES;
 
@@ -103,7 +103,11 @@ pub(crate) fn modules(run: &Arc<RunFiles>) -> Result<Vec<Module>, NameError> {
          answers a job id at once (jobs.output reads it).",
         |run, input, context| async move { exec(&run, input, &context).await },
     )?
-    .with_replay(Replay::Unsafe);
+    .with_replay(Replay::Unsafe)
+    .with_call_facts({
+        let run = run.clone();
+        Arc::new(move |input: &Value| exec_facts(&run, input))
+    });
     commands.add_operation(exec)?;
     let mut jobs = Module::new(
         ModulePath::new(JOBS)?,
@@ -223,6 +227,39 @@ async fn exec(
         .await
         .map_err(exec_error)?;
     answer(name, output)
+}
+
+/// What a person deciding about an `exec` call is told besides the command: the Computer
+/// it runs on, its working directory, and whether it runs in the sandbox and has the
+/// network. Nothing when the call names no Computer that runs commands (it fails).
+fn exec_facts(run: &RunFiles, input: &Value) -> CallFacts {
+    let address = input.get("cwd").and_then(Value::as_str).unwrap_or_default();
+    let Ok((name, commands, path)) = run.commands.routed(address) else {
+        return CallFacts::new();
+    };
+    let cwd = if path.is_empty() {
+        format!("computer://{name}/ (its root)")
+    } else {
+        format!("computer://{name}/{}", path.trim_start_matches('/'))
+    };
+    let (sandbox, network) = match commands.sandbox() {
+        Some(sandbox) if sandbox.policy().network => ("on", "on"),
+        Some(_) => ("on", "off"),
+        None => ("off (unconfined)", "on (unconfined)"),
+    };
+    let mut facts = CallFacts::from([
+        ("computer".to_owned(), name.to_owned()),
+        ("cwd".to_owned(), cwd),
+        ("sandbox".to_owned(), sandbox.to_owned()),
+        ("network".to_owned(), network.to_owned()),
+    ]);
+    if input.get("background").and_then(Value::as_bool) == Some(true) {
+        facts.insert(
+            "background".to_owned(),
+            "yes (a job that runs on)".to_owned(),
+        );
+    }
+    facts
 }
 
 /// The end of a command's output so far kept in a small ring and reported as the call's

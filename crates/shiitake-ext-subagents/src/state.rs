@@ -266,6 +266,7 @@ mod tests {
     fn approval(id: &str) -> ApprovalView {
         ApprovalView {
             approval_id: shiitake_ext_approval::contract::ApprovalId::new(id),
+            facts: Default::default(),
             tool: "files__apply_patch".into(),
             arguments: serde_json::json!({"patch": "*** Begin Patch"}),
             why: "the host asks before files__apply_patch".into(),

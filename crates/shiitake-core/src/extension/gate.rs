@@ -78,6 +78,9 @@ pub struct GatedCall {
     pub replay: Replay,
     /// Why the gate is asked.
     pub moment: GateMoment,
+    /// What the tool says a person deciding about the call should know besides its
+    /// arguments (where a command runs, whether it has the network); often empty.
+    pub facts: shiitake_capabilities::CallFacts,
 }
 
 /// What a gate answers about one call.

@@ -100,9 +100,10 @@ async fn gated(
     call: &ToolCall,
     moment: GateMoment,
 ) -> Option<Message> {
-    let replay = catalog
-        .resolve_tool_name(&call.name)
-        .and_then(|path| catalog.replay(&path))
+    let path = catalog.resolve_tool_name(&call.name);
+    let replay = path
+        .as_ref()
+        .and_then(|path| catalog.replay(path))
         .unwrap_or(Replay::Unsafe);
     let passage = if start.gates.is_empty() {
         // Nobody to ask: the question and its context are not put together.
@@ -115,6 +116,9 @@ async fn gated(
             command_id: start.command_id.clone(),
             replay,
             moment,
+            facts: path
+                .map(|path| catalog.call_facts(&path, &Value::Object(call.arguments.clone())))
+                .unwrap_or_default(),
         };
         pass(&start.gates, asked, &invocation(start, call)).await
     };

@@ -9,6 +9,7 @@ fn call(execution: &str, tool: &str) -> Call {
         run: execution.split(':').next().unwrap_or_default().into(),
         tool: tool.into(),
         arguments: json!({"path": "a.txt"}),
+        facts: Default::default(),
         fingerprint: format!("{tool}-a"),
         safe_to_repeat: false,
         command: None,

@@ -222,6 +222,7 @@ impl Sim {
                     run: self.run_id(),
                     tool: tool.clone(),
                     arguments: json!({"n": args}),
+                    facts: Default::default(),
                     fingerprint: fingerprint.clone(),
                     safe_to_repeat: false,
                     command: None,

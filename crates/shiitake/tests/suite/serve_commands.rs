@@ -242,6 +242,34 @@ fn a_command_rule_lets_one_command_run_and_the_next_waits_for_a_person() {
         workspace.join("made.txt").exists(),
         "touch ran without asking, rm waits"
     );
+    // The question a person answers names the command, where it runs and that it has no
+    // network; allowed once, it runs.
+    let asked = stdout(&run_with_input(
+        serve.command(&["chat", "--session", &session]),
+        "/approve\n1\ny\n/quit\n",
+        Duration::from_secs(60),
+    ));
+    let question = asked
+        .lines()
+        .find(|line| line.contains("approve commands__exec?") && line.contains("(the host asks"))
+        .unwrap_or_else(|| panic!("no question in {asked}"));
+    assert!(question.contains("rm made.txt"), "{question}");
+    for fact in [
+        "computer: workspace",
+        "cwd: computer://workspace/ (its root)",
+        "network: off",
+        "sandbox: on",
+    ] {
+        assert!(question.contains(fact), "{fact} in {question}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while workspace.join("made.txt").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the allowed rm never ran: {asked}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
