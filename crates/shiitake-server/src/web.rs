@@ -32,6 +32,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("api.js", JS, include_str!("web/api.js")),
     ("inbox.js", JS, include_str!("web/inbox.js")),
     ("session.js", JS, include_str!("web/session.js")),
+    ("command.js", JS, include_str!("web/command.js")),
     ("footer.js", JS, include_str!("web/footer.js")),
     ("flow.js", JS, include_str!("web/flow.js")),
     ("dom.js", JS, include_str!("web/dom.js")),

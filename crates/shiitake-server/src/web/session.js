@@ -5,6 +5,7 @@
 // prompt box.
 
 import { routesOf } from "./api.js";
+import { commandLine, commandResult } from "./command.js";
 import { h, replace } from "./dom.js";
 import { renderFooter } from "./footer.js";
 import { MarkdownView, copyText, renderMarkdown } from "./markdown.js";
@@ -116,6 +117,7 @@ function preview(args) {
 }
 
 function toolCallElement(call) {
+  const line = commandLine(call.name, call.arguments);
   return h(
     "details",
     { class: "tool", dataset: { call: call.id } },
@@ -124,7 +126,7 @@ function toolCallElement(call) {
       {},
       h("span", { class: "tool-name" }, call.name),
       " ",
-      h("span", { class: "muted" }, preview(call.arguments)),
+      line ? h("span", { class: "command-line" }, line) : h("span", { class: "muted" }, preview(call.arguments)),
       h("span", { class: "tool-state muted" }, " …"),
     ),
     h("pre", { class: "args" }, JSON.stringify(call.arguments || {}, null, 2)),
@@ -136,6 +138,14 @@ function fillResult(element, value) {
   const text = (value.content || [])
     .map((block) => (block.type === "text" ? block.text : `[${block.type}]`))
     .join("\n");
+  const command = !value.isError && commandResult(value.toolName, text);
+  if (command) {
+    const streams = command.streams.map((stream) => h("span", { class: `stream ${stream.name}` }, stream.text));
+    replace(element.querySelector(".result"), streams.length ? streams : "(no output)");
+    replace(element.querySelector(".tool-state"), ` ${command.summary}`);
+    element.classList.toggle("error", command.failed);
+    return;
+  }
   replace(element.querySelector(".result"), text || "(no output)");
   replace(element.querySelector(".tool-state"), value.isError ? " failed" : " done");
   element.classList.toggle("error", Boolean(value.isError));

@@ -123,6 +123,7 @@ async fn the_page_is_public_and_the_api_is_not() {
         "api.js",
         "inbox.js",
         "session.js",
+        "command.js",
         "footer.js",
         "flow.js",
         "dom.js",

@@ -1,6 +1,7 @@
 //! The web page shows a running tool's latest output (`activity.toolOutput`, a
 //! command's output as it comes) under the activity line while the call runs, and
-//! hides it once its result is committed. In headless Chromium; without a browser the
+//! hides it once its result is committed; a command's row reads as its command line,
+//! its ending and its output, not as JSON. In headless Chromium; without a browser the
 //! test prints a note and passes (`cargo xtask test` provides one).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -100,4 +101,103 @@ async fn the_page_shows_a_running_tools_output_live() {
                 .all(|text| "tick 1\ntick 2\ntick 3\n".starts_with(text.as_str())),
         "the output grew through prefixes of the command's: {seen:?}"
     );
+}
+
+/// `commands.exec` answering what Home's answers for `make test` that exited 3, and a
+/// job start for anything in the background.
+async fn exec_like() -> Arc<Catalog> {
+    let exec = Operation::from_fn(
+        OperationName::new("exec").unwrap(),
+        "Runs a command.",
+        |input, _ctx| async move {
+            if input["background"] == json!(true) {
+                return Ok(json!({"computer": "work", "job": "job-abc123-1",
+                    "command": "npm run dev", "running": true, "exit": null,
+                    "stopped": null, "outputBytes": 0}));
+            }
+            Ok(
+                json!({"computer": "work", "exit": {"code": 3}, "stopped": null,
+                "durationMs": 12,
+                "stdout": {"head": "ran 2 tests\n", "tail": "1 failed\n", "totalBytes": 900,
+                           "cutBytes": 870},
+                "stderr": {"head": "error: test failed\n", "tail": "", "totalBytes": 19,
+                           "cutBytes": 0}}),
+            )
+        },
+    );
+    let module = Module::new(ModulePath::new("commands").unwrap(), "Commands.")
+        .with_operation(exec)
+        .unwrap();
+    let catalog = Catalog::new();
+    catalog
+        .add_source(Arc::new(StaticSource::new(
+            SourceId::new("commands"),
+            vec![module],
+        )))
+        .await
+        .unwrap();
+    Arc::new(catalog)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_row_reads_as_its_line_its_ending_and_its_output() {
+    let Some(chromium) = Chromium::launch_or_skip("web_tool_output").await.unwrap() else {
+        return;
+    };
+    let script = Script::new(vec![
+        Turn::tool_call("commands__exec", json!({"command": "make test"})),
+        Turn::tool_call(
+            "commands__exec",
+            json!({"argv": ["npm", "run", "dev"], "background": true}),
+        ),
+        Turn::text("It failed."),
+    ]);
+    let model = Arc::new(ScriptedModel::new(script));
+    let (agent, _dir) = agent_with_tools(model, exec_like().await, |agent| agent).await;
+    let (server, login) = served_page(agent.clone()).await;
+    let page = chromium
+        .open(&login.login_url(&server.url()).unwrap(), &[])
+        .await
+        .unwrap();
+    shown(&page, "document.getElementById('inbox')").await;
+    run(&page, "document.getElementById('new-session').click()").await;
+    shown(&page, "document.getElementById('prompt')").await;
+    type_and_click(&page, "Test it", "send").await;
+    shown(
+        &page,
+        "document.querySelectorAll('.terminal.outcome-completed').length === 1",
+    )
+    .await;
+    let rows: Vec<Vec<String>> = eval(
+        &page,
+        "[...document.querySelectorAll('details.tool')].map((row) => [\
+           row.querySelector('summary').textContent, \
+           [...row.querySelectorAll('.result .stream')].map((s) => s.className + '=' + s.textContent).join('|'), \
+           String(row.classList.contains('error'))])",
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(
+        rows[0][0],
+        "commands__exec $ make test exit 3 in 12 ms on work"
+    );
+    assert_eq!(
+        rows[0][1],
+        "stream stdout=ran 2 tests\n\n[870 bytes cut]\n1 failed\n|stream stderr=error: test failed\n"
+    );
+    assert_eq!(rows[0][2], "true", "a failed command's row is marked");
+    assert_eq!(
+        rows[1][0],
+        "commands__exec $ npm run dev job job-abc123-1 started on work: npm run dev"
+    );
+    assert_eq!(rows[1][2], "false");
+    // No raw JSON of the result is shown anywhere in the rows.
+    let raw: bool = eval(
+        &page,
+        "[...document.querySelectorAll('details.tool')].some((row) => row.textContent.includes('durationMs'))",
+    )
+    .await
+    .unwrap();
+    assert!(!raw, "a command's result shows as JSON");
 }
