@@ -187,6 +187,49 @@ pub fn read_only(words: &[String]) -> bool {
     READ_ONLY.contains(&program.as_str())
 }
 
+/// What "allow for this Session" of `command` allows: each of its simple commands
+/// exactly, its words joined by single spaces; a line that cannot be read, the line
+/// itself. Never a prefix: `cargo test --lib` allowed leaves `cargo test --all` asking
+/// (a host rule, `cargo test*=allow`, is for prefixes).
+pub fn session_commands(command: &Command) -> Vec<String> {
+    match command.simple() {
+        Ok(simple) if !simple.is_empty() => {
+            let mut shown: Vec<String> = simple.iter().map(|words| words.join(" ")).collect();
+            shown.sort();
+            shown.dedup();
+            shown
+        }
+        _ => vec![command.to_string()],
+    }
+}
+
+/// Whether a Session that allowed the commands `allowed` ([`session_commands`]) runs
+/// `command` without asking: every simple command of it is allowed there, allowed by a
+/// rule of `rules`, or only reads; an unreadable line only when it was allowed itself.
+pub fn allowed_by_session(
+    rules: &[CommandRule],
+    allowed: &std::collections::BTreeSet<String>,
+    command: &Command,
+) -> bool {
+    match command.simple() {
+        Ok(simple) if !simple.is_empty() => simple.iter().all(|words| {
+            allowed.contains(&words.join(" "))
+                || best_rule(rules, words)
+                    .map_or_else(|| read_only(words), |rule| rule.ruling == Ruling::Allow)
+        }),
+        _ => allowed.contains(&command.to_string()),
+    }
+}
+
+/// The most specific rule of `rules` matching the simple command `words` (exact beats
+/// `*`, then more characters; a later rule wins a tie).
+fn best_rule<'a>(rules: &'a [CommandRule], words: &[String]) -> Option<&'a CommandRule> {
+    rules
+        .iter()
+        .filter(|rule| rule.pattern.matches(words))
+        .max_by_key(|rule| (rule.pattern.is_exact(), rule.pattern.literal_len()))
+}
+
 /// What the command rules say of one call's command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Judged {
@@ -222,11 +265,7 @@ pub fn judge(rules: &[CommandRule], command: &Command) -> Judged {
     let mut unjudged: Option<String> = None;
     for words in &simple {
         let shown = words.join(" ");
-        let best = rules
-            .iter()
-            .filter(|rule| rule.pattern.matches(words))
-            .max_by_key(|rule| (rule.pattern.is_exact(), rule.pattern.literal_len()));
-        let (ruling, pattern) = match best {
+        let (ruling, pattern) = match best_rule(rules, words) {
             Some(rule) => (rule.ruling, Some(rule.pattern.clone())),
             None if read_only(words) => (Ruling::Allow, None),
             None => {
@@ -373,6 +412,28 @@ mod tests {
             parts.extend(after);
             let text = parts.join(separator);
             prop_assert_eq!(ruling(&rules, &text), Some(Ruling::Deny), "{}", text);
+        }
+
+        #[test]
+        fn a_session_allows_a_line_exactly_when_it_allowed_each_of_its_commands(
+            commands in proptest::collection::vec("[a-z]{1,4}x( [a-z0-9-]{1,4}){0,2}", 1..5),
+            allowed_mask in proptest::collection::vec(any::<bool>(), 5),
+            separator in prop_oneof![Just("; "), Just(" && "), Just(" || "), Just(" | "), Just("\n")],
+        ) {
+            // Every allowed command, taken from a line that had it, allows it again.
+            let line = Command::Line(commands.join(separator));
+            let every: std::collections::BTreeSet<String> =
+                session_commands(&line).into_iter().collect();
+            prop_assert!(allowed_by_session(&[], &every, &line));
+            // With some left out, the line runs only when every one of its commands is in.
+            let allowed: std::collections::BTreeSet<String> = commands
+                .iter()
+                .zip(&allowed_mask)
+                .filter(|(_, keep)| **keep)
+                .map(|(command, _)| command.clone())
+                .collect();
+            let all_in = commands.iter().all(|command| allowed.contains(command));
+            prop_assert_eq!(allowed_by_session(&[], &allowed, &line), all_in);
         }
     }
 }

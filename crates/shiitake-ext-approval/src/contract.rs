@@ -50,6 +50,12 @@ pub const ANSWER_ACTION: &str = "answer";
 pub const MAX_OPEN_APPROVALS: usize = 8;
 /// Tools one Session allows for the rest of the Session.
 pub const MAX_ALLOWED_TOOLS: usize = 64;
+/// Commands one Session allows for the rest of the Session ("allow for this Session"
+/// of a command allows each simple command of its line, exactly).
+pub const MAX_ALLOWED_COMMANDS: usize = 64;
+/// Longest command a Session allows for the rest of the Session, in bytes; a longer one
+/// is allowed once only.
+pub const MAX_ALLOWED_COMMAND_BYTES: usize = 1024;
 /// One-time allowances a Session keeps (a parked call allowed once, waiting for the
 /// model to call it again); the oldest goes first.
 pub const MAX_ONE_TIME_ALLOWANCES: usize = 16;
@@ -192,6 +198,10 @@ pub struct ApprovalProjection {
     pub approvals: Vec<ApprovalView>,
     /// Tools a person allowed for the rest of this Session, sorted.
     pub allowed: Vec<String>,
+    /// Commands a person allowed for the rest of this Session (each exactly: its words
+    /// joined by single spaces), sorted; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_commands: Vec<String>,
 }
 
 /// The footer row of one waiting call: `! approve files__apply_patch? {…} since 14:02 —

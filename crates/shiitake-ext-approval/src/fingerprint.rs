@@ -17,6 +17,12 @@ pub fn fingerprint(tool: &str, arguments: &Map<String, Value>) -> String {
     format!("{:016x}", fnv1a(text.as_bytes()))
 }
 
+/// `<16 hex digits>` for `text`: a short, stable key for a long text (a command a
+/// Session allowed).
+pub fn of_text(text: &str) -> String {
+    format!("{:016x}", fnv1a(text.as_bytes()))
+}
+
 fn fnv1a(bytes: &[u8]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;

@@ -161,6 +161,7 @@ mod tests {
         ApprovalProjection {
             approvals: views,
             allowed: Vec::new(),
+            allowed_commands: Vec::new(),
         }
     }
 

@@ -22,9 +22,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::command::{COMMAND_TOOLS, allowed_by_session, session_commands};
 use crate::contract::{
-    ApprovalId, ApprovalProjection, ApprovalView, Decision, Delivery, MAX_ALLOWED_TOOLS,
-    MAX_CLOSED_REMEMBERED, MAX_ONE_TIME_ALLOWANCES, MAX_OPEN_APPROVALS, MAX_REASON_CHARS,
+    ApprovalId, ApprovalProjection, ApprovalView, Decision, Delivery, MAX_ALLOWED_COMMAND_BYTES,
+    MAX_ALLOWED_COMMANDS, MAX_ALLOWED_TOOLS, MAX_CLOSED_REMEMBERED, MAX_ONE_TIME_ALLOWANCES,
+    MAX_OPEN_APPROVALS, MAX_REASON_CHARS,
 };
 use crate::policy::{Policy, Ruling};
 use crate::text;
@@ -77,6 +79,10 @@ pub struct Approval {
     /// What the tool says a person should know besides them ([`crate::preview::facts`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub facts: BTreeMap<String, String>,
+    /// For a tool that runs commands, what "allow for this Session" allows instead of
+    /// the tool: its simple commands, exactly ([`crate::command::session_commands`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
     /// The call's fingerprint: its tool and its whole arguments ([`crate::fingerprint`]).
     pub fingerprint: String,
     /// Why the host asks.
@@ -142,6 +148,8 @@ pub struct Book {
     pub approvals: BTreeMap<u64, Approval>,
     /// Tools a person allowed for the rest of the Session.
     pub allowed: BTreeSet<String>,
+    /// Commands a person allowed for the rest of the Session, each exactly.
+    pub allowed_commands: BTreeSet<String>,
     /// Parked calls allowed once, by the number of their approval.
     pub one_time: BTreeMap<u64, OneTime>,
     /// How the latest closed approvals ended, by number.
@@ -247,6 +255,7 @@ impl Book {
         ApprovalProjection {
             approvals: self.waiting().filter_map(Approval::view).collect(),
             allowed: self.allowed.iter().cloned().collect(),
+            allowed_commands: self.allowed_commands.iter().cloned().collect(),
         }
     }
 
@@ -278,6 +287,16 @@ impl Book {
             );
         }
         if self.allowed.contains(&call.tool) {
+            return (Verdict::Allow, Vec::new());
+        }
+        let command = call
+            .command
+            .as_ref()
+            .filter(|_| COMMAND_TOOLS.contains(&call.tool.as_str()));
+        if let Some(command) = command
+            && !self.allowed_commands.is_empty()
+            && allowed_by_session(&policy.commands, &self.allowed_commands, command)
+        {
             return (Verdict::Allow, Vec::new());
         }
         let one_time = self
@@ -321,6 +340,12 @@ impl Book {
         self.next = self.next.max(1);
         let number = self.next;
         self.next += 1;
+        let commands = call
+            .command
+            .as_ref()
+            .filter(|_| COMMAND_TOOLS.contains(&call.tool.as_str()))
+            .map(session_commands)
+            .unwrap_or_default();
         let approval = Approval {
             number,
             execution: call.execution,
@@ -328,6 +353,7 @@ impl Book {
             tool: call.tool,
             arguments: call.arguments,
             facts: call.facts,
+            commands,
             fingerprint: call.fingerprint,
             why,
             created_at: call.now,
@@ -437,6 +463,7 @@ impl Book {
         };
         let number = approval.number;
         let tool = approval.tool.clone();
+        let commands = approval.commands.clone();
         let parked = match approval.stage {
             Stage::Live => false,
             Stage::Parked => true,
@@ -446,18 +473,10 @@ impl Book {
                 )));
             }
         };
-        if answer.decision == Decision::AllowSession
-            && !self.allowed.contains(&tool)
-            && self.allowed.len() >= MAX_ALLOWED_TOOLS
-        {
-            return Err(Refusal::Invalid(format!(
-                "this Session already allows {MAX_ALLOWED_TOOLS} tools; allow this call once instead"
-            )));
+        if answer.decision == Decision::AllowSession {
+            self.allow_for_session(tool, commands)?;
         }
         let mut effects = vec![Effect::Clear { id: id.clone() }];
-        if answer.decision == Decision::AllowSession {
-            self.allowed.insert(tool);
-        }
         if !parked {
             if let Some(approval) = self.approvals.get_mut(&number) {
                 approval.stage = Stage::Answered { answer };
@@ -467,6 +486,42 @@ impl Book {
         effects.push(self.follow_up(number, &answer));
         self.close(number, Closed::Answered);
         Ok((Delivery::FollowUp, effects))
+    }
+
+    /// Allows `tool` for the rest of the Session, or for a tool that runs commands, its
+    /// `commands` (each exactly); refused past the bounds.
+    fn allow_for_session(&mut self, tool: String, commands: Vec<String>) -> Result<(), Refusal> {
+        if commands.is_empty() {
+            if !self.allowed.contains(&tool) && self.allowed.len() >= MAX_ALLOWED_TOOLS {
+                return Err(Refusal::Invalid(format!(
+                    "this Session already allows {MAX_ALLOWED_TOOLS} tools; allow this call once instead"
+                )));
+            }
+            self.allowed.insert(tool);
+            return Ok(());
+        }
+        if commands
+            .iter()
+            .any(|command| command.len() > MAX_ALLOWED_COMMAND_BYTES)
+        {
+            return Err(Refusal::Invalid(format!(
+                "a command longer than {MAX_ALLOWED_COMMAND_BYTES} bytes is not allowed for \
+                 the Session; allow this call once instead"
+            )));
+        }
+        let new = commands
+            .iter()
+            .filter(|command| !self.allowed_commands.contains(*command))
+            .count();
+        if self.allowed_commands.len() + new > MAX_ALLOWED_COMMANDS {
+            return Err(Refusal::Invalid(format!(
+                "this Session already allows {} of at most {MAX_ALLOWED_COMMANDS} commands; \
+                 allow this call once instead",
+                self.allowed_commands.len()
+            )));
+        }
+        self.allowed_commands.extend(commands);
+        Ok(())
     }
 
     /// The follow-up for a decision the call did not wait for; an allow-once leaves a

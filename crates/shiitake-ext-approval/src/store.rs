@@ -14,6 +14,8 @@ use crate::state::{Approval, Book, Closed, Effect, OneTime, Refusal};
 const APPROVALS: &str = "approvals";
 /// Tools allowed for the rest of the Session, keyed by tool name.
 const ALLOWED: &str = "allowed";
+/// Commands allowed for the rest of the Session: the command, keyed by its hash.
+const ALLOWED_COMMANDS: &str = "allowed_commands";
 /// One-time allowances of parked calls, keyed by their approval's number.
 const ONE_TIME: &str = "one_time";
 /// How the latest closed approvals ended, keyed by number.
@@ -42,6 +44,11 @@ pub(crate) fn load(tx: &Tx<'_>) -> Result<Book, HookError> {
             .into_iter()
             .map(|(tool, _)| tool)
             .collect(),
+        allowed_commands: tx
+            .scan::<String>(StateScope::Session, ALLOWED_COMMANDS)?
+            .into_iter()
+            .map(|(_, command)| command)
+            .collect(),
         one_time: numbered(tx.scan::<OneTime>(StateScope::Session, ONE_TIME)?),
         closed: numbered(tx.scan::<Closed>(StateScope::Session, CLOSED)?),
         next: tx
@@ -59,6 +66,11 @@ pub(crate) fn read(state: &StateView<'_>) -> Book {
             .scan::<bool>(StateScope::Session, ALLOWED)
             .into_iter()
             .map(|(tool, _)| tool)
+            .collect(),
+        allowed_commands: state
+            .scan::<String>(StateScope::Session, ALLOWED_COMMANDS)
+            .into_iter()
+            .map(|(_, command)| command)
             .collect(),
         ..Book::default()
     }
@@ -112,6 +124,18 @@ fn save(tx: &mut Tx<'_>, before: &Book, after: &Book) -> Result<(), HookError> {
         tools.iter().map(|tool| (tool.clone(), true)).collect()
     };
     save_rows(tx, ALLOWED, &flag(&before.allowed), &flag(&after.allowed))?;
+    let by_hash = |commands: &std::collections::BTreeSet<String>| -> BTreeMap<String, String> {
+        commands
+            .iter()
+            .map(|command| (crate::fingerprint::of_text(command), command.clone()))
+            .collect()
+    };
+    save_rows(
+        tx,
+        ALLOWED_COMMANDS,
+        &by_hash(&before.allowed_commands),
+        &by_hash(&after.allowed_commands),
+    )?;
     if before.next != after.next {
         tx.put(StateScope::Session, META, "next", &after.next)?;
     }

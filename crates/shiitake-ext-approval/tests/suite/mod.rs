@@ -3,5 +3,6 @@
 mod crash_points;
 mod over_http;
 mod parked;
+mod session_commands;
 mod state_machine;
 mod web_page;
