@@ -152,17 +152,23 @@ impl LocalCommands {
     pub(crate) fn spawn(&self, request: &ExecRequest) -> Result<Spawned, ExecError> {
         let argv = self.argv(&request.command)?;
         let cwd = self.cwd(request.cwd.as_deref())?;
-        let mut command = match &self.sandbox {
+        let (mut command, cgroup) = match &self.sandbox {
             Some(sandbox) => {
-                let wrapped = sandbox.wrap(&self.real_root, &cwd, &argv);
+                let (wrapped, cgroup) =
+                    sandbox
+                        .wrap(&self.real_root, &cwd, &argv)
+                        .map_err(|detail| ExecError::Spawn {
+                            program: argv[0].clone(),
+                            detail: format!("its process cgroup could not be made: {detail}"),
+                        })?;
                 let mut command = Command::new(&wrapped[0]);
                 command.args(&wrapped[1..]);
-                command
+                (command, cgroup)
             }
             None => {
                 let mut command = Command::new(&argv[0]);
                 command.args(&argv[1..]);
-                command
+                (command, None)
             }
         };
         command
@@ -185,6 +191,7 @@ impl LocalCommands {
             started: Instant::now(),
             kill_grace: self.limits.kill_grace,
             sandboxed: self.sandbox.is_some(),
+            _cgroup: cgroup,
         })
     }
 

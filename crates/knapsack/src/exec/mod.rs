@@ -23,6 +23,7 @@ mod env;
 mod group;
 mod jobs;
 mod local;
+mod pids;
 mod sandbox;
 mod spawned;
 
@@ -35,7 +36,7 @@ pub use jobs::{JobId, JobLimits, JobOutput, JobSummary};
 pub use local::{LocalCommands, OutputWatcher};
 #[cfg(target_os = "linux")]
 pub use sandbox::sweep_orphans;
-pub use sandbox::{ProcessLimits, Sandbox, SandboxPolicy, SandboxUnavailable};
+pub use sandbox::{ProcessCount, ProcessLimits, Sandbox, SandboxPolicy, SandboxUnavailable};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,10 +22,15 @@
 //!   it (`--die-with-parent`), taking every process of the command with it, including
 //!   one that left the process group (`setsid`);
 //! - a session of its own (no terminal to inject input into);
-//! - CPU time, address space, file size and process count limited.
+//! - CPU time, address space, file size and process count limited; the process count
+//!   also by a `pids` cgroup of its own where the host can make one (`pids.rs`), which
+//!   holds for root too.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::pids::{CommandCgroup, PidsCgroups};
 
 /// The resource limits of a sandboxed command and everything it starts (`setrlimit`,
 /// each inherited: a limit per process, not for the command as a whole).
@@ -37,8 +42,9 @@ pub struct ProcessLimits {
     pub memory_bytes: u64,
     /// The largest file a process may write (`RLIMIT_FSIZE`).
     pub file_bytes: u64,
-    /// Processes of the user at once (`RLIMIT_NPROC`). The kernel does not apply it to
-    /// root: a host run as root relies on the time limit and the process namespace.
+    /// Processes at once: of the user (`RLIMIT_NPROC`, which the kernel does not apply
+    /// to root), and of the command (its `pids` cgroup's `pids.max`, where the host can
+    /// make one; [`Sandbox::process_count`] says which holds).
     pub processes: u64,
 }
 
@@ -164,7 +170,26 @@ pub struct Sandbox {
     bwrap: PathBuf,
     prlimit: PathBuf,
     policy: SandboxPolicy,
+    /// Each command's `pids` cgroup, or why there is none.
+    pids: Result<Arc<PidsCgroups>, String>,
 }
+
+/// What bounds the number of processes of one sandboxed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessCount {
+    /// A `pids` cgroup per command: the limit holds for every user, root included.
+    Cgroup,
+    /// `RLIMIT_NPROC` alone (no cgroup could be made: the reason); it holds because the
+    /// host does not run as root.
+    UserLimit(String),
+    /// Nothing: the host runs as root, which `RLIMIT_NPROC` exempts, and no cgroup could
+    /// be made (the reason). A fork bomb meets only the time limit.
+    Unbounded(String),
+}
+
+/// How many `processes` all of a host's commands may have at once, as a multiple of
+/// one command's limit.
+const HOST_PROCESS_FACTOR: u64 = 4;
 
 impl Sandbox {
     /// Finds `bwrap` and `prlimit` on `PATH` and checks, by running `true` in a sandbox
@@ -178,13 +203,18 @@ impl Sandbox {
             program: "prlimit",
             package: "util-linux",
         })?;
+        let pids = PidsCgroups::detect(policy.limits.processes.saturating_mul(HOST_PROCESS_FACTOR))
+            .map(Arc::new);
         let sandbox = Self {
             bwrap,
             prlimit,
             policy,
+            pids,
         };
         let probe = std::env::temp_dir();
-        let argv = sandbox.wrap(&probe, &probe, &["true".to_owned()]);
+        let (argv, _cgroup) = sandbox
+            .wrap(&probe, &probe, &["true".to_owned()])
+            .map_err(|detail| SandboxUnavailable::Refused { detail })?;
         let output = std::process::Command::new(&argv[0])
             .args(&argv[1..])
             .env_clear()
@@ -209,6 +239,16 @@ impl Sandbox {
             bwrap: self.bwrap.clone(),
             prlimit: self.prlimit.clone(),
             policy,
+            pids: self.pids.clone(),
+        }
+    }
+
+    /// What bounds the number of processes of one command here.
+    pub fn process_count(&self) -> ProcessCount {
+        match &self.pids {
+            Ok(_) => ProcessCount::Cgroup,
+            Err(why) if running_as_root() => ProcessCount::Unbounded(why.clone()),
+            Err(why) => ProcessCount::UserLimit(why.clone()),
         }
     }
 
@@ -218,8 +258,26 @@ impl Sandbox {
     }
 
     /// The argv that runs `argv` in this sandbox, with `root` writable and `cwd` (inside
-    /// it) the working directory. Both are real paths (no symlink).
-    pub(crate) fn wrap(&self, root: &Path, cwd: &Path, argv: &[String]) -> Vec<OsString> {
+    /// it) the working directory (both real paths, no symlink), and the command's `pids`
+    /// cgroup, to keep while it runs; `Err` when its cgroup could not be made.
+    pub(crate) fn wrap(
+        &self,
+        root: &Path,
+        cwd: &Path,
+        argv: &[String],
+    ) -> Result<(Vec<OsString>, Option<CommandCgroup>), String> {
+        let confined = self.confine(root, cwd, argv);
+        match &self.pids {
+            Ok(pids) => {
+                let cgroup = pids.make(self.policy.limits.processes)?;
+                Ok((cgroup.enter_argv(confined), Some(cgroup)))
+            }
+            Err(_) => Ok((confined, None)),
+        }
+    }
+
+    /// `prlimit` and `bwrap`'s argv for `argv` (see [`Sandbox::wrap`]).
+    fn confine(&self, root: &Path, cwd: &Path, argv: &[String]) -> Vec<OsString> {
         let limits = &self.policy.limits;
         let mut out: Vec<OsString> = vec![
             self.prlimit.clone().into(),
@@ -285,6 +343,17 @@ fn hide(out: &mut Vec<OsString>, read_only: &mut Vec<OsString>, path: &Path) {
     } else {
         out.extend(["--ro-bind".into(), "/dev/null".into(), path.into()]);
     }
+}
+
+/// Whether this process runs as root (whom `RLIMIT_NPROC` does not bind).
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Uid:"))
+            .and_then(|uids| uids.split_whitespace().next())
+            == Some("0")
+    })
 }
 
 /// The first executable file called `name` in the host's `PATH`.

@@ -19,6 +19,8 @@ pub(crate) struct Spawned {
     pub(crate) started: Instant,
     pub(crate) kill_grace: Duration,
     pub(crate) sandboxed: bool,
+    /// The command's `pids` cgroup, removed once the command is done with.
+    pub(crate) _cgroup: Option<super::pids::CommandCgroup>,
 }
 
 impl Spawned {

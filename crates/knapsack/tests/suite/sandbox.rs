@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use knapsack::exec::{
-    CommandLimits, CommandLine, ExecOutput, ExecRequest, Exit, LocalCommands, ProcessLimits,
-    Sandbox, SandboxPolicy, Stopped,
+    CommandLimits, CommandLine, ExecOutput, ExecRequest, Exit, LocalCommands, ProcessCount,
+    ProcessLimits, Sandbox, SandboxPolicy, Stopped,
 };
 use shiitake_test_services::{Missing, Service};
 use tokio_util::sync::CancellationToken;
@@ -430,4 +430,90 @@ async fn a_sandbox_its_host_left_behind_is_ended_by_the_next_host() {
     assert!(ended >= 1, "no orphan was found");
     assert_eq!(none_left(&marker).await, Vec::<u32>::new());
     assert_eq!(living.await.unwrap().stdout.head, "lived\n");
+}
+
+/// A fork bomb meets the process limit, root included (each command has a `pids` cgroup
+/// of its own): under `sh` the refused fork ends it at once; under `bash`, which retries
+/// a refused fork, it never has more processes than the limit while the host goes on
+/// starting its own, and at the time limit nothing of it is left. Where the limit
+/// cannot hold (root without a `pids` cgroup) no bomb is run: the test says so.
+#[tokio::test]
+async fn a_fork_bomb_meets_the_process_limit_and_the_host_goes_on() {
+    let machine = Machine::new();
+    let mut policy = machine.policy();
+    policy.limits.processes = 32;
+    let Some(commands) = machine.commands(policy, CommandLimits::default()) else {
+        return;
+    };
+    let sandbox = commands.sandbox().unwrap();
+    if let ProcessCount::Unbounded(why) = sandbox.process_count() {
+        eprintln!(
+            "SKIPPED a_fork_bomb_meets_the_process_limit_and_the_host_goes_on: no process \
+             limit holds here ({why})"
+        );
+        return;
+    }
+    let bomb = |argv: Vec<String>| ExecRequest {
+        command: CommandLine::Argv(argv),
+        cwd: None,
+        timeout: Some(Duration::from_secs(3)),
+    };
+    let marker = marker();
+    let line = format!("b() {{ b | b & }}; b; wait # {marker}");
+    let output = commands
+        .exec(
+            &bomb(vec!["sh".into(), "-c".into(), line.clone()]),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        output.stderr.head.contains("Cannot fork")
+            || output
+                .stderr
+                .head
+                .contains("Resource temporarily unavailable"),
+        "{output:?}"
+    );
+    assert_eq!(none_left(&marker).await, Vec::<u32>::new());
+
+    // The top shell goes on bombing until its time limit.
+    let marker = self::marker();
+    let line = format!("b() {{ b | b & }}; while :; do b; done # {marker}");
+    let commands = std::sync::Arc::new(commands);
+    let running = commands.clone();
+    let bomb = tokio::spawn(async move {
+        running
+            .exec(
+                &bomb(vec!["bash".into(), "-c".into(), line]),
+                &CancellationToken::new(),
+            )
+            .await
+            .unwrap()
+    });
+    // While it runs: never more processes than the limit, and the host still starts
+    // its own at once.
+    let mut most = 0;
+    let mut host_spawns = 0;
+    while !bomb.is_finished() {
+        most = most.max(processes_with(&marker).len());
+        let started = Instant::now();
+        let status = std::process::Command::new("true").status().unwrap();
+        assert!(status.success());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the host waited {:?} to start a process",
+            started.elapsed()
+        );
+        host_spawns += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let output = bomb.await.unwrap();
+    assert!(
+        most > 8,
+        "the bomb never grew: {most} processes; {output:?}"
+    );
+    assert!(most <= 32, "{most} processes under a limit of 32");
+    assert!(host_spawns > 10, "{host_spawns}");
+    assert_eq!(none_left(&marker).await, Vec::<u32>::new());
 }

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use knapsack::exec::{CommandLimits, LocalCommands, Sandbox, SandboxPolicy};
+use knapsack::exec::{CommandLimits, LocalCommands, ProcessCount, Sandbox, SandboxPolicy};
 use shiitake_ext_home::Attachment;
 
 use crate::error::CliError;
@@ -141,8 +141,19 @@ impl CommandSetup {
                 "shiitake: commands off: the sandbox cannot be had here ({why}); install \
                  bubblewrap, or run them unconfined with --sandbox off"
             ),
-            How::Sandboxed(_) => {
-                "shiitake: commands run in the sandbox (docs/security.md)".to_owned()
+            How::Sandboxed(sandbox) => {
+                let processes = sandbox.policy().limits.processes;
+                match sandbox.process_count() {
+                    ProcessCount::Cgroup => format!(
+                        "shiitake: commands run in the sandbox, at most {processes} processes                          each (a pids cgroup; docs/security.md)"
+                    ),
+                    ProcessCount::UserLimit(why) => format!(
+                        "shiitake: commands run in the sandbox, at most {processes} processes                          of this user (RLIMIT_NPROC; no pids cgroup: {why}; docs/security.md)"
+                    ),
+                    ProcessCount::Unbounded(why) => format!(
+                        "shiitake: commands run in the sandbox (docs/security.md); WARNING:                          their processes are not counted (root, which RLIMIT_NPROC exempts,                          and no pids cgroup: {why}): a fork bomb meets only the time limit"
+                    ),
+                }
             }
             How::Unconfined => "shiitake: commands run UNCONFINED (--sandbox off): as this \
                                 user, with its files and network"

@@ -63,8 +63,8 @@ fn a_model_writes_a_script_runs_it_and_reads_what_it_printed() {
         serve
             .printed()
             .iter()
-            .any(|line| line.contains("commands run in the sandbox")),
-        "{:?}",
+            .any(|line| line.contains("commands run in the sandbox") && line.contains("processes")),
+        "the start says how commands run and what bounds their processes: {:?}",
         serve.printed()
     );
     let output = serve.chat("Run the script.\n", Duration::from_secs(60));
