@@ -15,7 +15,9 @@ use knapsack::exec::{Sandbox, SandboxPolicy};
 use serde_json::json;
 use shiitake_test_services::{Missing, Service};
 
-use crate::support::{Serve, free_port, run_with_input, script, session_id_in, stdout};
+use crate::support::{
+    Serve, free_port, processes_with, run_with_input, script, session_id_in, stdout,
+};
 
 /// Whether the sandbox can be had here: `false` after the skip line (a failure under
 /// SHIITAKE_REQUIRE_SERVICES).
@@ -96,23 +98,6 @@ fn a_model_writes_a_script_runs_it_and_reads_what_it_printed() {
         std::fs::read_to_string(workspace.join("input.txt")).unwrap(),
         "hello from the data\n"
     );
-}
-
-/// The host pids of live processes whose command line holds `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            let zombie = stat
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-            (!zombie && String::from_utf8_lossy(&cmdline).contains(marker)).then_some(pid)
-        })
-        .collect()
 }
 
 #[test]

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::support::hub::{
     self as hub, Served, TOKEN, create_tenant, json_of, session_with_prompt, test_database,
 };
-use crate::support::script;
+use crate::support::{processes_with, script};
 
 /// What tenant A writes; no other file under the root may hold it, and no tool result
 /// of another tenant may show it.
@@ -36,7 +36,19 @@ fn call(name: &str, arguments: Value) -> Value {
 /// A Hub process on `database` with `--workspace root`, the scripted model `model`,
 /// edits allowed without a person, and `operator` as the default tenant.
 fn start_hub(dir: &Path, root: &Path, database: &str, operator: &str, model: &str) -> Served {
-    let mut command = hub::command(dir, "data", database, operator);
+    start_named(dir, "data", root, database, operator, model)
+}
+
+/// [`start_hub`] with the data directory `dir/name` (another process of the same Hub).
+fn start_named(
+    dir: &Path,
+    name: &str,
+    root: &Path,
+    database: &str,
+    operator: &str,
+    model: &str,
+) -> Served {
+    let mut command = hub::command(dir, name, database, operator);
     command
         .args([
             "--model",
@@ -48,7 +60,7 @@ fn start_hub(dir: &Path, root: &Path, database: &str, operator: &str, model: &st
         ])
         .arg("--workspace")
         .arg(root);
-    hub::spawn(command, &dir.join("hub.log"))
+    hub::spawn(command, &dir.join(format!("{name}.log")))
 }
 
 /// A new Session of `token`'s caller with one prompt, once its run has ended: every
@@ -266,12 +278,7 @@ fn each_tenants_commands_see_only_its_own_folder() {
     let Some(database) = test_database() else {
         return;
     };
-    let found = knapsack::exec::Sandbox::detect(knapsack::exec::SandboxPolicy::default())
-        .map_err(|error| shiitake_test_services::Missing::new(error.to_string()));
-    if shiitake_test_services::Service::Sandbox
-        .check(found)
-        .is_none()
-    {
+    if !sandbox_here() {
         return;
     }
     // Not under /tmp, which the sandbox replaces with a private one.
@@ -318,4 +325,150 @@ fn each_tenants_commands_see_only_its_own_folder() {
     let output = json_of(&shown);
     let stdout = output["stdout"]["head"].as_str().unwrap();
     assert_eq!(stdout, format!("{globex}\nend\n"), "{output}");
+}
+
+/// Whether the sandbox can be had here: `false` after the skip line (a failure under
+/// SHIITAKE_REQUIRE_SERVICES).
+fn sandbox_here() -> bool {
+    let found = knapsack::exec::Sandbox::detect(knapsack::exec::SandboxPolicy::default())
+        .map_err(|error| shiitake_test_services::Missing::new(error.to_string()));
+    shiitake_test_services::Service::Sandbox
+        .check(found)
+        .is_some()
+}
+
+/// Two processes of one Hub; a tenant's command runs on the process that owns its
+/// Session, which is killed with SIGKILL mid-command: the command's processes die with
+/// it, the other process takes the Session over, and the call settles "outcome
+/// unknown", never run again.
+#[test]
+fn a_command_of_a_killed_hub_process_dies_with_it_and_the_new_owner_never_runs_it_again() {
+    let Some(database) = test_database() else {
+        return;
+    };
+    if !sandbox_here() {
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let run = std::process::id();
+    let (operator, tenant) = (format!("opk-{run}"), format!("killc-{run}"));
+    let marker = format!("{}.{run}", 300 + run % 100);
+    let line = format!(
+        "echo ran >> runs.txt; (setsid sleep {marker} &); sleep {marker}; echo never >> runs.txt"
+    );
+    let model = script(
+        dir.path(),
+        &json!({"model": "scripted", "turns": [
+            {"steps": [call("commands__exec", json!({"command": line}))]},
+            {"steps": [{"text": "I cannot tell whether it finished."}]},
+        ]}),
+    );
+    // Each process keeps its place in its script in its own data directory: the
+    // survivor's model plays on from where the Session is.
+    let after = dir.path().join("after");
+    std::fs::create_dir(&after).unwrap();
+    let survivor_model = script(
+        &after,
+        &json!({"model": "scripted", "turns": [
+            {"steps": [{"text": "I cannot tell whether it finished."}]},
+        ]}),
+    );
+    let mut first = start_named(dir.path(), "a", &root, &database, &operator, &model);
+    let second = start_named(
+        dir.path(),
+        "b",
+        &root,
+        &database,
+        &operator,
+        &survivor_model,
+    );
+    let token = create_tenant(&first, &tenant);
+    let session = session_with_prompt(&first, &token, &format!("{tenant}-k"), "run it");
+    let runs = root.join(&tenant).join("runs.txt");
+    let sleeping = || {
+        processes_with(&marker)
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|cmdline| cmdline.starts_with(b"sleep\0"))
+            })
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sleeping() < 2 || !runs.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the command never started:\n{}",
+            std::fs::read_to_string(&first.log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    first.child.kill().unwrap(); // SIGKILL
+    first.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with(&marker).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "left behind by the killed process: {:?}",
+            processes_with(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // The survivor takes the Session over and settles the call it cannot know.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let snapshot = loop {
+        let (status, body) = second.request_as(
+            Some(&token),
+            "GET",
+            &format!("/v1/sessions/{session}/snapshot"),
+            "",
+        );
+        assert_eq!(status, 200, "{body}");
+        let snapshot = json_of(&body);
+        if snapshot["terminals"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+        {
+            break snapshot;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the survivor never settled the run: {body}\n{}",
+            std::fs::read_to_string(&second.log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        snapshot["terminals"][0]["outcome"], "completed",
+        "{snapshot}"
+    );
+    let values: Vec<&Value> = snapshot["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| &message["value"])
+        .collect();
+    let result = values
+        .iter()
+        .find(|value| value["role"] == "toolResult")
+        .unwrap_or_else(|| panic!("no tool result in {snapshot}"));
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(text_of(result).contains("outcome unknown"), "{result}");
+    assert!(
+        values.iter().any(|value| value["role"] == "assistant"
+            && value
+                .to_string()
+                .contains("I cannot tell whether it finished.")),
+        "{snapshot}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap(),
+        "ran\n",
+        "run once, never again, and never to its end"
+    );
+    assert!(processes_with(&marker).is_empty());
 }
