@@ -22,6 +22,8 @@
 //!   it (`--die-with-parent`), taking every process of the command with it, including
 //!   one that left the process group (`setsid`);
 //! - a session of its own (no terminal to inject input into);
+//! - no capabilities, even for root (`--cap-drop ALL`), and no new privileges (bubblewrap
+//!   sets `PR_SET_NO_NEW_PRIVS`: a setuid program gains nothing);
 //! - CPU time, address space, file size and process count limited; the process count
 //!   also by a `pids` cgroup of its own where the host can make one (`pids.rs`), which
 //!   holds for root too.
@@ -289,6 +291,10 @@ impl Sandbox {
             self.bwrap.clone().into(),
             "--die-with-parent".into(),
             "--new-session".into(),
+            // Root keeps no capability in the sandbox (no module loading, no clock, no
+            // raw I/O); bubblewrap also sets no-new-privileges, so none is gained later.
+            "--cap-drop".into(),
+            "ALL".into(),
             "--unshare-pid".into(),
             "--unshare-ipc".into(),
             "--unshare-uts".into(),

@@ -155,6 +155,33 @@ async fn a_sandboxed_command_answers_as_a_plain_one() {
     assert_eq!(killed.exit, Exit::Signal(9), "{killed:?}");
 }
 
+/// A command keeps no capability, root included, and gains none: it cannot make a
+/// device node in its own root (`CAP_MKNOD`), and no-new-privileges is set.
+#[tokio::test]
+async fn a_command_has_no_capability_and_gains_none() {
+    let machine = Machine::new();
+    let Some(commands) = machine.commands(machine.policy(), CommandLimits::default()) else {
+        return;
+    };
+    let output = run(
+        &commands,
+        "grep -E '^(CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status; \
+         mknod node c 1 3 2>/dev/null && echo made-a-device",
+    )
+    .await;
+    let status = &output.stdout.head;
+    for line in [
+        "CapPrm:\t0000000000000000",
+        "CapEff:\t0000000000000000",
+        "CapAmb:\t0000000000000000",
+        "NoNewPrivs:\t1",
+    ] {
+        assert!(status.contains(line), "{line} in {output:?}");
+    }
+    assert!(!status.contains("made-a-device"), "{output:?}");
+    assert!(!machine.root.join("node").exists());
+}
+
 #[tokio::test]
 async fn writes_outside_the_root_and_to_git_are_refused() {
     let machine = Machine::new();
@@ -362,10 +389,10 @@ async fn a_hidden_ancestor_of_the_root_shows_the_root_alone() {
 }
 
 /// A hidden file (a token kept outside the data directory) reads as empty and cannot be
-/// written; the process limit holds for a user the kernel applies it to (not root, which
-/// it exempts: a command dropped to `nobody` meets it).
+/// written, and a command that wants more children than its process limit is refused a
+/// fork (by its `pids` cgroup, or for a user who is not root by `RLIMIT_NPROC`).
 #[tokio::test]
-async fn a_hidden_file_is_empty_and_the_process_limit_holds_for_a_plain_user() {
+async fn a_hidden_file_is_empty_and_the_process_limit_holds() {
     let machine = Machine::new();
     let token = machine.outside.join("token");
     std::fs::write(&token, "secret-token").unwrap();
@@ -383,9 +410,12 @@ async fn a_hidden_file_is_empty_and_the_process_limit_holds_for_a_plain_user() {
     assert_eq!(output.stdout.head, "read\n", "{output:?}");
     assert_eq!(std::fs::read_to_string(&token).unwrap(), "secret-token");
 
+    if let ProcessCount::Unbounded(why) = commands.sandbox().unwrap().process_count() {
+        eprintln!("SKIPPED the process limit part: no process limit holds here ({why})");
+        return;
+    }
     // 30 children wanted under a limit of 8 processes: the shell is refused a fork.
-    let forks = "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
-                 'n=0; for i in $(seq 1 30); do sleep 2 & n=$((n+1)); done; wait' 2>&1 | \
+    let forks = "bash -c 'for i in $(seq 1 30); do sleep 2 & done; wait' 2>&1 | \
                  grep -c -i -e 'fork' -e 'resource temporarily unavailable'";
     let output = run(&commands, forks).await;
     let refused: u32 = output.stdout.head.trim().parse().unwrap_or(0);
@@ -459,7 +489,7 @@ async fn a_fork_bomb_meets_the_process_limit_and_the_host_goes_on() {
         timeout: Some(Duration::from_secs(3)),
     };
     let marker = marker();
-    let line = format!("b() {{ b | b & }}; b; wait # {marker}");
+    let line = format!("b() {{ b | b & }}; while :; do b; done # {marker}");
     let output = commands
         .exec(
             &bomb(vec!["sh".into(), "-c".into(), line.clone()]),
