@@ -6,11 +6,13 @@
 //! [`TestTools`]) and expands [`conformance_tests!`] in one of its test files;
 //! every test of [`suite`] then runs against it.
 //!
-//! This crate is test support: a failed expectation panics.
+//! This crate is test support: a failed expectation panics. [`flaky_store`] puts a
+//! switch in front of a real store, for the tests of what a failing store does.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod extension;
+pub mod flaky_store;
 pub mod suite;
 pub mod support;
 pub mod tools;

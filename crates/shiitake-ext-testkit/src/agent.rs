@@ -10,6 +10,7 @@ use shiitake_capabilities::Catalog;
 use shiitake_core::clock::{Clock, ManualClock};
 use shiitake_core::extension::kit::KitExtension;
 use shiitake_core::extension::{Extension, Grants};
+use shiitake_core::store::Store;
 use shiitake_core::{Agent, AgentBuilder, AgentConfig, FixedModel, LocalSession, RetryPolicy};
 use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::extension::ExtensionContract;
@@ -100,7 +101,11 @@ pub struct TestAgentBuilder {
     /// The configuration so far; its model is set when the Agent opens.
     config: AgentConfig,
     register: Vec<Register>,
+    wrap_store: Option<WrapStore>,
 }
+
+/// What stands in front of the test Agent's SQLite store (a store with a fault switch).
+type WrapStore = Box<dyn FnOnce(Arc<dyn Store>) -> Arc<dyn Store> + Send>;
 
 impl Default for TestAgentBuilder {
     fn default() -> Self {
@@ -112,6 +117,7 @@ impl Default for TestAgentBuilder {
             tools: None,
             config: AgentConfig::new(Arc::new(FixedModel(unset))),
             register: Vec::new(),
+            wrap_store: None,
         }
     }
 }
@@ -126,6 +132,17 @@ impl Debug for TestAgentBuilder {
 }
 
 impl TestAgentBuilder {
+    /// Puts what `wrap` makes of the SQLite store in front of it: the Agent opens on
+    /// that (`shiitake_conformance::flaky_store`, to fail commits on purpose).
+    #[must_use]
+    pub fn wrap_store(
+        mut self,
+        wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store> + Send + 'static,
+    ) -> Self {
+        self.wrap_store = Some(Box::new(wrap));
+        self
+    }
+
     /// Opens on this SQLite file instead of a fresh one: a second Agent on the same
     /// database (a restart, a second process) or several Agents in one directory.
     #[must_use]
@@ -254,10 +271,16 @@ impl TestAgentBuilder {
         let mut config = self.config;
         config.models = Arc::new(FixedModel(model.clone()));
         let tools = self.tools.unwrap_or_else(|| Arc::new(Catalog::new()));
-        let builder = self.register.into_iter().fold(
-            Agent::builder(store.clone(), tools, config),
-            |builder, add| add(builder),
-        );
+        let opened_on: Arc<dyn Store> = match self.wrap_store {
+            Some(wrap) => wrap(store.clone()),
+            None => store.clone(),
+        };
+        let builder = self
+            .register
+            .into_iter()
+            .fold(Agent::builder(opened_on, tools, config), |builder, add| {
+                add(builder)
+            });
         let agent = match builder.open().await {
             Ok(agent) => agent,
             Err(error) => panic!("the test Agent at {} did not open: {error}", path.display()),

@@ -2,7 +2,7 @@
 //! pauses the work where its last commit left it; once the store takes writes again
 //! the work goes on by itself, with no restart and no new prompt, and nothing that may
 //! have run runs twice. The store here is a real SQLite file behind a switch
-//! (`support/flaky_store.rs`); the real full filesystem is `shiitake`'s
+//! (`shiitake_conformance::flaky_store`); the real full filesystem is `shiitake`'s
 //! `serve_disk_full` test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code outside #[test] functions
@@ -22,8 +22,8 @@ use shiitake_model::{Script, ScriptedModel, Turn};
 use shiitake_protocol::*;
 use shiitake_store_sqlite::{Durability, SqliteStore};
 
-use crate::support::flaky_store::{Fault, FlakyStore};
 use crate::support::harness;
+use shiitake_conformance::flaky_store::{Fault, FlakyStore};
 
 /// What the tools did.
 #[derive(Default)]

@@ -492,3 +492,120 @@ async fn a_stopped_gate_refuses_calls_until_it_is_resumed() {
         "resumed, it passes"
     );
 }
+
+/// A call held at the gate when a commit of its Session fails for a reason that passes
+/// (the owner pauses for its store): the paused run stops, and the resumed run asks
+/// about the call it never started again, which the kit's record makes the held call
+/// it was (the rule sees it resumed, not a second first call); answered, it runs once.
+#[tokio::test]
+async fn a_held_call_survives_a_pause_for_the_store_and_runs_once_when_answered() {
+    use futures::StreamExt;
+    use shiitake_conformance::flaky_store::{Fault, FlakyStore};
+    let dir = tempfile::tempdir().unwrap();
+    let jobs: Arc<Jobs> = Arc::default();
+    let model = Arc::new(ScriptedModel::new(Script::new(charge_then_done())));
+    let config = harness::config(model.clone());
+    let sqlite = SqliteStore::open(&dir.path().join("agent.db"), Durability::Normal)
+        .await
+        .unwrap();
+    let store = FlakyStore::new(Arc::new(sqlite));
+    let moments = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = moments.clone();
+    let gate = ExtensionKit::<GateContract>::new("gate")
+        .unwrap()
+        .untyped_command("set", CommandScope::Session, |tx, input| {
+            let tool = input["tool"].as_str().unwrap_or_default().to_owned();
+            let rule: Rule = serde_json::from_value(input["rule"].clone())
+                .map_err(|error| HookError::Invalid(error.to_string()))?;
+            tx.put(StateScope::Session, "rules", &tool, &rule)?;
+            Ok(Value::Null)
+        })
+        .untyped_command("answer", CommandScope::Session, |tx, input| {
+            let held: Vec<(String, Value)> = tx.scan(StateScope::Session, HELD_COLLECTION)?;
+            let rule: Rule = serde_json::from_value(input["rule"].clone())
+                .map_err(|error| HookError::Invalid(error.to_string()))?;
+            for (execution, _) in &held {
+                tx.put(StateScope::Session, "answers", execution, &rule)?;
+            }
+            Ok(json!(held.len()))
+        })
+        .untyped_command("held", CommandScope::Session, |tx, _| {
+            let held: Vec<(String, Value)> = tx.scan(StateScope::Session, HELD_COLLECTION)?;
+            Ok(json!(
+                held.into_iter().map(|(_, state)| state).collect::<Vec<_>>()
+            ))
+        })
+        .tool_gate(move |tx, call| {
+            seen.lock().unwrap().push(format!("{:?}", call.moment));
+            rule(tx, call)
+        })
+        .build()
+        .unwrap();
+    let grants = gate.grants();
+    let agent = Agent::builder(store.clone(), catalog(jobs.clone()).await, config)
+        .extension(gate, grants)
+        .open()
+        .await
+        .unwrap();
+    let session = new_session(&agent).await;
+    set(&session, "jobs__charge", Rule::Ask).await;
+    let command = send(&session, "charge it").await;
+    until_held(&session).await;
+
+    // A commit of the Session fails: the owner pauses, then the store is back.
+    let watch = session.watch(ReadOptions::default()).await.unwrap();
+    let mut changes = watch.changes;
+    store.set(Fault::Refuse);
+    let refused = session
+        .send(
+            PromptText::new("meanwhile").unwrap(),
+            SendOptions::default(),
+        )
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(frame) = changes.next().await {
+            if let SessionFrame::Update(update) = frame.unwrap()
+                && update.activity.storage_wait.is_some()
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the pause showed");
+    store.set(Fault::None);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before_answer = moments.lock().unwrap().clone();
+    for _ in 0..200 {
+        if answer(&session, Rule::Allow).await > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        terminal_of(&session, &command).await.outcome,
+        TerminalOutcome::Completed
+    );
+    assert_eq!(jobs.charged.load(Ordering::SeqCst), 1, "ran once");
+    // Asked once as a first call; after the pause, as the held call it was.
+    assert_eq!(
+        before_answer
+            .iter()
+            .filter(|moment| *moment == "Call")
+            .count(),
+        1,
+        "{before_answer:?}"
+    );
+    assert_eq!(
+        before_answer.last().map(String::as_str),
+        Some("Resumed"),
+        "{before_answer:?}"
+    );
+    assert_eq!(
+        held(&session).await,
+        Vec::<String>::new(),
+        "settled: no held call left"
+    );
+    agent.close().await.unwrap();
+}

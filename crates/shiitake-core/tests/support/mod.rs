@@ -5,6 +5,5 @@
 //! [`harness`] is included by `#[path]` in the tests of `shiitake-server` and
 //! `shiitake-store-sqlite`, and both modules in the `timer_harness` example.
 
-pub mod flaky_store;
 pub mod harness;
 pub mod probe;

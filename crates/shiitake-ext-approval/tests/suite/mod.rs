@@ -5,4 +5,5 @@ mod over_http;
 mod parked;
 mod session_commands;
 mod state_machine;
+mod store_pause;
 mod web_page;

@@ -13,6 +13,12 @@
 //! - a `waiting` row goes to the rule ([`GateMoment::Resumed`]): a pending decision
 //!   waits again, an approval that had not run yet runs once, a denial stays denied.
 //!
+//! After a pause for the store, the owner knows which calls its stopped run started,
+//! and a call it never started is asked about again as a first call
+//! ([`GateMoment::Call`]) with the same execution id. A `waiting` row then makes it the
+//! held call it was: the rule is asked as for a resumed call, so it is not held twice
+//! (one approval, not two); a `started` row (allowed, never started) runs it.
+//!
 //! The rows of a run are removed in the transaction that settles it.
 
 use serde::{Deserialize, Serialize};
@@ -48,7 +54,18 @@ pub(super) fn decide(
         // Never held, or allowed and perhaps run: core's default decides.
         return Ok(GateVerdict::Pass);
     }
-    let verdict = rule(tx, call)?;
+    let verdict = match (call.moment, held) {
+        // Asked again after a pause: the call it holds, not a new one.
+        (GateMoment::Call, Some(Held::Waiting)) => {
+            let resumed = GatedCall {
+                moment: GateMoment::Resumed,
+                ..call.clone()
+            };
+            rule(tx, &resumed)?
+        }
+        (GateMoment::Call, Some(Held::Started)) => return Ok(GateVerdict::Allow),
+        _ => rule(tx, call)?,
+    };
     match (&verdict, held) {
         (GateVerdict::Allow, Some(_)) => {
             tx.put(StateScope::Session, HELD_COLLECTION, key, &Held::Started)?;

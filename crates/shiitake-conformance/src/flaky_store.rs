@@ -4,10 +4,8 @@
 //! Reads go through (what a disk-full SQLite file does), except the lineage reads a
 //! test asks to fail (a pool with no connection to spare).
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use shiitake_core::store::*;
@@ -37,6 +35,7 @@ pub struct FlakyStore {
 }
 
 impl FlakyStore {
+    /// `inner` behind a switch that is off.
     pub fn new(inner: Arc<dyn Store>) -> Arc<Self> {
         Arc::new(Self {
             inner,
@@ -46,8 +45,9 @@ impl FlakyStore {
         })
     }
 
+    /// What the next commits do.
     pub fn set(&self, fault: Fault) {
-        *self.fault.lock().unwrap() = fault;
+        *self.fault.lock().unwrap_or_else(PoisonError::into_inner) = fault;
     }
 
     /// Fails the next `reads` lineage reads for a reason that passes.
@@ -60,6 +60,7 @@ impl FlakyStore {
         self.lineage_failures.load(Ordering::SeqCst)
     }
 
+    /// Commits refused or failed by the switch so far.
     pub fn failed(&self) -> usize {
         self.failed.load(Ordering::SeqCst)
     }
@@ -69,7 +70,7 @@ impl FlakyStore {
 impl Store for FlakyStore {
     async fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
         let fault = {
-            let mut fault = self.fault.lock().unwrap();
+            let mut fault = self.fault.lock().unwrap_or_else(PoisonError::into_inner);
             let now = *fault;
             if matches!(now, Fault::LandThenFail | Fault::Permanent) {
                 *fault = Fault::None;
