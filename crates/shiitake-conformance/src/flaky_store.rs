@@ -249,3 +249,35 @@ impl Store for FlakyStore {
         self.inner.close().await;
     }
 }
+
+/// Pauses the owner of `session` for its store and lets the store back: a prompt sent
+/// while `store` refuses commits is refused, the owner shows it waits for its store
+/// (`activity.storageWait`), and then commits go through again.
+pub async fn pause_owner(session: &impl shiitake_protocol::SessionApi, store: &FlakyStore) {
+    use futures::StreamExt;
+    use shiitake_protocol::{PromptText, ReadOptions, SendOptions, SessionFrame};
+    let mut changes = session
+        .watch(ReadOptions::default())
+        .await
+        .expect("the Session is watched")
+        .changes;
+    store.set(Fault::Refuse);
+    let prompt = PromptText::new("meanwhile").expect("a prompt");
+    let refused = session.send(prompt, SendOptions::default()).await;
+    assert!(
+        refused.is_err(),
+        "a prompt was taken while commits fail: {refused:?}"
+    );
+    tokio::time::timeout(crate::support::PATIENCE, async {
+        while let Some(frame) = changes.next().await {
+            if let SessionFrame::Update(update) = frame.expect("a frame")
+                && update.activity.storage_wait.is_some()
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the owner showed it waits for its store");
+    store.set(Fault::None);
+}

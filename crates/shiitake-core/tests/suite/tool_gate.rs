@@ -72,6 +72,11 @@ fn rule(tx: &mut Tx<'_>, call: &GatedCall) -> Result<GateVerdict, HookError> {
 }
 
 fn gate() -> KitExtension<GateContract> {
+    gate_seeing(Arc::default())
+}
+
+/// The gate, noting in `moments` each moment it is asked at.
+fn gate_seeing(moments: Arc<std::sync::Mutex<Vec<String>>>) -> KitExtension<GateContract> {
     ExtensionKit::<GateContract>::new("gate")
         .unwrap()
         .untyped_command("set", CommandScope::Session, |tx, input| {
@@ -96,7 +101,10 @@ fn gate() -> KitExtension<GateContract> {
                 held.into_iter().map(|(_, state)| state).collect::<Vec<_>>()
             ))
         })
-        .tool_gate(rule)
+        .tool_gate(move |tx, call| {
+            moments.lock().unwrap().push(format!("{:?}", call.moment));
+            rule(tx, call)
+        })
         .build()
         .unwrap()
 }
@@ -499,8 +507,7 @@ async fn a_stopped_gate_refuses_calls_until_it_is_resumed() {
 /// it was (the rule sees it resumed, not a second first call); answered, it runs once.
 #[tokio::test]
 async fn a_held_call_survives_a_pause_for_the_store_and_runs_once_when_answered() {
-    use futures::StreamExt;
-    use shiitake_conformance::flaky_store::{Fault, FlakyStore};
+    use shiitake_conformance::flaky_store::{FlakyStore, pause_owner};
     let dir = tempfile::tempdir().unwrap();
     let jobs: Arc<Jobs> = Arc::default();
     let model = Arc::new(ScriptedModel::new(Script::new(charge_then_done())));
@@ -510,37 +517,7 @@ async fn a_held_call_survives_a_pause_for_the_store_and_runs_once_when_answered(
         .unwrap();
     let store = FlakyStore::new(Arc::new(sqlite));
     let moments = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = moments.clone();
-    let gate = ExtensionKit::<GateContract>::new("gate")
-        .unwrap()
-        .untyped_command("set", CommandScope::Session, |tx, input| {
-            let tool = input["tool"].as_str().unwrap_or_default().to_owned();
-            let rule: Rule = serde_json::from_value(input["rule"].clone())
-                .map_err(|error| HookError::Invalid(error.to_string()))?;
-            tx.put(StateScope::Session, "rules", &tool, &rule)?;
-            Ok(Value::Null)
-        })
-        .untyped_command("answer", CommandScope::Session, |tx, input| {
-            let held: Vec<(String, Value)> = tx.scan(StateScope::Session, HELD_COLLECTION)?;
-            let rule: Rule = serde_json::from_value(input["rule"].clone())
-                .map_err(|error| HookError::Invalid(error.to_string()))?;
-            for (execution, _) in &held {
-                tx.put(StateScope::Session, "answers", execution, &rule)?;
-            }
-            Ok(json!(held.len()))
-        })
-        .untyped_command("held", CommandScope::Session, |tx, _| {
-            let held: Vec<(String, Value)> = tx.scan(StateScope::Session, HELD_COLLECTION)?;
-            Ok(json!(
-                held.into_iter().map(|(_, state)| state).collect::<Vec<_>>()
-            ))
-        })
-        .tool_gate(move |tx, call| {
-            seen.lock().unwrap().push(format!("{:?}", call.moment));
-            rule(tx, call)
-        })
-        .build()
-        .unwrap();
+    let gate = gate_seeing(moments.clone());
     let grants = gate.grants();
     let agent = Agent::builder(store.clone(), catalog(jobs.clone()).await, config)
         .extension(gate, grants)
@@ -553,28 +530,7 @@ async fn a_held_call_survives_a_pause_for_the_store_and_runs_once_when_answered(
     until_held(&session).await;
 
     // A commit of the Session fails: the owner pauses, then the store is back.
-    let watch = session.watch(ReadOptions::default()).await.unwrap();
-    let mut changes = watch.changes;
-    store.set(Fault::Refuse);
-    let refused = session
-        .send(
-            PromptText::new("meanwhile").unwrap(),
-            SendOptions::default(),
-        )
-        .await;
-    assert!(refused.is_err(), "{refused:?}");
-    tokio::time::timeout(PATIENCE, async {
-        while let Some(frame) = changes.next().await {
-            if let SessionFrame::Update(update) = frame.unwrap()
-                && update.activity.storage_wait.is_some()
-            {
-                return;
-            }
-        }
-    })
-    .await
-    .expect("the pause showed");
-    store.set(Fault::None);
+    pause_owner(&session, &store).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before_answer = moments.lock().unwrap().clone();
     for _ in 0..200 {

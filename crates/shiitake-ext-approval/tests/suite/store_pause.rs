@@ -9,8 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::*;
-use futures::StreamExt;
-use shiitake_conformance::flaky_store::{Fault, FlakyStore};
+use shiitake_conformance::flaky_store::{FlakyStore, pause_owner};
 use shiitake_conformance::support::*;
 use shiitake_ext_approval::contract::{AnswerApproval, ApprovalContract, Decision};
 use shiitake_ext_testkit::TestAgent;
@@ -39,27 +38,7 @@ async fn a_waiting_approval_outlives_a_pause_for_the_store_as_one_approval() {
     let first = until_waiting(&session, 1).await;
 
     // Another commit of the Session fails: the owner pauses, then the store is back.
-    let mut changes = session.watch(ReadOptions::default()).await.unwrap().changes;
-    store.set(Fault::Refuse);
-    let refused = session
-        .send(
-            PromptText::new("meanwhile").unwrap(),
-            SendOptions::default(),
-        )
-        .await;
-    assert!(refused.is_err(), "{refused:?}");
-    tokio::time::timeout(PATIENCE, async {
-        while let Some(frame) = changes.next().await {
-            if let SessionFrame::Update(update) = frame.unwrap()
-                && update.activity.storage_wait.is_some()
-            {
-                return;
-            }
-        }
-    })
-    .await
-    .expect("the pause showed");
-    store.set(Fault::None);
+    pause_owner(&session, &store).await;
     // The resumed run asks about the call again: still the one approval.
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {

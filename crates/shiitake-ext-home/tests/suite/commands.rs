@@ -52,6 +52,45 @@ fn background(lines: &[&str]) -> Turn {
     calls(&each)
 }
 
+/// Home's `work` keeping one job more than `bound` a Session, and an Agent whose model
+/// starts `bound` background jobs running `line` in the first run and one more in the
+/// second; the Session, with `work` chosen and no run yet.
+async fn bound_then_one_past(
+    world: &World,
+    line: &str,
+    bound: usize,
+) -> (
+    shiitake_ext_home::Attachment,
+    shiitake_core::Agent,
+    shiitake_core::LocalSession,
+) {
+    let work = with_jobs(world, bound + 1);
+    world.attach(&[&work]);
+    let turns = vec![
+        background(&vec![line; bound]),
+        Turn::text("all"),
+        background(&[line]),
+        Turn::text("one past"),
+    ];
+    let (agent, _model) = agent(world, turns).await;
+    let session = session(&agent).await;
+    choose(&session, "work").await;
+    (work, agent, session)
+}
+
+/// The host after a restart: the same Agent file, and `work`'s commands in a new life
+/// (they know no job of the last one); the Session `id` there.
+async fn restarted(
+    world: &World,
+    id: &shiitake_protocol::SessionId,
+) -> (shiitake_core::Agent, shiitake_core::LocalSession) {
+    let reborn = with_jobs(world, 2);
+    let list = std::sync::Arc::new(shiitake_ext_home::ComputerList::new(vec![reborn]));
+    let (agent, _model) = agent_over(world, list, Vec::new()).await;
+    let session = agent.session(id.clone());
+    (agent, session)
+}
+
 /// `/jobs` of `session`.
 async fn list_jobs(session: &shiitake_core::LocalSession) -> JobList {
     bind_session_extension::<_, HomeContract>(session)
@@ -293,10 +332,7 @@ async fn jobs_lists_every_job_the_session_started_with_where_it_is() {
     agent.close().await.unwrap();
 
     // The host restarts: its jobs died with it, and every record says lost.
-    let reborn = with_jobs(&world, 2);
-    let list = std::sync::Arc::new(shiitake_ext_home::ComputerList::new(vec![reborn]));
-    let (agent, _model) = agent_over(&world, list, Vec::new()).await;
-    let session = agent.session(session.session_id().clone());
+    let (agent, session) = restarted(&world, session.session_id()).await;
     let listed = list_jobs(&session).await.jobs;
     assert_eq!(listed.len(), 3, "{listed:?}");
     assert!(
@@ -311,18 +347,8 @@ async fn jobs_lists_every_job_the_session_started_with_where_it_is() {
 #[tokio::test]
 async fn a_session_remembers_its_newest_jobs_up_to_the_bound() {
     let world = World::new();
-    let work = with_jobs(&world, MAX_JOB_RECORDS + 1);
-    world.attach(&[&work]);
-    let lines = vec!["true"; MAX_JOB_RECORDS];
-    let turns = vec![
-        background(&lines),
-        Turn::text("all"),
-        background(&["true"]),
-        Turn::text("one past"),
-    ];
-    let (agent, _model) = agent(&world, turns).await;
-    let session = session(&agent).await;
-    choose(&session, "work").await;
+    let (work, agent, session) = bound_then_one_past(&world, "true", MAX_JOB_RECORDS).await;
+    drop(work);
     let started = run(&session, "start many").await;
     let oldest = started[0].ok()["job"].as_str().unwrap().to_owned();
     let listed = list_jobs(&session).await.jobs;
@@ -332,10 +358,7 @@ async fn a_session_remembers_its_newest_jobs_up_to_the_bound() {
     agent.close().await.unwrap();
 
     // After a restart only the Session's records list its jobs: the newest ones.
-    let reborn = with_jobs(&world, 2);
-    let list = std::sync::Arc::new(shiitake_ext_home::ComputerList::new(vec![reborn]));
-    let (agent, _model) = agent_over(&world, list, Vec::new()).await;
-    let session = agent.session(session.session_id().clone());
+    let (agent, session) = restarted(&world, session.session_id()).await;
     let listed = list_jobs(&session).await.jobs;
     assert_eq!(listed.len(), MAX_JOB_RECORDS);
     assert!(listed.iter().all(|line| line.job != oldest), "{listed:?}");
@@ -350,18 +373,7 @@ async fn a_session_remembers_its_newest_jobs_up_to_the_bound() {
 #[tokio::test]
 async fn the_footer_shows_at_most_its_bound_of_job_rows() {
     let world = World::new();
-    let work = with_jobs(&world, MAX_JOB_ROWS + 1);
-    world.attach(&[&work]);
-    let lines = vec!["sleep 30"; MAX_JOB_ROWS];
-    let turns = vec![
-        background(&lines),
-        Turn::text("all"),
-        background(&["sleep 30"]),
-        Turn::text("one past"),
-    ];
-    let (agent, _model) = agent(&world, turns).await;
-    let session = session(&agent).await;
-    choose(&session, "work").await;
+    let (work, agent, session) = bound_then_one_past(&world, "sleep 30", MAX_JOB_ROWS).await;
     let rows = |snapshot: shiitake_protocol::SessionSnapshot| {
         snapshot
             .footer

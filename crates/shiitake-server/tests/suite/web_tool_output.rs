@@ -36,13 +36,18 @@ async fn ticking() -> Arc<Catalog> {
             Ok(json!("ticked"))
         },
     );
-    let module = Module::new(ModulePath::new("job").unwrap(), "Jobs.")
-        .with_operation(run)
+    catalog_of("job", run).await
+}
+
+/// A catalog of the module `module` with one operation.
+async fn catalog_of(module: &str, operation: Operation) -> Arc<Catalog> {
+    let module = Module::new(ModulePath::new(module).unwrap(), "Tools.")
+        .with_operation(operation)
         .unwrap();
     let catalog = Catalog::new();
     catalog
         .add_source(Arc::new(StaticSource::new(
-            SourceId::new("job"),
+            SourceId::new("test"),
             vec![module],
         )))
         .await
@@ -125,18 +130,7 @@ async fn exec_like() -> Arc<Catalog> {
             )
         },
     );
-    let module = Module::new(ModulePath::new("commands").unwrap(), "Commands.")
-        .with_operation(exec)
-        .unwrap();
-    let catalog = Catalog::new();
-    catalog
-        .add_source(Arc::new(StaticSource::new(
-            SourceId::new("commands"),
-            vec![module],
-        )))
-        .await
-        .unwrap();
-    Arc::new(catalog)
+    catalog_of("commands", exec).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
