@@ -145,13 +145,17 @@ impl CommandSetup {
                 let processes = sandbox.policy().limits.processes;
                 match sandbox.process_count() {
                     ProcessCount::Cgroup => format!(
-                        "shiitake: commands run in the sandbox, at most {processes} processes                          each (a pids cgroup; docs/security.md)"
+                        "shiitake: commands run in the sandbox, at most {processes} processes \
+                         each (a pids cgroup; docs/security.md)"
                     ),
                     ProcessCount::UserLimit(why) => format!(
-                        "shiitake: commands run in the sandbox, at most {processes} processes                          of this user (RLIMIT_NPROC; no pids cgroup: {why}; docs/security.md)"
+                        "shiitake: commands run in the sandbox, at most {processes} processes \
+                         of this user (RLIMIT_NPROC; no pids cgroup: {why}; docs/security.md)"
                     ),
                     ProcessCount::Unbounded(why) => format!(
-                        "shiitake: commands run in the sandbox (docs/security.md); WARNING:                          their processes are not counted (root, which RLIMIT_NPROC exempts,                          and no pids cgroup: {why}): a fork bomb meets only the time limit"
+                        "shiitake: commands run in the sandbox (docs/security.md); WARNING: \
+                         their processes are not counted (root, which RLIMIT_NPROC exempts, \
+                         and no pids cgroup: {why}): a fork bomb meets only the time limit"
                     ),
                 }
             }
