@@ -65,7 +65,9 @@ fn a_model_writes_a_script_runs_it_and_reads_what_it_printed() {
         serve
             .printed()
             .iter()
-            .any(|line| line.contains("commands run in the sandbox") && line.contains("processes")),
+            .any(|line| line.contains("commands run in the sandbox")
+                && line.contains("processes")
+                && !line.contains("  ")),
         "the start says how commands run and what bounds their processes: {:?}",
         serve.printed()
     );
