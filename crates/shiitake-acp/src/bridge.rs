@@ -1,0 +1,294 @@
+//! The ACP agent side over an Agent's Sessions: each ACP method as the Session calls
+//! it stands for (docs/acp.md has the table).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use agent_client_protocol::{
+    self as acp, AgentCapabilities, AgentSideConnection, AuthenticateRequest, AuthenticateResponse,
+    CancelNotification, Client as _, ContentBlock, Implementation, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, ProtocolVersion,
+    SessionNotification, SessionUpdate, StopReason,
+};
+use futures::StreamExt;
+use shiitake_protocol::message::{Message, StopReason as ModelStop};
+use shiitake_protocol::{
+    AgentApi, CommandId, ErrorCode, PromptDelivery, PromptText, QueueState, ReadOptions, RequestId,
+    SendOptions, SessionApi, SessionFrame, SessionId, ShiitakeError, TerminalOutcome,
+};
+
+use crate::updates::{LiveRun, replayed};
+
+/// The connection to the editor, set once it exists (it is made with the bridge).
+pub(crate) type Editor = Rc<std::cell::OnceCell<AgentSideConnection>>;
+
+/// An Agent's Sessions as an ACP agent: ACP Session ids are the Agent's Session ids.
+pub(crate) struct Bridge<A> {
+    agent: A,
+    editor: Editor,
+    /// The command of the prompt each Session runs now, for `session/cancel`.
+    running: RefCell<HashMap<SessionId, CommandId>>,
+}
+
+impl<A: AgentApi> Bridge<A> {
+    pub(crate) fn new(agent: A, editor: Editor) -> Self {
+        Self {
+            agent,
+            editor,
+            running: RefCell::default(),
+        }
+    }
+
+    /// The Agent's Session an ACP Session id names.
+    fn session(&self, id: &acp::SessionId) -> Result<A::Session, acp::Error> {
+        let id = SessionId::new(id.0.to_string())
+            .map_err(|error| acp::Error::invalid_params().data(error.to_string()))?;
+        Ok(self.agent.session(id))
+    }
+
+    /// Sends one update to the editor.
+    async fn notify(
+        &self,
+        session: &acp::SessionId,
+        update: SessionUpdate,
+    ) -> Result<(), acp::Error> {
+        let editor = self.editor.get().ok_or_else(|| {
+            acp::Error::internal_error().data("the editor's connection is not up")
+        })?;
+        editor
+            .session_notification(SessionNotification::new(session.clone(), update))
+            .await
+    }
+}
+
+/// The Agent's error as the editor reads it: not found, invalid input, or internal.
+pub(crate) fn to_acp(error: ShiitakeError) -> acp::Error {
+    let base = match error.code {
+        ErrorCode::NotFound => acp::Error::resource_not_found(None),
+        ErrorCode::Invalid | ErrorCode::TooLarge => acp::Error::invalid_params(),
+        _ => acp::Error::internal_error(),
+    };
+    base.data(serde_json::json!({"code": error.code.as_str(), "message": error.message}))
+}
+
+/// The prompt's text: its text blocks, and a resource link as its address. Images,
+/// audio and embedded resources are refused (the initialize answer does not offer
+/// them).
+fn prompt_text(blocks: &[ContentBlock]) -> Result<PromptText, acp::Error> {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => parts.push(text.text.clone()),
+            ContentBlock::ResourceLink(link) => parts.push(link.uri.clone()),
+            _ => {
+                return Err(acp::Error::invalid_params()
+                    .data("only text and resource links are taken in a prompt"));
+            }
+        }
+    }
+    PromptText::new(parts.join("\n"))
+        .map_err(|error| acp::Error::invalid_params().data(error.to_string()))
+}
+
+/// How a run ended, as an ACP stop reason; a failed run is an error with the
+/// Session's diagnostic.
+fn stop_reason(
+    outcome: TerminalOutcome,
+    diagnostic: Option<String>,
+    last_stop: Option<ModelStop>,
+) -> Result<StopReason, acp::Error> {
+    match outcome {
+        TerminalOutcome::Completed if last_stop == Some(ModelStop::Length) => {
+            Ok(StopReason::MaxTokens)
+        }
+        TerminalOutcome::Completed => Ok(StopReason::EndTurn),
+        TerminalOutcome::Cancelled | TerminalOutcome::Interrupted => Ok(StopReason::Cancelled),
+        TerminalOutcome::Failed => Err(acp::Error::internal_error()
+            .data(diagnostic.unwrap_or_else(|| "the run failed".to_owned()))),
+    }
+}
+
+#[async_trait::async_trait(?Send)]
+impl<A> acp::Agent for Bridge<A>
+where
+    A: AgentApi + 'static,
+    A::Session: 'static,
+{
+    async fn initialize(&self, _args: InitializeRequest) -> Result<InitializeResponse, acp::Error> {
+        Ok(InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(
+                AgentCapabilities::new()
+                    .load_session(true)
+                    .prompt_capabilities(PromptCapabilities::new()),
+            )
+            .agent_info(Implementation::new("shiitake", env!("CARGO_PKG_VERSION"))))
+    }
+
+    async fn authenticate(
+        &self,
+        _args: AuthenticateRequest,
+    ) -> Result<AuthenticateResponse, acp::Error> {
+        // The token is given when `shiitake acp` starts; no method is offered.
+        Ok(AuthenticateResponse::new())
+    }
+
+    async fn new_session(
+        &self,
+        _args: NewSessionRequest,
+    ) -> Result<NewSessionResponse, acp::Error> {
+        let request = RequestId::new(format!("acp-{}", uuid_like()))
+            .map_err(|error| acp::Error::internal_error().data(error.to_string()))?;
+        let id = self.agent.create_session(request).await.map_err(to_acp)?;
+        Ok(NewSessionResponse::new(id.to_string()))
+    }
+
+    async fn load_session(
+        &self,
+        args: LoadSessionRequest,
+    ) -> Result<LoadSessionResponse, acp::Error> {
+        let session = self.session(&args.session_id)?;
+        let snapshot = session.read(ReadOptions::default()).await.map_err(to_acp)?;
+        for message in &snapshot.messages {
+            for update in replayed(&message.value) {
+                self.notify(&args.session_id, update).await?;
+            }
+        }
+        Ok(LoadSessionResponse::new())
+    }
+
+    async fn prompt(&self, args: PromptRequest) -> Result<PromptResponse, acp::Error> {
+        let text = prompt_text(&args.prompt)?;
+        let session = self.session(&args.session_id)?;
+        // Watched before the prompt goes in, so no frame of its run is missed.
+        let mut changes = session
+            .watch(ReadOptions::default())
+            .await
+            .map_err(to_acp)?
+            .changes;
+        let options = SendOptions {
+            delivery: Some(PromptDelivery::FollowUp),
+            request_id: None,
+        };
+        let command = session
+            .send(text, options)
+            .await
+            .map_err(to_acp)?
+            .command_id;
+        self.running
+            .borrow_mut()
+            .insert(session.session_id().clone(), command.clone());
+        let mut run = LiveRun::default();
+        let mut last_stop = None;
+        let ended = loop {
+            let Some(frame) = changes.next().await else {
+                break Err(acp::Error::internal_error().data("the Session's frames ended"));
+            };
+            let frame = match frame {
+                Ok(frame) => frame,
+                Err(error) => break Err(to_acp(error)),
+            };
+            match frame {
+                SessionFrame::Progress(progress) => {
+                    let ours = matches!(&progress.activity.queue,
+                        QueueState::Running { command_id, .. } if *command_id == command);
+                    if ours {
+                        for update in run.progress(&progress.progress) {
+                            self.notify(&args.session_id, update).await?;
+                        }
+                    }
+                }
+                SessionFrame::Update(update) => {
+                    for message in update
+                        .messages
+                        .iter()
+                        .filter(|message| message.command_id.as_ref() == Some(&command))
+                    {
+                        if let Message::Assistant(assistant) = &message.value {
+                            last_stop = Some(assistant.stop_reason);
+                        }
+                        for update in run.committed(&message.id, &message.value) {
+                            self.notify(&args.session_id, update).await?;
+                        }
+                    }
+                    if let Some(terminal) = update
+                        .terminals
+                        .iter()
+                        .find(|terminal| terminal.command_id == command)
+                    {
+                        break stop_reason(
+                            terminal.outcome,
+                            terminal.diagnostic.clone(),
+                            last_stop,
+                        );
+                    }
+                }
+                SessionFrame::Reset(_) => {
+                    break Err(acp::Error::internal_error()
+                        .data("the Session's history moved on; load the Session again"));
+                }
+            }
+        };
+        self.running.borrow_mut().remove(session.session_id());
+        ended.map(PromptResponse::new)
+    }
+
+    async fn cancel(&self, args: CancelNotification) -> Result<(), acp::Error> {
+        let session = self.session(&args.session_id)?;
+        let running = self.running.borrow().contains_key(session.session_id());
+        if running {
+            session.abort().await.map_err(to_acp)?;
+        }
+        Ok(())
+    }
+}
+
+/// A request id no other `shiitake acp` process makes: the time and the process.
+fn uuid_like() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or_default();
+    format!("{}-{nanos}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminals_map_to_stop_reasons() {
+        assert_eq!(
+            stop_reason(TerminalOutcome::Completed, None, Some(ModelStop::Stop)).unwrap(),
+            StopReason::EndTurn
+        );
+        assert_eq!(
+            stop_reason(TerminalOutcome::Completed, None, Some(ModelStop::Length)).unwrap(),
+            StopReason::MaxTokens
+        );
+        assert_eq!(
+            stop_reason(TerminalOutcome::Cancelled, None, None).unwrap(),
+            StopReason::Cancelled
+        );
+        let failed =
+            stop_reason(TerminalOutcome::Failed, Some("model down".into()), None).unwrap_err();
+        assert_eq!(failed.data, Some(serde_json::json!("model down")));
+    }
+
+    #[test]
+    fn prompts_take_text_and_links_only() {
+        let text = prompt_text(&[
+            ContentBlock::from("fix it".to_owned()),
+            ContentBlock::ResourceLink(acp::ResourceLink::new("main.rs", "file:///w/main.rs")),
+        ])
+        .unwrap();
+        assert_eq!(text.as_str(), "fix it\nfile:///w/main.rs");
+        let image = ContentBlock::Image(acp::ImageContent::new("aGk=", "image/png"));
+        assert_eq!(
+            prompt_text(&[image]).unwrap_err().code,
+            acp::Error::invalid_params().code
+        );
+        assert!(prompt_text(&[]).is_err(), "an empty prompt is refused");
+    }
+}
