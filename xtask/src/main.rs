@@ -4,6 +4,7 @@
 
 mod bench;
 mod chromium;
+mod clients;
 mod debian;
 mod dictionary;
 mod eval;
@@ -25,6 +26,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   bench        run the benchmarks and print their ratios (see docs/benchmarks.md)
   chromium     find or install headless Chromium for the browser tests; prints its path
+  clients      make the Python environment of the protocols' official clients (PyPI); prints its python
   sandbox      find or install bubblewrap for the sandboxed command tests; prints its path
   dictionary   remake the zstd dictionary messages are packed against (--check compares)
   pack         package every publishable crate and check each package's file list
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
     let result = match command.as_deref() {
         Some("bench") => bench::run(&rest),
         Some("chromium") => chromium::run(&rest),
+        Some("clients") => clients::run(&rest),
         Some("sandbox") => sandbox::run(&rest),
         Some("dictionary") => dictionary::run(&rest),
         Some("pack") => pack::run(&rest).map(|_| ()),

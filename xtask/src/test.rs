@@ -4,7 +4,8 @@
 //! runs or when `SHIITAKE_TEST_LOCAL_MODEL_URL` names another server; headless
 //! Chromium for the browser tests, found or installed by `cargo xtask chromium`
 //! and named in `SHIITAKE_CHROMIUM`, so those tests run rather than skip; bubblewrap
-//! for the sandboxed command tests, found or installed by `cargo xtask sandbox`; a
+//! for the sandboxed command tests, found or installed by `cargo xtask sandbox`; the
+//! protocols' official clients from PyPI, by `cargo xtask clients`; a
 //! throwaway PostgreSQL unless `SHIITAKE_TEST_POSTGRES_URL` names one), then runs
 //! `cargo test --workspace` with the extra arguments given and
 //! `SHIITAKE_REQUIRE_SERVICES=1`, so a test whose service is missing fails instead
@@ -15,7 +16,7 @@
 use std::process::Command;
 
 use crate::util::{cargo, run_checked};
-use crate::{chromium, local_model, postgres, sandbox};
+use crate::{chromium, clients, local_model, postgres, sandbox};
 
 /// The variable the real-model tests read.
 const MODEL_URL_VAR: &str = "SHIITAKE_TEST_LOCAL_MODEL_URL";
@@ -33,6 +34,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     eprintln!("test: {}={}", chromium::ENV_VAR, browser.display());
     let bwrap = sandbox::ensure()?;
     eprintln!("test: the command sandbox's bwrap is {}", bwrap.display());
+    let python = clients::ensure()?;
+    eprintln!("test: {}={}", clients::ENV_VAR, python.display());
     let (database, started) = match std::env::var(postgres::URL_VAR) {
         Ok(database) if !database.trim().is_empty() => (database, false),
         _ => {
@@ -49,6 +52,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .args(args)
             .env(MODEL_URL_VAR, url)
             .env(chromium::ENV_VAR, browser)
+            .env(clients::ENV_VAR, python)
             .env(postgres::URL_VAR, database)
             .env(REQUIRE_VAR, "1"),
     );

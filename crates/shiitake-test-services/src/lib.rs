@@ -57,15 +57,19 @@ pub enum Service {
     /// The command sandbox: bubblewrap (`bwrap`) and `prlimit` on `PATH`, and a kernel
     /// that gives their namespaces.
     Sandbox,
+    /// The protocols' official clients from PyPI (the ACP SDK): a Python that has them,
+    /// named by `SHIITAKE_CLIENTS_PYTHON`.
+    Clients,
 }
 
 impl Service {
     /// Every service.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Postgres,
         Self::Chromium,
         Self::LocalModel,
         Self::Sandbox,
+        Self::Clients,
     ];
 
     /// The service's name, for messages.
@@ -75,6 +79,7 @@ impl Service {
             Self::Chromium => "Chromium",
             Self::LocalModel => "The local model",
             Self::Sandbox => "The command sandbox (bubblewrap)",
+            Self::Clients => "The protocols' official clients (PyPI)",
         }
     }
 
@@ -86,6 +91,7 @@ impl Service {
             Self::LocalModel => "SHIITAKE_TEST_LOCAL_MODEL_URL",
             // Found on the search path, as the host finds it.
             Self::Sandbox => "PATH",
+            Self::Clients => "SHIITAKE_CLIENTS_PYTHON",
         }
     }
 
@@ -108,6 +114,10 @@ impl Service {
                 "run `cargo xtask test` (it installs Debian's `bubblewrap`), or \
                  `apt-get install bubblewrap` so that `bwrap` is on PATH"
             }
+            Self::Clients => {
+                "run `cargo xtask test`, or export \
+                 SHIITAKE_CLIENTS_PYTHON=$(cargo xtask clients | tail -1)"
+            }
         }
     }
 
@@ -118,6 +128,27 @@ impl Service {
     #[track_caller]
     pub fn url(self) -> Option<String> {
         check_url_in(self, &process_env, &current_test()).apply()
+    }
+
+    /// The Python of the protocols' official clients, when
+    /// [`Service::Clients`]' variable names one that runs; otherwise the `SKIPPED` line
+    /// and `None`, or a panic when [`REQUIRE_VAR`] is set.
+    #[track_caller]
+    pub fn clients_python() -> Option<std::path::PathBuf> {
+        let found = match process_env(Self::Clients.variable()) {
+            Some(python) if std::path::Path::new(&python).is_file() => {
+                Ok(std::path::PathBuf::from(python))
+            }
+            Some(python) => Err(Missing::new(format!(
+                "{} names {python}, which is not a file",
+                Self::Clients.variable()
+            ))),
+            None => Err(Missing::new(format!(
+                "{} is not set",
+                Self::Clients.variable()
+            ))),
+        };
+        Self::Clients.check(found)
     }
 
     /// Applies the rule to what a caller's own probe `found` (the browser a

@@ -14,6 +14,7 @@
 //! (`hub nodes`, `hub tenant`, `hub token`); what they share: [`setup`] (data directory, server URL, token),
 //! [`render`] (what the terminal is shown), [`error`] and [`logging`].
 
+mod acp;
 mod chat;
 mod commands;
 mod error;
@@ -69,6 +70,9 @@ pub enum Command {
     /// The processes of a Hub (`serve --database postgres://…`), for its operator.
     #[command(subcommand)]
     Hub(hub::HubCommand),
+    /// Serve an editor over the Agent Client Protocol on stdin and stdout (the Agent
+    /// of a running `serve`, or a Hub tenant's with --url and --token).
+    Acp,
 }
 
 fn main() -> ExitCode {
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
             Command::Sessions(args) => commands::sessions(&context, args).await,
             Command::Agents => commands::agents(&context).await,
             Command::Hub(command) => hub::run(&context, command).await,
+            Command::Acp => acp::run(&context).await,
         }
     });
     // Open streams and stdin readers must not keep the process alive.

@@ -1,0 +1,147 @@
+//! `shiitake acp` driven by an editor this project did not write: the official ACP
+//! Python SDK (`agent-client-protocol` from PyPI, `cargo xtask clients`), through its
+//! client-side connection, against a running `serve` with a scripted model. A prompt
+//! streams its tool call, the call's result and the answer, and ends `end_turn`; a
+//! second prompt cancelled mid-answer ends `cancelled`; a new `shiitake acp` process
+//! loads the Session and gets its transcript back as updates; a prompt to a Session id
+//! that is not one is a JSON-RPC error, and the process goes on.
+//!
+//! Without the clients' Python (`SHIITAKE_CLIENTS_PYTHON`) the test prints a `SKIPPED`
+//! line, or fails when `SHIITAKE_REQUIRE_SERVICES=1`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shiitake_test_services::Service;
+
+use crate::support::{Serve, binary, free_port, script, wait_with_timeout};
+
+/// Runs the SDK's editor in `mode` (with `extra` arguments): the JSON lines it printed.
+fn editor(python: &Path, serve: &Serve, workspace: &Path, mode: &[&str]) -> Vec<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/acp_editor.py");
+    let token = std::fs::read_to_string(serve.data_dir.join("token")).unwrap();
+    let child = Command::new(python)
+        .arg(script)
+        .arg(binary())
+        .arg(&serve.url)
+        .arg(token.trim())
+        .arg(workspace)
+        .args(mode)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = wait_with_timeout(child, Duration::from_secs(90));
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "the editor failed: {printed}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    printed
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect()
+}
+
+/// The updates among `lines`.
+fn updates(lines: &[Value]) -> Vec<&Value> {
+    lines.iter().filter_map(|line| line.get("update")).collect()
+}
+
+/// The text of every `kind` chunk, run together.
+fn chunks(updates: &[&Value], kind: &str) -> String {
+    updates
+        .iter()
+        .filter(|update| update["sessionUpdate"] == kind)
+        .filter_map(|update| update["content"]["text"].as_str())
+        .collect()
+}
+
+#[test]
+fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
+    let Some(python) = Service::clients_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
+    let model = script(
+        dir.path(),
+        &json!({"model": "scripted", "turns": [
+            {"steps": [{"tool_call": {"name": "files__read", "arguments": {"path": "notes.txt"}}}]},
+            {"steps": [{"text": "The notes say PURPLE-42."}]},
+            {"steps": [{"text": "Thinking it over"}, {"delay_ms": 30000}, {"text": " never"}]}
+        ]}),
+    );
+    let serve = Serve::start(
+        &dir.path().join("data"),
+        &workspace,
+        free_port(),
+        Some(&model),
+    );
+
+    let lines = editor(&python, &serve, &workspace, &["prompt"]);
+    let started = &lines[0]["initialize"];
+    assert_eq!(started["protocolVersion"], 1, "{started}");
+    assert_eq!(
+        started["agentCapabilities"]["loadSession"], true,
+        "{started}"
+    );
+    assert_eq!(started["agentInfo"]["name"], "shiitake", "{started}");
+    let session = lines[1]["session"].as_str().unwrap().to_owned();
+    assert!(session.starts_with("ses_"), "{session}");
+    let streamed = updates(&lines);
+    let call = streamed
+        .iter()
+        .find(|update| update["sessionUpdate"] == "tool_call")
+        .unwrap_or_else(|| panic!("no tool call in {lines:?}"));
+    assert_eq!(call["title"], "files__read: notes.txt");
+    assert_eq!(call["kind"], "read");
+    assert_eq!(call["rawInput"], json!({"path": "notes.txt"}));
+    let result = streamed
+        .iter()
+        .find(|update| update["sessionUpdate"] == "tool_call_update")
+        .unwrap_or_else(|| panic!("no tool result in {lines:?}"));
+    assert_eq!(result["toolCallId"], call["toolCallId"]);
+    assert_eq!(result["status"], "completed");
+    assert!(result.to_string().contains("PURPLE-42"), "{result}");
+    let answer = chunks(&streamed, "agent_message_chunk");
+    assert!(
+        answer.starts_with("The notes say PURPLE-42.Thinking it over"),
+        "each piece once: {answer:?}"
+    );
+    let stops: Vec<&Value> = lines.iter().filter_map(|line| line.get("stop")).collect();
+    assert_eq!(
+        stops,
+        [&json!("end_turn"), &json!("cancelled")],
+        "{lines:?}"
+    );
+    assert!(!answer.contains("never"), "{answer:?}");
+    let refused = lines.last().unwrap();
+    assert!(refused.get("error").is_some(), "{lines:?}");
+
+    // Another editor process loads the Session: its transcript comes back.
+    let lines = editor(&python, &serve, &workspace, &["load", &session]);
+    let replayed = updates(&lines);
+    assert!(
+        chunks(&replayed, "user_message_chunk").starts_with("Read the notes.Think long."),
+        "{lines:?}"
+    );
+    assert!(
+        chunks(&replayed, "agent_message_chunk").starts_with("The notes say PURPLE-42."),
+        "{lines:?}"
+    );
+    assert!(
+        replayed
+            .iter()
+            .any(|update| update["sessionUpdate"] == "tool_call_update"
+                && update["status"] == "completed"),
+        "{lines:?}"
+    );
+}
