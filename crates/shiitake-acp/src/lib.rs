@@ -3,7 +3,7 @@
 //! [`serve`] over the Agent of a running `serve` or Hub.
 //!
 //! What the editor gets is what a Session is: a prompt becomes a queued follow-up of
-//! the Session, its run's frames become `session/update`s ([`updates`]), its terminal
+//! the Session, its run's frames become `session/update`s (`updates.rs`), its terminal
 //! the prompt's stop reason, `session/cancel` an abort, and `session/load` replays the
 //! durable transcript, so a Session outlives the editor, the host and a crash.
 //! docs/acp.md has the mapping and what is not built yet.
