@@ -19,6 +19,7 @@ use shiitake_protocol::{
     SendOptions, SessionApi, SessionFrame, SessionId, ShiitakeError, TerminalOutcome,
 };
 
+use crate::permissions::{Asked, OpenCalls};
 use crate::updates::{LiveRun, replayed};
 
 /// The connection to the editor, set once it exists (it is made with the bridge).
@@ -30,6 +31,8 @@ pub(crate) struct Bridge<A> {
     editor: Editor,
     /// The command of the prompt each Session runs now, for `session/cancel`.
     running: RefCell<HashMap<SessionId, CommandId>>,
+    /// The approvals the editor is being asked about.
+    asked: Asked,
 }
 
 impl<A: AgentApi> Bridge<A> {
@@ -38,7 +41,28 @@ impl<A: AgentApi> Bridge<A> {
             agent,
             editor,
             running: RefCell::default(),
+            asked: Asked::default(),
         }
+    }
+
+    /// Asks the editor about the approvals of `slots` it was not asked about yet.
+    fn ask_permissions(
+        &self,
+        acp_session: &acp::SessionId,
+        session: &A::Session,
+        slots: &shiitake_protocol::SessionExtensionSlots,
+        calls: &OpenCalls,
+    ) where
+        A::Session: 'static,
+    {
+        let id = session.session_id().clone();
+        self.asked.ask_new(
+            &self.editor,
+            || self.agent.session(id.clone()),
+            acp_session,
+            slots,
+            calls,
+        );
     }
 
     /// The Agent's Session an ACP Session id names.
@@ -150,11 +174,15 @@ where
     ) -> Result<LoadSessionResponse, acp::Error> {
         let session = self.session(&args.session_id)?;
         let snapshot = session.read(ReadOptions::default()).await.map_err(to_acp)?;
+        let mut calls = OpenCalls::default();
         for message in &snapshot.messages {
+            calls.see(&message.value);
             for update in replayed(&message.value) {
                 self.notify(&args.session_id, update).await?;
             }
         }
+        // What waits for a person is asked again: approvals are the Session's.
+        self.ask_permissions(&args.session_id, &session, &snapshot.extensions, &calls);
         Ok(LoadSessionResponse::new())
     }
 
@@ -180,6 +208,7 @@ where
             .borrow_mut()
             .insert(session.session_id().clone(), command.clone());
         let mut run = LiveRun::default();
+        let mut calls = OpenCalls::default();
         let mut last_stop = None;
         let ended = loop {
             let Some(frame) = changes.next().await else {
@@ -208,10 +237,12 @@ where
                         if let Message::Assistant(assistant) = &message.value {
                             last_stop = Some(assistant.stop_reason);
                         }
+                        calls.see(&message.value);
                         for update in run.committed(&message.id, &message.value) {
                             self.notify(&args.session_id, update).await?;
                         }
                     }
+                    self.ask_permissions(&args.session_id, &session, &update.extensions, &calls);
                     if let Some(terminal) = update
                         .terminals
                         .iter()

@@ -5,13 +5,16 @@
 //! What the editor gets is what a Session is: a prompt becomes a queued follow-up of
 //! the Session, its run's frames become `session/update`s (`updates.rs`), its terminal
 //! the prompt's stop reason, `session/cancel` an abort, and `session/load` replays the
-//! durable transcript, so a Session outlives the editor, the host and a crash.
+//! durable transcript, so a Session outlives the editor, the host and a crash. A call
+//! waiting for a person's approval is a `session/request_permission` whose answer goes
+//! into the approval extension (`permissions.rs`).
 //! docs/acp.md has the mapping and what is not built yet.
 //!
 //! The protocol's crate (`agent-client-protocol`) runs its handlers on one thread
 //! (`?Send`); [`serve`] gives it a `LocalSet` of its own.
 
 mod bridge;
+mod permissions;
 mod updates;
 
 use std::rc::Rc;

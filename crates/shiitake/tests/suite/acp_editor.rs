@@ -145,3 +145,115 @@ fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
         "{lines:?}"
     );
 }
+
+/// A patch of `path` adding one line, as the scripted model writes it.
+fn add_file(path: &str) -> Value {
+    json!({"tool_call": {"name": "files__apply_patch", "arguments": {
+        "patch": format!("*** Begin Patch\n*** Add File: {path}\n+made\n*** End Patch")}}})
+}
+
+/// The permission requests among `lines`.
+fn permissions(lines: &[Value]) -> Vec<&Value> {
+    lines
+        .iter()
+        .filter_map(|line| line.get("permission"))
+        .collect()
+}
+
+#[test]
+fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
+    let Some(python) = Service::clients_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    // The Local default asks before every patch.
+    let model = script(
+        dir.path(),
+        &json!({"model": "scripted", "turns": [
+            {"steps": [add_file("a.txt")]},
+            {"steps": [add_file("b.txt")]},
+            {"steps": [{"text": "One made, one refused."}]},
+            {"steps": [add_file("c.txt")]},
+            {"steps": [{"text": "Made after all."}]}
+        ]}),
+    );
+    let serve = Serve::start(
+        &dir.path().join("data"),
+        &workspace,
+        free_port(),
+        Some(&model),
+    );
+
+    // Allowed once, then rejected.
+    let lines = editor(
+        &python,
+        &serve,
+        &workspace,
+        &["permissions", "allow_once", "reject_once"],
+    );
+    let asked = permissions(&lines);
+    assert_eq!(asked.len(), 2, "{lines:?}");
+    let options: Vec<&Value> = asked[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| &option["kind"])
+        .collect();
+    assert_eq!(
+        options,
+        [
+            &json!("allow_once"),
+            &json!("allow_always"),
+            &json!("reject_once")
+        ]
+    );
+    let calls: Vec<&Value> = updates(&lines)
+        .into_iter()
+        .filter(|update| update["sessionUpdate"] == "tool_call")
+        .collect();
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], calls[0]["toolCallId"]);
+    assert_eq!(asked[1]["toolCall"]["toolCallId"], calls[1]["toolCallId"]);
+    assert!(
+        asked[0]["toolCall"]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("approve files__apply_patch?"),
+        "{}",
+        asked[0]
+    );
+    assert!(workspace.join("a.txt").exists(), "allowed once, it ran");
+    assert!(!workspace.join("b.txt").exists(), "rejected, it never ran");
+    let stops: Vec<&Value> = lines.iter().filter_map(|line| line.get("stop")).collect();
+    assert_eq!(stops, [&json!("end_turn")], "{lines:?}");
+    let session = lines[1]["session"].as_str().unwrap().to_owned();
+
+    // The next request is left unanswered: the editor goes, the approval stays.
+    let mut args = vec!["permissions", "leave"];
+    let lines = editor(&python, &serve, &workspace, &args);
+    assert_eq!(permissions(&lines).len(), 1, "{lines:?}");
+    assert!(
+        lines.iter().any(|line| line.get("left").is_some()),
+        "{lines:?}"
+    );
+    let left_session = lines[1]["session"].as_str().unwrap().to_owned();
+    assert!(!workspace.join("c.txt").exists());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!workspace.join("c.txt").exists(), "nobody allowed it");
+
+    // Another editor loads that Session: the request comes again; allowed, it runs.
+    args = vec!["load", &left_session, "allow_once"];
+    let lines = editor(&python, &serve, &workspace, &args);
+    let asked = permissions(&lines);
+    assert_eq!(asked.len(), 1, "{lines:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !workspace.join("c.txt").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the approval given after the load never let the call run: {lines:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_ne!(session, left_session);
+}

@@ -5,11 +5,16 @@ Run by the `acp_editor` tests with the Python of `cargo xtask clients`:
     python acp_editor.py SHIITAKE URL TOKEN CWD prompt
         initialize, new session, prompt "Read the notes." (a tool call and an answer),
         then prompt "Think long." and cancel it once its first chunk arrives
-    python acp_editor.py SHIITAKE URL TOKEN CWD load SESSION
-        initialize, load the Session (its transcript comes back as updates)
+    python acp_editor.py SHIITAKE URL TOKEN CWD load SESSION [ANSWER...]
+        initialize, load the Session (its transcript comes back as updates); with
+        ANSWERs, answer the permission requests of the approvals still waiting
+    python acp_editor.py SHIITAKE URL TOKEN CWD permissions ANSWER...
+        initialize, new session, prompt "Edit twice.", answering each permission
+        request with the next ANSWER (an option id, or `leave` to answer nothing and
+        close the connection)
 
 Prints one JSON object a line: {"initialize": …}, {"session": id}, {"update": …},
-{"stop": reason}, {"error": …}; the test reads them.
+{"permission": …}, {"stop": reason}, {"error": …}; the test reads them.
 """
 
 import asyncio
@@ -18,6 +23,7 @@ import sys
 
 from acp import spawn_agent_process, text_block
 from acp.interfaces import Client
+from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
 
 def emit(**line):
@@ -27,8 +33,11 @@ def emit(**line):
 class Editor(Client):
     """Records every update; refuses what it does not offer."""
 
-    def __init__(self):
+    def __init__(self, answers=()):
         self.first_chunk = asyncio.Event()
+        self.answers = list(answers)
+        self.left = asyncio.Event()
+        self.answered = asyncio.Event()
 
     async def session_update(self, session_id, update, **kwargs):
         dumped = update.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -37,12 +46,29 @@ class Editor(Client):
             self.first_chunk.set()
 
     async def request_permission(self, options, session_id, tool_call, **kwargs):
-        return {"outcome": {"outcome": "cancelled"}}
+        emit(
+            permission={
+                "toolCall": tool_call.model_dump(by_alias=True, exclude_none=True, mode="json"),
+                "options": [o.model_dump(by_alias=True, exclude_none=True, mode="json") for o in options],
+            }
+        )
+        answer = self.answers.pop(0) if self.answers else "leave"
+        if answer == "leave":
+            self.left.set()
+            await asyncio.sleep(3600)
+        if not self.answers:
+            self.answered.set()
+        if answer == "cancelled":
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=answer)
+        )
 
 
 async def main():
     shiitake, url, token, cwd, mode = sys.argv[1:6]
-    editor = Editor()
+    answers = {"permissions": sys.argv[6:], "load": sys.argv[7:]}.get(sys.argv[5], ())
+    editor = Editor(answers)
     args = ["--url", url, "--token", token, "acp"]
     async with spawn_agent_process(editor, shiitake, *args) as (conn, _process):
         started = await conn.initialize(protocol_version=1)
@@ -62,9 +88,26 @@ async def main():
             await conn.cancel(session_id=session.session_id)
             cancelled = await asyncio.wait_for(running, 30)
             emit(stop=cancelled.stop_reason)
+        elif mode == "permissions":
+            session = await conn.new_session(cwd=cwd, mcp_servers=[])
+            emit(session=session.session_id)
+            prompting = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("Edit twice.")])
+            )
+            left = asyncio.ensure_future(editor.left.wait())
+            done, _ = await asyncio.wait({prompting, left}, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+            if prompting in done:
+                emit(stop=prompting.result().stop_reason)
+            else:
+                emit(left=True)
+                return
         elif mode == "load":
             await conn.load_session(cwd=cwd, session_id=sys.argv[6], mcp_servers=[])
             emit(loaded=sys.argv[6])
+            if answers:
+                await asyncio.wait_for(editor.answered.wait(), 30)
+                # The answer is on its way; let it leave before the connection closes.
+                await asyncio.sleep(0.5)
         try:
             await conn.prompt(session_id="not a session id", prompt=[text_block("x")])
         except Exception as error:  # the SDK raises the agent's JSON-RPC error
