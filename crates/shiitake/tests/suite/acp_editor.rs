@@ -160,6 +160,9 @@ fn permissions(lines: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
+/// Approvals under the Local default (which asks before every patch): allowed once,
+/// rejected, and one left unanswered by an editor that goes, which after a SIGKILL and
+/// a restart of `serve` is asked again to the editor that loads the Session.
 #[test]
 fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
     let Some(python) = Service::clients_python() else {
@@ -179,12 +182,8 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
             {"steps": [{"text": "Made after all."}]}
         ]}),
     );
-    let serve = Serve::start(
-        &dir.path().join("data"),
-        &workspace,
-        free_port(),
-        Some(&model),
-    );
+    let port = free_port();
+    let mut serve = Serve::start(&dir.path().join("data"), &workspace, port, Some(&model));
 
     // Allowed once, then rejected.
     let lines = editor(
@@ -242,7 +241,10 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(!workspace.join("c.txt").exists(), "nobody allowed it");
 
-    // Another editor loads that Session: the request comes again; allowed, it runs.
+    // The host is killed and started again; another editor loads that Session: the
+    // request comes again; allowed, the call runs.
+    serve.kill();
+    let serve = Serve::start(&dir.path().join("data"), &workspace, port, Some(&model));
     args = vec!["load", &left_session, "allow_once"];
     let lines = editor(&python, &serve, &workspace, &args);
     let asked = permissions(&lines);
