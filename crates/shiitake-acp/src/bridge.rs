@@ -20,7 +20,8 @@ use shiitake_protocol::{
 };
 
 use crate::permissions::{Asked, OpenCalls};
-use crate::updates::{LiveRun, replayed};
+use crate::slash::{self, Slash};
+use crate::updates::{LiveRun, Transcript};
 
 /// The connection to the editor, set once it exists (it is made with the bridge).
 pub(crate) type Editor = Rc<std::cell::OnceCell<AgentSideConnection>>;
@@ -43,6 +44,75 @@ impl<A: AgentApi> Bridge<A> {
             running: RefCell::default(),
             asked: Asked::default(),
         }
+    }
+
+    /// Tells the editor the Agent's slash commands, once the answer that names the
+    /// Session is on its way (a task of its own).
+    fn advertise_commands(&self, acp_session: &acp::SessionId)
+    where
+        A: Clone + 'static,
+    {
+        let (agent, editor, acp_session) =
+            (self.agent.clone(), self.editor.clone(), acp_session.clone());
+        tokio::task::spawn_local(async move {
+            let catalogs = match agent.catalogs().await {
+                Ok(catalogs) => catalogs,
+                Err(error) => {
+                    tracing::warn!(%error, "the Agent's commands could not be read");
+                    return;
+                }
+            };
+            let update = SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(
+                slash::available(&catalogs),
+            ));
+            if let Some(editor) = editor.get()
+                && let Err(error) = editor
+                    .session_notification(SessionNotification::new(acp_session, update))
+                    .await
+            {
+                tracing::warn!(%error, "the slash commands did not reach the editor");
+            }
+        });
+    }
+
+    /// Runs a prompt that names a slash command: its output (or why it is not run
+    /// here) is the agent's answer. `None` when the prompt names none.
+    async fn slash_command(
+        &self,
+        acp_session: &acp::SessionId,
+        session: &A::Session,
+        text: &PromptText,
+    ) -> Result<Option<StopReason>, acp::Error> {
+        if !text.as_str().trim_start().starts_with('/') {
+            return Ok(None);
+        }
+        let catalogs = self.agent.catalogs().await.map_err(to_acp)?;
+        let Some(slash) = slash::parse(&catalogs, text.as_str()) else {
+            return Ok(None);
+        };
+        let said = match slash {
+            Slash::Refused(why) => why,
+            Slash::Call {
+                extension,
+                call,
+                mut input,
+            } => {
+                if let Some(object) = input.as_object_mut() {
+                    object.insert(
+                        "requestId".into(),
+                        serde_json::Value::from(format!("acp-{}", uuid_like())),
+                    );
+                }
+                match session.call_extension(&extension, &call, input).await {
+                    Ok(output) => output.to_string(),
+                    Err(error) => format!("{}: {}", error.code.as_str(), error.message),
+                }
+            }
+        };
+        let chunk = acp::ContentChunk::new(ContentBlock::from(said));
+        self.notify(acp_session, SessionUpdate::AgentMessageChunk(chunk))
+            .await?;
+        Ok(Some(StopReason::EndTurn))
     }
 
     /// Asks the editor about the approvals of `slots` it was not asked about yet.
@@ -137,7 +207,7 @@ fn stop_reason(
 #[async_trait::async_trait(?Send)]
 impl<A> acp::Agent for Bridge<A>
 where
-    A: AgentApi + 'static,
+    A: AgentApi + Clone + 'static,
     A::Session: 'static,
 {
     async fn initialize(&self, _args: InitializeRequest) -> Result<InitializeResponse, acp::Error> {
@@ -165,7 +235,9 @@ where
         let request = RequestId::new(format!("acp-{}", uuid_like()))
             .map_err(|error| acp::Error::internal_error().data(error.to_string()))?;
         let id = self.agent.create_session(request).await.map_err(to_acp)?;
-        Ok(NewSessionResponse::new(id.to_string()))
+        let acp_session = acp::SessionId::new(id.to_string());
+        self.advertise_commands(&acp_session);
+        Ok(NewSessionResponse::new(acp_session))
     }
 
     async fn load_session(
@@ -175,20 +247,28 @@ where
         let session = self.session(&args.session_id)?;
         let snapshot = session.read(ReadOptions::default()).await.map_err(to_acp)?;
         let mut calls = OpenCalls::default();
+        let mut transcript = Transcript::default();
         for message in &snapshot.messages {
             calls.see(&message.value);
-            for update in replayed(&message.value) {
+            for update in transcript.replayed(&message.value) {
                 self.notify(&args.session_id, update).await?;
             }
         }
         // What waits for a person is asked again: approvals are the Session's.
         self.ask_permissions(&args.session_id, &session, &snapshot.extensions, &calls);
+        self.advertise_commands(&args.session_id);
         Ok(LoadSessionResponse::new())
     }
 
     async fn prompt(&self, args: PromptRequest) -> Result<PromptResponse, acp::Error> {
         let text = prompt_text(&args.prompt)?;
         let session = self.session(&args.session_id)?;
+        if let Some(stop) = self
+            .slash_command(&args.session_id, &session, &text)
+            .await?
+        {
+            return Ok(PromptResponse::new(stop));
+        }
         // Watched before the prompt goes in, so no frame of its run is missed.
         let mut changes = session
             .watch(ReadOptions::default())

@@ -7,7 +7,8 @@
 //! the prompt's stop reason, `session/cancel` an abort, and `session/load` replays the
 //! durable transcript, so a Session outlives the editor, the host and a crash. A call
 //! waiting for a person's approval is a `session/request_permission` whose answer goes
-//! into the approval extension (`permissions.rs`).
+//! into the approval extension (`permissions.rs`); the Agent's slash commands are the
+//! editor's (`slash.rs`).
 //! docs/acp.md has the mapping and what is not built yet.
 //!
 //! The protocol's crate (`agent-client-protocol`) runs its handlers on one thread
@@ -15,6 +16,7 @@
 
 mod bridge;
 mod permissions;
+mod slash;
 mod updates;
 
 use std::rc::Rc;
@@ -42,7 +44,7 @@ pub async fn serve<A>(
     output: impl AsyncWrite + Unpin + 'static,
 ) -> Result<(), AcpError>
 where
-    A: AgentApi + 'static,
+    A: AgentApi + Clone + 'static,
     A::Session: 'static,
 {
     let local = tokio::task::LocalSet::new();

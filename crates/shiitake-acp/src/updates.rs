@@ -9,12 +9,17 @@
 //! | assistant thinking | `agent_thought_chunk` |
 //! | a tool call | `tool_call` (`in_progress`, its kind from the tool's name, its arguments as `rawInput`) |
 //! | its tool result | `tool_call_update` (`completed` or `failed`, the text as content) |
+//! | a `plan__update_plan` call that succeeded | `plan`: its steps as entries |
+
+use std::collections::HashMap;
 
 use agent_client_protocol::{
-    ContentBlock, ContentChunk, SessionUpdate, ToolCall as AcpToolCall, ToolCallContent,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
+    ToolCall as AcpToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind,
 };
 use serde_json::Value;
+use shiitake_ext_plan::contract::{StepStatus, UpdatePlan};
 use shiitake_protocol::message::{
     AssistantContent, InputContent, Message, ToolCall, ToolResultMessage, UserContent,
 };
@@ -102,40 +107,90 @@ fn tool_result(result: &ToolResultMessage) -> SessionUpdate {
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(result.tool_call_id.clone(), fields))
 }
 
-/// Every update a committed message replays as (`session/load`), the user's own
-/// messages included.
-pub(crate) fn replayed(message: &Message) -> Vec<SessionUpdate> {
-    match message {
-        Message::User(user) => {
-            let said = match &user.content {
-                UserContent::Text(said) => said.clone(),
-                UserContent::Blocks(blocks) => blocks
-                    .iter()
-                    .filter_map(|block| match block {
-                        InputContent::Text(block) => Some(block.text.as_str()),
-                        InputContent::Image(_) => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            };
-            vec![SessionUpdate::UserMessageChunk(text(said))]
+/// The tool a plan is written with; its call's steps become the editor's plan.
+const UPDATE_PLAN: &str = "plan__update_plan";
+
+/// What a transcript said so far that later messages need: the plans its calls wrote,
+/// by call id, until their results come.
+#[derive(Debug, Default)]
+pub(crate) struct Transcript {
+    plans: HashMap<String, UpdatePlan>,
+}
+
+impl Transcript {
+    /// Every update a committed message is shown as, the user's own messages included
+    /// (`session/load`).
+    pub(crate) fn replayed(&mut self, message: &Message) -> Vec<SessionUpdate> {
+        match message {
+            Message::User(user) => {
+                let said = match &user.content {
+                    UserContent::Text(said) => said.clone(),
+                    UserContent::Blocks(blocks) => blocks
+                        .iter()
+                        .filter_map(|block| match block {
+                            InputContent::Text(block) => Some(block.text.as_str()),
+                            InputContent::Image(_) => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                };
+                vec![SessionUpdate::UserMessageChunk(text(said))]
+            }
+            Message::Assistant(assistant) => assistant
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    AssistantContent::Text(block) if !block.text.is_empty() => {
+                        Some(SessionUpdate::AgentMessageChunk(text(block.text.clone())))
+                    }
+                    AssistantContent::Thinking(block) if !block.thinking.is_empty() => Some(
+                        SessionUpdate::AgentThoughtChunk(text(block.thinking.clone())),
+                    ),
+                    AssistantContent::ToolCall(call) => Some(self.tool_call(call)),
+                    _ => None,
+                })
+                .collect(),
+            Message::ToolResult(result) => self.tool_result(result),
         }
-        Message::Assistant(assistant) => assistant
-            .content
+    }
+
+    /// A tool call, noting the plan it writes.
+    fn tool_call(&mut self, call: &ToolCall) -> SessionUpdate {
+        if call.name == UPDATE_PLAN
+            && let Ok(plan) = serde_json::from_value(Value::Object(call.arguments.clone()))
+        {
+            self.plans.insert(call.id.clone(), plan);
+        }
+        tool_call(call)
+    }
+
+    /// A tool result, and the plan its call wrote when it succeeded.
+    fn tool_result(&mut self, result: &ToolResultMessage) -> Vec<SessionUpdate> {
+        let mut updates = vec![tool_result(result)];
+        if let Some(plan) = self.plans.remove(&result.tool_call_id)
+            && !result.is_error
+        {
+            updates.push(SessionUpdate::Plan(plan_of(&plan)));
+        }
+        updates
+    }
+}
+
+/// A plan's steps as the editor's plan entries.
+fn plan_of(plan: &UpdatePlan) -> Plan {
+    Plan::new(
+        plan.steps
             .iter()
-            .filter_map(|block| match block {
-                AssistantContent::Text(block) if !block.text.is_empty() => {
-                    Some(SessionUpdate::AgentMessageChunk(text(block.text.clone())))
-                }
-                AssistantContent::Thinking(block) if !block.thinking.is_empty() => Some(
-                    SessionUpdate::AgentThoughtChunk(text(block.thinking.clone())),
-                ),
-                AssistantContent::ToolCall(call) => Some(tool_call(call)),
-                _ => None,
+            .map(|step| {
+                let status = match step.status {
+                    StepStatus::Pending => PlanEntryStatus::Pending,
+                    StepStatus::InProgress => PlanEntryStatus::InProgress,
+                    StepStatus::Completed => PlanEntryStatus::Completed,
+                };
+                PlanEntry::new(step.step.clone(), PlanEntryPriority::Medium, status)
             })
             .collect(),
-        Message::ToolResult(result) => vec![tool_result(result)],
-    }
+    )
 }
 
 /// One prompt's run as it goes: the message streaming in is sent as it grows, each
@@ -144,6 +199,8 @@ pub(crate) fn replayed(message: &Message) -> Vec<SessionUpdate> {
 pub(crate) struct LiveRun {
     /// The message streaming in, and how much of its text and thinking was sent.
     streaming: Option<(EntryId, String, String)>,
+    /// What the run's committed messages said.
+    transcript: Transcript,
 }
 
 impl LiveRun {
@@ -194,12 +251,14 @@ impl LiveRun {
                                 updates.push(SessionUpdate::AgentThoughtChunk(text(new)));
                             }
                         }
-                        AssistantContent::ToolCall(call) => updates.push(tool_call(call)),
+                        AssistantContent::ToolCall(call) => {
+                            updates.push(self.transcript.tool_call(call));
+                        }
                     }
                 }
                 updates
             }
-            (message, _) => replayed(message),
+            (message, _) => self.transcript.replayed(message),
         }
     }
 }
@@ -317,9 +376,44 @@ mod tests {
         let user = message(json!({"role": "user", "content": "hi", "timestamp": 1}));
         let id: EntryId = serde_json::from_value(json!("ent_u")).unwrap();
         assert!(run.committed(&id, &user).is_empty());
-        let replay = wire(&replayed(&user));
+        let replay = wire(&Transcript::default().replayed(&user));
         assert_eq!(replay[0]["sessionUpdate"], "user_message_chunk");
         assert_eq!(replay[0]["content"]["text"], "hi");
+    }
+
+    #[test]
+    fn a_plan_written_by_a_call_that_succeeded_becomes_the_editors_plan() {
+        let mut transcript = Transcript::default();
+        let steps = json!({"steps": [{"step": "Read", "status": "completed"},
+                                      {"step": "Fix", "status": "in_progress"},
+                                      {"step": "Test", "status": "pending"}]});
+        let call = assistant(json!([{"type": "toolCall", "id": "p1",
+            "name": "plan__update_plan", "arguments": steps}]));
+        transcript.replayed(&call);
+        let result = |id: &str, error: bool| {
+            message(json!({"role": "toolResult", "toolCallId": id,
+                "toolName": "plan__update_plan", "content": [], "isError": error,
+                "timestamp": 2}))
+        };
+        let shown = wire(&transcript.replayed(&result("p1", false)));
+        assert_eq!(shown[1]["sessionUpdate"], "plan");
+        let entries: Vec<(Value, Value)> = shown[1]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| (entry["content"].clone(), entry["status"].clone()))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                (json!("Read"), json!("completed")),
+                (json!("Fix"), json!("in_progress")),
+                (json!("Test"), json!("pending")),
+            ]
+        );
+        // A call that failed wrote no plan.
+        transcript.replayed(&call);
+        assert_eq!(transcript.replayed(&result("p1", true)).len(), 1);
     }
 
     #[test]

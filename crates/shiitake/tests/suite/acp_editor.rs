@@ -74,7 +74,12 @@ fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
     let model = script(
         dir.path(),
         &json!({"model": "scripted", "turns": [
-            {"steps": [{"tool_call": {"name": "files__read", "arguments": {"path": "notes.txt"}}}]},
+            {"steps": [
+                {"tool_call": {"name": "plan__update_plan", "arguments": {"steps": [
+                    {"step": "Read the notes", "status": "in_progress"},
+                    {"step": "Say what they say", "status": "pending"}]}}},
+                {"tool_call": {"name": "files__read", "arguments": {"path": "notes.txt"}}}
+            ]},
             {"steps": [{"text": "The notes say PURPLE-42."}]},
             {"steps": [{"text": "Thinking it over"}, {"delay_ms": 30000}, {"text": " never"}]}
         ]}),
@@ -99,14 +104,17 @@ fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
     let streamed = updates(&lines);
     let call = streamed
         .iter()
-        .find(|update| update["sessionUpdate"] == "tool_call")
+        .find(|update| update["sessionUpdate"] == "tool_call" && update["kind"] == "read")
         .unwrap_or_else(|| panic!("no tool call in {lines:?}"));
     assert_eq!(call["title"], "files__read: notes.txt");
     assert_eq!(call["kind"], "read");
     assert_eq!(call["rawInput"], json!({"path": "notes.txt"}));
     let result = streamed
         .iter()
-        .find(|update| update["sessionUpdate"] == "tool_call_update")
+        .find(|update| {
+            update["sessionUpdate"] == "tool_call_update"
+                && update["toolCallId"] == call["toolCallId"]
+        })
         .unwrap_or_else(|| panic!("no tool result in {lines:?}"));
     assert_eq!(result["toolCallId"], call["toolCallId"]);
     assert_eq!(result["status"], "completed");
@@ -119,10 +127,33 @@ fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
     let stops: Vec<&Value> = lines.iter().filter_map(|line| line.get("stop")).collect();
     assert_eq!(
         stops,
-        [&json!("end_turn"), &json!("cancelled")],
+        [&json!("end_turn"), &json!("cancelled"), &json!("end_turn")],
         "{lines:?}"
     );
     assert!(!answer.contains("never"), "{answer:?}");
+    // The plan the model wrote is the editor's plan.
+    let plan = streamed
+        .iter()
+        .find(|update| update["sessionUpdate"] == "plan")
+        .unwrap_or_else(|| panic!("no plan in {lines:?}"));
+    assert_eq!(plan["entries"][0]["content"], "Read the notes");
+    assert_eq!(plan["entries"][0]["status"], "in_progress");
+    assert_eq!(plan["entries"][1]["status"], "pending");
+    // The Agent's slash commands are the editor's; `/jobs` runs Home's list_jobs.
+    let commands = streamed
+        .iter()
+        .find(|update| update["sessionUpdate"] == "available_commands_update")
+        .unwrap_or_else(|| panic!("no commands in {lines:?}"));
+    let names: Vec<&str> = commands["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|command| command["name"].as_str())
+        .collect();
+    for name in ["jobs", "kill", "plan", "approve"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    assert!(answer.ends_with(r#"{"jobs":[]}"#), "{answer:?}");
     let refused = lines.last().unwrap();
     assert!(refused.get("error").is_some(), "{lines:?}");
 

@@ -4,7 +4,8 @@ Run by the `acp_editor` tests with the Python of `cargo xtask clients`:
 
     python acp_editor.py SHIITAKE URL TOKEN CWD prompt
         initialize, new session, prompt "Read the notes." (a tool call and an answer),
-        then prompt "Think long." and cancel it once its first chunk arrives
+        then prompt "Think long." and cancel it once its first chunk arrives, then
+        prompt "/jobs" (a slash command of the Agent)
     python acp_editor.py SHIITAKE URL TOKEN CWD load SESSION [ANSWER...]
         initialize, load the Session (its transcript comes back as updates); with
         ANSWERs, answer the permission requests of the approvals still waiting
@@ -88,6 +89,8 @@ async def main():
             await conn.cancel(session_id=session.session_id)
             cancelled = await asyncio.wait_for(running, 30)
             emit(stop=cancelled.stop_reason)
+            listed = await conn.prompt(session_id=session.session_id, prompt=[text_block("/jobs")])
+            emit(stop=listed.stop_reason)
         elif mode == "permissions":
             session = await conn.new_session(cwd=cwd, mcp_servers=[])
             emit(session=session.session_id)
