@@ -20,15 +20,21 @@ use shiitake_test_services::Service;
 
 use crate::support::{Serve, binary, free_port, script, wait_with_timeout};
 
-/// Runs the SDK's editor in `mode` (with `extra` arguments): the JSON lines it printed.
+/// Runs the SDK's editor against `serve` in `mode` (with its arguments): the JSON
+/// lines it printed.
 fn editor(python: &Path, serve: &Serve, workspace: &Path, mode: &[&str]) -> Vec<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/acp_editor.py");
     let token = std::fs::read_to_string(serve.data_dir.join("token")).unwrap();
+    editor_at(python, &serve.url, token.trim(), workspace, mode)
+}
+
+/// [`editor`] against the server at `url`, with `token`.
+fn editor_at(python: &Path, url: &str, token: &str, workspace: &Path, mode: &[&str]) -> Vec<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/acp_editor.py");
     let child = Command::new(python)
         .arg(script)
         .arg(binary())
-        .arg(&serve.url)
-        .arg(token.trim())
+        .arg(url)
+        .arg(token)
         .arg(workspace)
         .args(mode)
         .stdout(std::process::Stdio::piped())
@@ -62,36 +68,23 @@ fn chunks(updates: &[&Value], kind: &str) -> String {
         .collect()
 }
 
-#[test]
-fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
-    let Some(python) = Service::clients_python() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
-    let model = script(
-        dir.path(),
-        &json!({"model": "scripted", "turns": [
-            {"steps": [
-                {"tool_call": {"name": "plan__update_plan", "arguments": {"steps": [
-                    {"step": "Read the notes", "status": "in_progress"},
-                    {"step": "Say what they say", "status": "pending"}]}}},
-                {"tool_call": {"name": "files__read", "arguments": {"path": "notes.txt"}}}
-            ]},
-            {"steps": [{"text": "The notes say PURPLE-42."}]},
-            {"steps": [{"text": "Thinking it over"}, {"delay_ms": 30000}, {"text": " never"}]}
-        ]}),
-    );
-    let serve = Serve::start(
-        &dir.path().join("data"),
-        &workspace,
-        free_port(),
-        Some(&model),
-    );
+/// The scripted model of the prompt scenario: a plan and a file read, the answer, then
+/// a long answer that is cancelled.
+fn prompt_turns() -> Value {
+    json!({"model": "scripted", "turns": [
+        {"steps": [
+            {"tool_call": {"name": "plan__update_plan", "arguments": {"steps": [
+                {"step": "Read the notes", "status": "in_progress"},
+                {"step": "Say what they say", "status": "pending"}]}}},
+            {"tool_call": {"name": "files__read", "arguments": {"path": "notes.txt"}}}
+        ]},
+        {"steps": [{"text": "The notes say PURPLE-42."}]},
+        {"steps": [{"text": "Thinking it over"}, {"delay_ms": 30000}, {"text": " never"}]}
+    ]})
+}
 
-    let lines = editor(&python, &serve, &workspace, &["prompt"]);
+/// What the prompt scenario must show (`acp_editor.py … prompt`); the Session's id.
+fn assert_prompted(lines: &[Value]) -> String {
     let started = &lines[0]["initialize"];
     assert_eq!(started["protocolVersion"], 1, "{started}");
     assert_eq!(
@@ -157,6 +150,28 @@ fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
     let refused = lines.last().unwrap();
     assert!(refused.get("error").is_some(), "{lines:?}");
 
+    session
+}
+
+#[test]
+fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
+    let Some(python) = Service::clients_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
+    let model = script(dir.path(), &prompt_turns());
+    let serve = Serve::start(
+        &dir.path().join("data"),
+        &workspace,
+        free_port(),
+        Some(&model),
+    );
+
+    let lines = editor(&python, &serve, &workspace, &["prompt"]);
+    let session = assert_prompted(&lines);
     // Another editor process loads the Session: its transcript comes back.
     let lines = editor(&python, &serve, &workspace, &["load", &session]);
     let replayed = updates(&lines);
@@ -289,4 +304,64 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_ne!(session, left_session);
+}
+
+/// The same editor against a Hub tenant's Agent (`shiitake --url HUB --token TENANT
+/// acp`): the prompt scenario runs in the tenant's own folder, and another tenant's
+/// token loads nothing of it.
+#[test]
+fn an_editor_drives_a_hub_tenants_agent_over_acp() {
+    use crate::support::hub::{self, create_tenant, test_database};
+    let Some(python) = Service::clients_python() else {
+        return;
+    };
+    let Some(database) = test_database() else {
+        return;
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let run = std::process::id();
+    let (operator, tenant, other) = (
+        format!("opa-{run}"),
+        format!("acpt-{run}"),
+        format!("acpo-{run}"),
+    );
+    let model = script(dir.path(), &prompt_turns());
+    let mut command = hub::command(dir.path(), "data", &database, &operator);
+    command
+        .args(["--model", &model, "--heartbeat", "200ms"])
+        .arg("--workspace")
+        .arg(&root);
+    let hub = hub::spawn(command, &dir.path().join("hub.log"));
+    let token = create_tenant(&hub, &tenant);
+    let other_token = create_tenant(&hub, &other);
+    let folder = root.join(&tenant);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("notes.txt"), "PURPLE-42\n").unwrap();
+
+    let lines = editor_at(&python, &hub.url, &token, &folder, &["prompt"]);
+    let session = assert_prompted(&lines);
+
+    // Another tenant's editor cannot load it: the Session is absent for it.
+    let lines = editor_at(
+        &python,
+        &hub.url,
+        &other_token,
+        &folder,
+        &["load", &session],
+    );
+    assert!(
+        lines.iter().all(|line| line.get("loaded").is_none()),
+        "another tenant loaded the Session: {lines:?}"
+    );
+    assert!(
+        lines.iter().any(|line| line.get("load_error").is_some()),
+        "{lines:?}"
+    );
+    assert!(
+        updates(&lines)
+            .iter()
+            .all(|update| update["sessionUpdate"] != "user_message_chunk")
+    );
 }

@@ -105,7 +105,11 @@ async def main():
                 emit(left=True)
                 return
         elif mode == "load":
-            await conn.load_session(cwd=cwd, session_id=sys.argv[6], mcp_servers=[])
+            try:
+                await conn.load_session(cwd=cwd, session_id=sys.argv[6], mcp_servers=[])
+            except Exception as error:  # the agent's JSON-RPC error
+                emit(load_error=str(error))
+                return
             emit(loaded=sys.argv[6])
             if answers:
                 await asyncio.wait_for(editor.answered.wait(), 30)
