@@ -94,7 +94,7 @@ fn assert_prompted(lines: &[Value]) -> String {
     assert_eq!(started["agentInfo"]["name"], "shiitake", "{started}");
     let session = lines[1]["session"].as_str().unwrap().to_owned();
     assert!(session.starts_with("ses_"), "{session}");
-    let streamed = updates(&lines);
+    let streamed = updates(lines);
     let call = streamed
         .iter()
         .find(|update| update["sessionUpdate"] == "tool_call" && update["kind"] == "read")
