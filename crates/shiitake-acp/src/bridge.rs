@@ -2,7 +2,7 @@
 //! it stands for (docs/acp.md has the table).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use agent_client_protocol::{
@@ -13,6 +13,8 @@ use agent_client_protocol::{
     SessionNotification, SessionUpdate, StopReason,
 };
 use futures::StreamExt;
+use shiitake_ext_question::contract::QuestionContract;
+use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::message::{Message, StopReason as ModelStop};
 use shiitake_protocol::{
     AgentApi, CommandId, ErrorCode, PromptDelivery, PromptText, QueueState, ReadOptions, RequestId,
@@ -20,6 +22,7 @@ use shiitake_protocol::{
 };
 
 use crate::permissions::{Asked, OpenCalls};
+use crate::questions;
 use crate::slash::{self, Slash};
 use crate::updates::{LiveRun, Transcript};
 
@@ -270,20 +273,55 @@ where
             return Ok(PromptResponse::new(stop));
         }
         // Watched before the prompt goes in, so no frame of its run is missed.
-        let mut changes = session
+        let watch = session
             .watch(ReadOptions::default())
             .await
-            .map_err(to_acp)?
-            .changes;
-        let options = SendOptions {
-            delivery: Some(PromptDelivery::FollowUp),
-            request_id: None,
+            .map_err(to_acp)?;
+        let mut changes = watch.changes;
+        // Asks already waiting are not shown again in this turn.
+        let waiting_asks = questions::waiting(&watch.snapshot.extensions);
+        let mut shown: HashSet<String> = waiting_asks
+            .iter()
+            .map(|ask| ask.ask_id.as_str().to_owned())
+            .collect();
+        let command = match waiting_asks.first() {
+            // The Session waits on a question: this prompt is its answer, and the run
+            // that asked goes on in this turn.
+            Some(ask) => {
+                let running = match &watch.snapshot.activity.queue {
+                    QueueState::Running { command_id, .. } => Some(command_id.clone()),
+                    _ => None,
+                };
+                let request = format!("acp-{}", uuid_like());
+                let Some(answer) = questions::answer(ask, text.as_str(), request) else {
+                    let again = questions::message(ask);
+                    let chunk = acp::ContentChunk::new(ContentBlock::from(again));
+                    self.notify(&args.session_id, SessionUpdate::AgentMessageChunk(chunk))
+                        .await?;
+                    return Ok(PromptResponse::new(StopReason::EndTurn));
+                };
+                bind_session_extension::<_, QuestionContract>(&session)
+                    .call(&answer)
+                    .await
+                    .map_err(to_acp)?;
+                match running {
+                    Some(command) => command,
+                    // A parked question's answer is a new prompt of its own.
+                    None => return Ok(PromptResponse::new(StopReason::EndTurn)),
+                }
+            }
+            None => {
+                let options = SendOptions {
+                    delivery: Some(PromptDelivery::FollowUp),
+                    request_id: None,
+                };
+                session
+                    .send(text, options)
+                    .await
+                    .map_err(to_acp)?
+                    .command_id
+            }
         };
-        let command = session
-            .send(text, options)
-            .await
-            .map_err(to_acp)?
-            .command_id;
         self.running
             .borrow_mut()
             .insert(session.session_id().clone(), command.clone());
@@ -323,6 +361,17 @@ where
                         }
                     }
                     self.ask_permissions(&args.session_id, &session, &update.extensions, &calls);
+                    // A new question ends the turn: the editor's next prompt answers it.
+                    if let Some(ask) = questions::waiting(&update.extensions)
+                        .into_iter()
+                        .find(|ask| shown.insert(ask.ask_id.as_str().to_owned()))
+                    {
+                        let chunk =
+                            acp::ContentChunk::new(ContentBlock::from(questions::message(&ask)));
+                        self.notify(&args.session_id, SessionUpdate::AgentMessageChunk(chunk))
+                            .await?;
+                        break Ok(StopReason::EndTurn);
+                    }
                     if let Some(terminal) = update
                         .terminals
                         .iter()

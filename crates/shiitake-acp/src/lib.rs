@@ -7,8 +7,9 @@
 //! the prompt's stop reason, `session/cancel` an abort, and `session/load` replays the
 //! durable transcript, so a Session outlives the editor, the host and a crash. A call
 //! waiting for a person's approval is a `session/request_permission` whose answer goes
-//! into the approval extension (`permissions.rs`); the Agent's slash commands are the
-//! editor's (`slash.rs`).
+//! into the approval extension (`permissions.rs`); a question the agent asks ends the
+//! turn and the next prompt answers it (`questions.rs`); the Agent's slash commands are
+//! the editor's (`slash.rs`).
 //! docs/acp.md has the mapping and what is not built yet.
 //!
 //! The protocol's crate (`agent-client-protocol`) runs its handlers on one thread
@@ -16,6 +17,7 @@
 
 mod bridge;
 mod permissions;
+mod questions;
 mod slash;
 mod updates;
 

@@ -365,3 +365,46 @@ fn an_editor_drives_a_hub_tenants_agent_over_acp() {
             .all(|update| update["sessionUpdate"] != "user_message_chunk")
     );
 }
+
+/// A question the agent asks ends the editor's turn with the question and its
+/// numbered options; the editor's next prompt ("2") is the answer, and the run that
+/// asked goes on in that turn.
+#[test]
+fn a_question_ends_the_turn_and_the_next_prompt_answers_it() {
+    let Some(python) = Service::clients_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let model = script(
+        dir.path(),
+        &json!({"model": "scripted", "turns": [
+            {"steps": [{"tool_call": {"name": "question__ask", "arguments": {"questions": [
+                {"header": "Store", "question": "Which database?", "options": [
+                    {"label": "SQLite"}, {"label": "PostgreSQL"}]}]}}}]},
+            {"steps": [{"text": "Noted."}]}
+        ]}),
+    );
+    let serve = Serve::start(
+        &dir.path().join("data"),
+        &workspace,
+        free_port(),
+        Some(&model),
+    );
+    let lines = editor(&python, &serve, &workspace, &["question", "2"]);
+    let stops: Vec<&Value> = lines.iter().filter_map(|line| line.get("stop")).collect();
+    assert_eq!(stops, [&json!("end_turn"), &json!("end_turn")], "{lines:?}");
+    let said = chunks(&updates(&lines), "agent_message_chunk");
+    assert!(
+        said.contains("Which database?\n  1) SQLite\n  2) PostgreSQL\n"),
+        "{said:?}"
+    );
+    assert!(said.ends_with("Noted."), "the run went on: {said:?}");
+    let answered = updates(&lines)
+        .into_iter()
+        .find(|update| update["sessionUpdate"] == "tool_call_update")
+        .unwrap_or_else(|| panic!("no result of the question in {lines:?}"));
+    assert_eq!(answered["status"], "completed", "{answered}");
+    assert!(answered.to_string().contains("PostgreSQL"), "{answered}");
+}

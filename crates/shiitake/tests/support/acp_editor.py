@@ -6,6 +6,9 @@ Run by the `acp_editor` tests with the Python of `cargo xtask clients`:
         initialize, new session, prompt "Read the notes." (a tool call and an answer),
         then prompt "Think long." and cancel it once its first chunk arrives, then
         prompt "/jobs" (a slash command of the Agent)
+    python acp_editor.py SHIITAKE URL TOKEN CWD question REPLY
+        initialize, new session, prompt "Pick a store." (the agent asks a question and
+        the turn ends), then prompt REPLY (the answer; the run goes on)
     python acp_editor.py SHIITAKE URL TOKEN CWD load SESSION [ANSWER...]
         initialize, load the Session (its transcript comes back as updates); with
         ANSWERs, answer the permission requests of the approvals still waiting
@@ -104,6 +107,17 @@ async def main():
             else:
                 emit(left=True)
                 return
+        elif mode == "question":
+            session = await conn.new_session(cwd=cwd, mcp_servers=[])
+            emit(session=session.session_id)
+            asked = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block("Pick a store.")]
+            )
+            emit(stop=asked.stop_reason)
+            replied = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block(sys.argv[6])]
+            )
+            emit(stop=replied.stop_reason)
         elif mode == "load":
             try:
                 await conn.load_session(cwd=cwd, session_id=sys.argv[6], mcp_servers=[])
