@@ -37,6 +37,9 @@ pub(crate) struct Bridge<A> {
     running: RefCell<HashMap<SessionId, CommandId>>,
     /// The approvals the editor is being asked about.
     asked: Asked,
+    /// The editor's folder of each Session it opened (`cwd`), which an edit's paths
+    /// are read from.
+    folders: RefCell<HashMap<String, std::path::PathBuf>>,
 }
 
 impl<A: AgentApi> Bridge<A> {
@@ -46,7 +49,13 @@ impl<A: AgentApi> Bridge<A> {
             editor,
             running: RefCell::default(),
             asked: Asked::default(),
+            folders: RefCell::default(),
         }
+    }
+
+    /// The editor's folder of `session`, when it said one.
+    fn folder(&self, session: &acp::SessionId) -> Option<std::path::PathBuf> {
+        self.folders.borrow().get(session.0.as_ref()).cloned()
     }
 
     /// Tells the editor the Agent's slash commands, once the answer that names the
@@ -231,14 +240,14 @@ where
         Ok(AuthenticateResponse::new())
     }
 
-    async fn new_session(
-        &self,
-        _args: NewSessionRequest,
-    ) -> Result<NewSessionResponse, acp::Error> {
+    async fn new_session(&self, args: NewSessionRequest) -> Result<NewSessionResponse, acp::Error> {
         let request = RequestId::new(format!("acp-{}", uuid_like()))
             .map_err(|error| acp::Error::internal_error().data(error.to_string()))?;
         let id = self.agent.create_session(request).await.map_err(to_acp)?;
         let acp_session = acp::SessionId::new(id.to_string());
+        self.folders
+            .borrow_mut()
+            .insert(id.to_string(), args.cwd.clone());
         self.advertise_commands(&acp_session);
         Ok(NewSessionResponse::new(acp_session))
     }
@@ -250,7 +259,10 @@ where
         let session = self.session(&args.session_id)?;
         let snapshot = session.read(ReadOptions::default()).await.map_err(to_acp)?;
         let mut calls = OpenCalls::default();
-        let mut transcript = Transcript::default();
+        self.folders
+            .borrow_mut()
+            .insert(args.session_id.0.to_string(), args.cwd.clone());
+        let mut transcript = Transcript::in_folder(Some(args.cwd.clone()));
         for message in &snapshot.messages {
             calls.see(&message.value);
             for update in transcript.replayed(&message.value) {
@@ -325,7 +337,7 @@ where
         self.running
             .borrow_mut()
             .insert(session.session_id().clone(), command.clone());
-        let mut run = LiveRun::default();
+        let mut run = LiveRun::in_folder(self.folder(&args.session_id));
         let mut calls = OpenCalls::default();
         let mut last_stop = None;
         let ended = loop {

@@ -16,6 +16,7 @@
 //! (`?Send`); [`serve`] gives it a `LocalSet` of its own.
 
 mod bridge;
+mod diffs;
 mod permissions;
 mod questions;
 mod slash;

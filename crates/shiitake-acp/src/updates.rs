@@ -75,12 +75,16 @@ fn text(text: impl Into<String>) -> ContentChunk {
     ContentChunk::new(ContentBlock::from(text.into()))
 }
 
-/// The update announcing a tool call the model made.
-fn tool_call(call: &ToolCall) -> SessionUpdate {
+/// The update announcing a tool call the model made, with the diffs of an edit read
+/// from the editor's `folder`.
+fn tool_call(call: &ToolCall, folder: Option<&std::path::Path>) -> SessionUpdate {
+    let (diffs, locations) = crate::diffs::of_call(call, folder);
     SessionUpdate::ToolCall(
         AcpToolCall::new(call.id.clone(), tool_title(call))
             .kind(tool_kind(&call.name))
             .status(ToolCallStatus::InProgress)
+            .content(diffs)
+            .locations(locations)
             .raw_input(Value::Object(call.arguments.clone())),
     )
 }
@@ -115,9 +119,19 @@ const UPDATE_PLAN: &str = "plan__update_plan";
 #[derive(Debug, Default)]
 pub(crate) struct Transcript {
     plans: HashMap<String, UpdatePlan>,
+    /// The editor's folder, which an edit's paths are read from.
+    folder: Option<std::path::PathBuf>,
 }
 
 impl Transcript {
+    /// A transcript shown to an editor working in `folder`.
+    pub(crate) fn in_folder(folder: Option<std::path::PathBuf>) -> Self {
+        Self {
+            plans: HashMap::new(),
+            folder,
+        }
+    }
+
     /// Every update a committed message is shown as, the user's own messages included
     /// (`session/load`).
     pub(crate) fn replayed(&mut self, message: &Message) -> Vec<SessionUpdate> {
@@ -161,7 +175,7 @@ impl Transcript {
         {
             self.plans.insert(call.id.clone(), plan);
         }
-        tool_call(call)
+        tool_call(call, self.folder.as_deref())
     }
 
     /// A tool result, and the plan its call wrote when it succeeded.
@@ -204,6 +218,14 @@ pub(crate) struct LiveRun {
 }
 
 impl LiveRun {
+    /// A run shown to an editor working in `folder`.
+    pub(crate) fn in_folder(folder: Option<std::path::PathBuf>) -> Self {
+        Self {
+            streaming: None,
+            transcript: Transcript::in_folder(folder),
+        }
+    }
+
     /// The new text and thinking of the message in progress.
     pub(crate) fn progress(&mut self, progress: &SessionProgress) -> Vec<SessionUpdate> {
         let (text_sent, thinking_sent) = match &mut self.streaming {

@@ -259,6 +259,15 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
         .filter(|update| update["sessionUpdate"] == "tool_call")
         .collect();
     assert_eq!(asked[0]["toolCall"]["toolCallId"], calls[0]["toolCallId"]);
+    // The patch shows as the diff of the file it adds, in the editor's folder.
+    let diff = &calls[0]["content"][0];
+    assert_eq!(diff["type"], "diff", "{}", calls[0]);
+    assert_eq!(diff["path"], workspace.join("a.txt").display().to_string());
+    assert_eq!(diff["newText"], "made\n");
+    assert_eq!(
+        calls[0]["locations"][0]["path"],
+        workspace.join("a.txt").display().to_string()
+    );
     assert_eq!(asked[1]["toolCall"]["toolCallId"], calls[1]["toolCallId"]);
     assert!(
         asked[0]["toolCall"]["title"]
