@@ -21,6 +21,9 @@ mod permissions;
 mod questions;
 mod slash;
 mod updates;
+mod wire;
+
+pub use wire::MAX_LINE_BYTES;
 
 use std::rc::Rc;
 
@@ -53,17 +56,37 @@ where
     let local = tokio::task::LocalSet::new();
     local
         .run_until(async move {
+            // The editor's lines are checked before the crate reads them, and one writer
+            // puts the crate's lines and the checks' answers on stdout (`wire.rs`).
+            let (crate_input, crate_reads) = tokio::io::duplex(PIPE_BYTES);
+            let (crate_writes, crate_output) = tokio::io::duplex(PIPE_BYTES);
+            let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+            let filtering = tokio::task::spawn_local(wire::filter(input, crate_input, answers));
+            let writing = tokio::task::spawn_local(wire::writer(crate_output, answered, output));
             let editor = Rc::new(std::cell::OnceCell::new());
             let bridge = Bridge::new(agent, editor.clone());
-            let (connection, io) =
-                AgentSideConnection::new(bridge, output.compat_write(), input.compat(), |task| {
+            let (connection, io) = AgentSideConnection::new(
+                bridge,
+                crate_writes.compat_write(),
+                crate_reads.compat(),
+                |task| {
                     tokio::task::spawn_local(task);
-                });
+                },
+            );
             if editor.set(connection).is_err() {
                 return Err(AcpError::Connection("the connection was made twice".into()));
             }
-            io.await
-                .map_err(|error| AcpError::Connection(error.to_string()))
+            let served = io
+                .await
+                .map_err(|error| AcpError::Connection(error.to_string()));
+            filtering.abort();
+            // The connection is gone: what it wrote is flushed before the end.
+            drop(editor);
+            let _ = writing.await;
+            served
         })
         .await
 }
+
+/// The buffer between the stdio lines and the protocol's crate, each way.
+const PIPE_BYTES: usize = 1 << 16;

@@ -417,3 +417,53 @@ fn a_question_ends_the_turn_and_the_next_prompt_answers_it() {
     assert_eq!(answered["status"], "completed", "{answered}");
     assert!(answered.to_string().contains("PostgreSQL"), "{answered}");
 }
+
+/// A client's mistakes get JSON-RPC's own answers and the process goes on: a line that
+/// is not JSON (`-32700`), a batch (`-32600`), an unknown method (`-32601`), a prompt
+/// without its content (`-32602`); then `initialize` is answered, and every line on
+/// stdout is a JSON-RPC message. Closing stdin ends the process cleanly.
+#[test]
+fn bad_input_gets_json_rpc_errors_and_nothing_but_protocol_on_stdout() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let serve = Serve::start(&dir.path().join("data"), &workspace, free_port(), None);
+    let token = std::fs::read_to_string(serve.data_dir.join("token")).unwrap();
+    let mut acp = Command::new(binary())
+        .args(["--url", &serve.url, "--token", token.trim(), "acp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = acp.stdin.take().unwrap();
+    let mut stdout = BufReader::new(acp.stdout.take().unwrap());
+    let mut ask = |line: &str| -> Value {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap_or_else(|_| panic!("not JSON-RPC: {answer:?}"))
+    };
+    let garbage = ask("this is not json");
+    assert_eq!(garbage["error"]["code"], -32700, "{garbage}");
+    assert_eq!(garbage["id"], Value::Null);
+    assert_eq!(ask("[1, 2]")["error"]["code"], -32600);
+    let unknown = ask(r#"{"jsonrpc":"2.0","id":1,"method":"no/such","params":{}}"#);
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    assert_eq!(unknown["id"], 1);
+    let missing =
+        ask(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"x"}}"#);
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
+    let started =
+        ask(r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1}}"#);
+    assert_eq!(started["id"], 3);
+    assert_eq!(started["result"]["protocolVersion"], 1, "{started}");
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert!(rest.is_empty(), "more on stdout: {rest:?}");
+    let status = wait_with_timeout(acp, Duration::from_secs(10)).status;
+    assert!(status.success(), "{status}");
+}
