@@ -227,7 +227,10 @@ where
             .agent_capabilities(
                 AgentCapabilities::new()
                     .load_session(true)
-                    .prompt_capabilities(PromptCapabilities::new()),
+                    .prompt_capabilities(PromptCapabilities::new())
+                    .session_capabilities(
+                        acp::SessionCapabilities::new().list(acp::SessionListCapabilities::new()),
+                    ),
             )
             .agent_info(Implementation::new("shiitake", env!("CARGO_PKG_VERSION"))))
     }
@@ -406,6 +409,40 @@ where
         ended.map(PromptResponse::new)
     }
 
+    async fn list_sessions(
+        &self,
+        args: acp::ListSessionsRequest,
+    ) -> Result<acp::ListSessionsResponse, acp::Error> {
+        let after = args
+            .cursor
+            .map(shiitake_protocol::Cursor::new)
+            .transpose()
+            .map_err(|error| acp::Error::invalid_params().data(error.to_string()))?;
+        let page = self
+            .agent
+            .list_sessions(after.as_ref())
+            .await
+            .map_err(to_acp)?;
+        // Sessions are the Agent's, not a folder's: each is listed in the editor's
+        // folder when it asked for one.
+        let folder = args.cwd.unwrap_or_default();
+        let sessions = page
+            .sessions
+            .iter()
+            .map(|row| {
+                let info = acp::SessionInfo::new(row.session_id().to_string(), folder.clone());
+                match row {
+                    shiitake_protocol::SessionSummaryRow::Available { summary, .. } => info
+                        .title(summary.title.clone())
+                        .updated_at(rfc3339(summary.last_activity_at)),
+                    shiitake_protocol::SessionSummaryRow::Unavailable { .. } => info,
+                }
+            })
+            .collect();
+        Ok(acp::ListSessionsResponse::new(sessions)
+            .next_cursor(page.next.map(|cursor| cursor.as_str().to_owned())))
+    }
+
     async fn cancel(&self, args: CancelNotification) -> Result<(), acp::Error> {
         let session = self.session(&args.session_id)?;
         let running = self.running.borrow().contains_key(session.session_id());
@@ -414,6 +451,24 @@ where
         }
         Ok(())
     }
+}
+
+/// Unix milliseconds as an RFC 3339 time in UTC (`2026-12-07T19:07:17Z`).
+fn rfc3339(unix_ms: u64) -> String {
+    let seconds = unix_ms / 1000;
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    let (hour, minute, second) = (rest / 3600, rest % 3600 / 60, rest % 60);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
 /// A request id no other `shiitake acp` process makes: the time and the process.
@@ -428,6 +483,13 @@ fn uuid_like() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_read_as_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_796_670_437_000), "2026-12-07T19:07:17Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+    }
 
     #[test]
     fn terminals_map_to_stop_reasons() {

@@ -172,8 +172,21 @@ fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
 
     let lines = editor(&python, &serve, &workspace, &["prompt"]);
     let session = assert_prompted(&lines);
-    // Another editor process loads the Session: its transcript comes back.
+    // Another editor process loads the Session: its transcript comes back, and the
+    // Agent's Sessions are listed with their titles.
     let lines = editor(&python, &serve, &workspace, &["load", &session]);
+    let listed = lines
+        .iter()
+        .find_map(|line| line.get("listed"))
+        .unwrap_or_else(|| panic!("no list in {lines:?}"));
+    let row = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["sessionId"] == session.as_str())
+        .unwrap_or_else(|| panic!("{session} not listed: {listed}"));
+    assert_eq!(row["cwd"], workspace.display().to_string());
+    assert!(row["updatedAt"].as_str().unwrap().ends_with('Z'), "{row}");
     let replayed = updates(&lines);
     assert!(
         chunks(&replayed, "user_message_chunk").starts_with("Read the notes.Think long."),

@@ -125,6 +125,8 @@ async def main():
                 emit(load_error=str(error))
                 return
             emit(loaded=sys.argv[6])
+            listed = await conn.list_sessions(cwd=cwd)
+            emit(listed=[row.model_dump(by_alias=True, exclude_none=True, mode="json") for row in listed.sessions])
             if answers:
                 await asyncio.wait_for(editor.answered.wait(), 30)
                 # The answer is on its way; let it leave before the connection closes.
