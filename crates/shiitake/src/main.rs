@@ -71,8 +71,9 @@ pub enum Command {
     #[command(subcommand)]
     Hub(hub::HubCommand),
     /// Serve an editor over the Agent Client Protocol on stdin and stdout (the Agent
-    /// of a running `serve`, or a Hub tenant's with --url and --token).
-    Acp,
+    /// of a running `serve`, started when none answers, or a Hub tenant's with --url
+    /// and --token).
+    Acp(acp::AcpArgs),
 }
 
 fn main() -> ExitCode {
@@ -105,7 +106,7 @@ fn main() -> ExitCode {
             Command::Sessions(args) => commands::sessions(&context, args).await,
             Command::Agents => commands::agents(&context).await,
             Command::Hub(command) => hub::run(&context, command).await,
-            Command::Acp => acp::run(&context).await,
+            Command::Acp(args) => acp::run(&context, args).await,
         }
     });
     // Open streams and stdin readers must not keep the process alive.

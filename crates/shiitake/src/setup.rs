@@ -36,6 +36,11 @@ impl Context {
         }
     }
 
+    /// Whether `--url` (or `SHIITAKE_URL`) names the server.
+    pub fn url_given(&self) -> bool {
+        self.url.is_some()
+    }
+
     /// `--token` / `SHIITAKE_TOKEN`, when given.
     pub fn token(&self) -> Option<&str> {
         self.token.as_deref()

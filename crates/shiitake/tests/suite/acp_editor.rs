@@ -480,3 +480,61 @@ fn bad_input_gets_json_rpc_errors_and_nothing_but_protocol_on_stdout() {
     let status = wait_with_timeout(acp, Duration::from_secs(10)).status;
     assert!(status.success(), "{status}");
 }
+
+/// An editor that starts `shiitake --data-dir D acp` with no `serve` running: `acp`
+/// starts one on the data directory, in the editor's folder (its workspace), serves
+/// the prompt scenario, and ends that `serve` when the editor leaves.
+#[test]
+fn acp_starts_a_serve_on_its_data_directory_when_none_answers() {
+    let Some(python) = Service::clients_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
+    let data = dir.path().join("data");
+    let model = script(dir.path(), &prompt_turns());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/acp_editor.py");
+    let child = Command::new(&python)
+        .arg(script)
+        .arg(binary())
+        .arg(format!("data-dir:{}", data.display()))
+        .arg("-")
+        .arg(&workspace)
+        .arg("prompt")
+        .env("SHIITAKE_MODEL", &model)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = wait_with_timeout(child, Duration::from_secs(120));
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    let logged = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{printed}\n{logged}");
+    let lines: Vec<Value> = printed
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // No serve ran on the data directory before: the one that answered was started.
+    assert_prompted(&lines);
+    // The serve it started is gone with it: the data directory's lock is free.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let serving = crate::support::processes_with(&data.display().to_string())
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("serve"))
+            })
+            .count();
+        if serving == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the started serve outlived the editor"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,6 +1,7 @@
 """An editor that drives `shiitake acp` through the official ACP Python SDK (`acp`).
 
-Run by the `acp_editor` tests with the Python of `cargo xtask clients`:
+Run by the `acp_editor` tests with the Python of `cargo xtask clients` (URL may be
+`data-dir:DIR`: then no server is named and `shiitake acp` starts one on DIR):
 
     python acp_editor.py SHIITAKE URL TOKEN CWD prompt
         initialize, new session, prompt "Read the notes." (a tool call and an answer),
@@ -23,6 +24,7 @@ Prints one JSON object a line: {"initialize": …}, {"session": id}, {"update": 
 
 import asyncio
 import json
+import os
 import sys
 
 from acp import spawn_agent_process, text_block
@@ -73,8 +75,14 @@ async def main():
     shiitake, url, token, cwd, mode = sys.argv[1:6]
     answers = {"permissions": sys.argv[6:], "load": sys.argv[7:]}.get(sys.argv[5], ())
     editor = Editor(answers)
-    args = ["--url", url, "--token", token, "acp"]
-    async with spawn_agent_process(editor, shiitake, *args) as (conn, _process):
+    if url.startswith("data-dir:"):
+        # No server named: `shiitake acp` starts one on the data directory, in `cwd`.
+        args = ["--data-dir", url[len("data-dir:"):], "acp"]
+    else:
+        args = ["--url", url, "--token", token, "acp"]
+    # The whole environment: the SDK passes only a few variables by default.
+    env = dict(os.environ)
+    async with spawn_agent_process(editor, shiitake, *args, cwd=cwd, env=env) as (conn, _process):
         started = await conn.initialize(protocol_version=1)
         emit(initialize=started.model_dump(by_alias=True, exclude_none=True, mode="json"))
         if mode == "prompt":
