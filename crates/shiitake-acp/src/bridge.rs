@@ -2,7 +2,7 @@
 //! it stands for (docs/acp.md has the table).
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use agent_client_protocol::{
@@ -12,19 +12,18 @@ use agent_client_protocol::{
     NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, ProtocolVersion,
     SessionNotification, SessionUpdate, StopReason,
 };
-use futures::StreamExt;
 use shiitake_ext_question::contract::QuestionContract;
 use shiitake_protocol::extension::bind_session_extension;
-use shiitake_protocol::message::{Message, StopReason as ModelStop};
 use shiitake_protocol::{
     AgentApi, CommandId, ErrorCode, PromptDelivery, PromptText, QueueState, ReadOptions, RequestId,
-    SendOptions, SessionApi, SessionFrame, SessionId, ShiitakeError, TerminalOutcome,
+    SendOptions, SessionApi, SessionId, ShiitakeError,
 };
 
-use crate::permissions::{Asked, OpenCalls};
+use crate::permissions::Asked;
 use crate::questions;
+use crate::relay::{Relay, Seen};
 use crate::slash::{self, Slash};
-use crate::updates::{LiveRun, Transcript};
+use crate::updates::Transcript;
 
 /// The connection to the editor, set once it exists (it is made with the bridge).
 pub(crate) type Editor = Rc<std::cell::OnceCell<AgentSideConnection>>;
@@ -40,6 +39,8 @@ pub(crate) struct Bridge<A> {
     /// The editor's folder of each Session it opened (`cwd`), which an edit's paths
     /// are read from.
     folders: RefCell<HashMap<String, std::path::PathBuf>>,
+    /// The run each loaded Session had going on, followed until a prompt takes over.
+    followers: RefCell<HashMap<String, tokio::task::AbortHandle>>,
 }
 
 impl<A: AgentApi> Bridge<A> {
@@ -50,6 +51,28 @@ impl<A: AgentApi> Bridge<A> {
             running: RefCell::default(),
             asked: Asked::default(),
             folders: RefCell::default(),
+            followers: RefCell::default(),
+        }
+    }
+
+    /// The relay of `acp_session`'s runs to the editor.
+    fn relay(&self, acp_session: &acp::SessionId) -> Result<Relay<A>, acp::Error>
+    where
+        A: Clone,
+    {
+        Ok(Relay {
+            agent: self.agent.clone(),
+            editor: self.editor.clone(),
+            asked: self.asked.clone(),
+            acp_session: acp_session.clone(),
+            session: self.session(acp_session)?,
+        })
+    }
+
+    /// Stops following the run a load found, when a prompt takes the Session over.
+    fn stop_following(&self, acp_session: &acp::SessionId) {
+        if let Some(follower) = self.followers.borrow_mut().remove(acp_session.0.as_ref()) {
+            follower.abort();
         }
     }
 
@@ -91,10 +114,13 @@ impl<A: AgentApi> Bridge<A> {
     /// here) is the agent's answer. `None` when the prompt names none.
     async fn slash_command(
         &self,
-        acp_session: &acp::SessionId,
-        session: &A::Session,
+        relay: &Relay<A>,
         text: &PromptText,
-    ) -> Result<Option<StopReason>, acp::Error> {
+    ) -> Result<Option<StopReason>, acp::Error>
+    where
+        A: 'static,
+        A::Session: 'static,
+    {
         if !text.as_str().trim_start().starts_with('/') {
             return Ok(None);
         }
@@ -115,36 +141,14 @@ impl<A: AgentApi> Bridge<A> {
                         serde_json::Value::from(format!("acp-{}", uuid_like())),
                     );
                 }
-                match session.call_extension(&extension, &call, input).await {
+                match relay.session.call_extension(&extension, &call, input).await {
                     Ok(output) => output.to_string(),
                     Err(error) => format!("{}: {}", error.code.as_str(), error.message),
                 }
             }
         };
-        let chunk = acp::ContentChunk::new(ContentBlock::from(said));
-        self.notify(acp_session, SessionUpdate::AgentMessageChunk(chunk))
-            .await?;
+        relay.say(said).await?;
         Ok(Some(StopReason::EndTurn))
-    }
-
-    /// Asks the editor about the approvals of `slots` it was not asked about yet.
-    fn ask_permissions(
-        &self,
-        acp_session: &acp::SessionId,
-        session: &A::Session,
-        slots: &shiitake_protocol::SessionExtensionSlots,
-        calls: &OpenCalls,
-    ) where
-        A::Session: 'static,
-    {
-        let id = session.session_id().clone();
-        self.asked.ask_new(
-            &self.editor,
-            || self.agent.session(id.clone()),
-            acp_session,
-            slots,
-            calls,
-        );
     }
 
     /// The Agent's Session an ACP Session id names.
@@ -152,20 +156,6 @@ impl<A: AgentApi> Bridge<A> {
         let id = SessionId::new(id.0.to_string())
             .map_err(|error| acp::Error::invalid_params().data(error.to_string()))?;
         Ok(self.agent.session(id))
-    }
-
-    /// Sends one update to the editor.
-    async fn notify(
-        &self,
-        session: &acp::SessionId,
-        update: SessionUpdate,
-    ) -> Result<(), acp::Error> {
-        let editor = self.editor.get().ok_or_else(|| {
-            acp::Error::internal_error().data("the editor's connection is not up")
-        })?;
-        editor
-            .session_notification(SessionNotification::new(session.clone(), update))
-            .await
     }
 }
 
@@ -196,24 +186,6 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<PromptText, acp::Error> {
     }
     PromptText::new(parts.join("\n"))
         .map_err(|error| acp::Error::invalid_params().data(error.to_string()))
-}
-
-/// How a run ended, as an ACP stop reason; a failed run is an error with the
-/// Session's diagnostic.
-fn stop_reason(
-    outcome: TerminalOutcome,
-    diagnostic: Option<String>,
-    last_stop: Option<ModelStop>,
-) -> Result<StopReason, acp::Error> {
-    match outcome {
-        TerminalOutcome::Completed if last_stop == Some(ModelStop::Length) => {
-            Ok(StopReason::MaxTokens)
-        }
-        TerminalOutcome::Completed => Ok(StopReason::EndTurn),
-        TerminalOutcome::Cancelled | TerminalOutcome::Interrupted => Ok(StopReason::Cancelled),
-        TerminalOutcome::Failed => Err(acp::Error::internal_error()
-            .data(diagnostic.unwrap_or_else(|| "the run failed".to_owned()))),
-    }
 }
 
 #[async_trait::async_trait(?Send)]
@@ -259,46 +231,69 @@ where
         &self,
         args: LoadSessionRequest,
     ) -> Result<LoadSessionResponse, acp::Error> {
-        let session = self.session(&args.session_id)?;
-        let snapshot = session.read(ReadOptions::default()).await.map_err(to_acp)?;
-        let mut calls = OpenCalls::default();
+        let relay = self.relay(&args.session_id)?;
+        let watch = relay
+            .session
+            .watch(ReadOptions::default())
+            .await
+            .map_err(to_acp)?;
         self.folders
             .borrow_mut()
             .insert(args.session_id.0.to_string(), args.cwd.clone());
         let mut transcript = Transcript::in_folder(Some(args.cwd.clone()));
-        for message in &snapshot.messages {
-            calls.see(&message.value);
+        let mut seen = Seen::in_folder(Some(args.cwd.clone()));
+        for message in &watch.snapshot.messages {
+            seen.calls.see(&message.value);
             for update in transcript.replayed(&message.value) {
-                self.notify(&args.session_id, update).await?;
+                relay.notify(update).await?;
             }
         }
         // What waits for a person is asked again: approvals are the Session's.
-        self.ask_permissions(&args.session_id, &session, &snapshot.extensions, &calls);
+        relay.ask_permissions(&watch.snapshot.extensions, &seen.calls);
         self.advertise_commands(&args.session_id);
+        // A run going on is followed until it ends, or a prompt takes the Session over.
+        if let QueueState::Running { command_id, .. } = &watch.snapshot.activity.queue {
+            self.stop_following(&args.session_id);
+            let (command, mut changes) = (command_id.clone(), watch.changes);
+            seen.asks.extend(
+                questions::waiting(&watch.snapshot.extensions)
+                    .iter()
+                    .map(|ask| ask.ask_id.as_str().to_owned()),
+            );
+            let follower = tokio::task::spawn_local(async move {
+                if let Err(error) = relay.follow(&command, &mut changes, &mut seen).await {
+                    tracing::debug!(%error, "a loaded Session's run was not followed to its end");
+                }
+            });
+            self.followers
+                .borrow_mut()
+                .insert(args.session_id.0.to_string(), follower.abort_handle());
+        }
         Ok(LoadSessionResponse::new())
     }
 
     async fn prompt(&self, args: PromptRequest) -> Result<PromptResponse, acp::Error> {
         let text = prompt_text(&args.prompt)?;
-        let session = self.session(&args.session_id)?;
-        if let Some(stop) = self
-            .slash_command(&args.session_id, &session, &text)
-            .await?
-        {
+        let relay = self.relay(&args.session_id)?;
+        if let Some(stop) = self.slash_command(&relay, &text).await? {
             return Ok(PromptResponse::new(stop));
         }
+        self.stop_following(&args.session_id);
         // Watched before the prompt goes in, so no frame of its run is missed.
-        let watch = session
+        let watch = relay
+            .session
             .watch(ReadOptions::default())
             .await
             .map_err(to_acp)?;
         let mut changes = watch.changes;
+        let mut seen = Seen::in_folder(self.folder(&args.session_id));
         // Asks already waiting are not shown again in this turn.
         let waiting_asks = questions::waiting(&watch.snapshot.extensions);
-        let mut shown: HashSet<String> = waiting_asks
-            .iter()
-            .map(|ask| ask.ask_id.as_str().to_owned())
-            .collect();
+        seen.asks.extend(
+            waiting_asks
+                .iter()
+                .map(|ask| ask.ask_id.as_str().to_owned()),
+        );
         let command = match waiting_asks.first() {
             // The Session waits on a question: this prompt is its answer, and the run
             // that asked goes on in this turn.
@@ -309,13 +304,10 @@ where
                 };
                 let request = format!("acp-{}", uuid_like());
                 let Some(answer) = questions::answer(ask, text.as_str(), request) else {
-                    let again = questions::message(ask);
-                    let chunk = acp::ContentChunk::new(ContentBlock::from(again));
-                    self.notify(&args.session_id, SessionUpdate::AgentMessageChunk(chunk))
-                        .await?;
+                    relay.say(questions::message(ask)).await?;
                     return Ok(PromptResponse::new(StopReason::EndTurn));
                 };
-                bind_session_extension::<_, QuestionContract>(&session)
+                bind_session_extension::<_, QuestionContract>(&relay.session)
                     .call(&answer)
                     .await
                     .map_err(to_acp)?;
@@ -330,82 +322,20 @@ where
                     delivery: Some(PromptDelivery::FollowUp),
                     request_id: None,
                 };
-                session
+                relay
+                    .session
                     .send(text, options)
                     .await
                     .map_err(to_acp)?
                     .command_id
             }
         };
+        let id = relay.session.session_id().clone();
         self.running
             .borrow_mut()
-            .insert(session.session_id().clone(), command.clone());
-        let mut run = LiveRun::in_folder(self.folder(&args.session_id));
-        let mut calls = OpenCalls::default();
-        let mut last_stop = None;
-        let ended = loop {
-            let Some(frame) = changes.next().await else {
-                break Err(acp::Error::internal_error().data("the Session's frames ended"));
-            };
-            let frame = match frame {
-                Ok(frame) => frame,
-                Err(error) => break Err(to_acp(error)),
-            };
-            match frame {
-                SessionFrame::Progress(progress) => {
-                    let ours = matches!(&progress.activity.queue,
-                        QueueState::Running { command_id, .. } if *command_id == command);
-                    if ours {
-                        for update in run.progress(&progress.progress) {
-                            self.notify(&args.session_id, update).await?;
-                        }
-                    }
-                }
-                SessionFrame::Update(update) => {
-                    for message in update
-                        .messages
-                        .iter()
-                        .filter(|message| message.command_id.as_ref() == Some(&command))
-                    {
-                        if let Message::Assistant(assistant) = &message.value {
-                            last_stop = Some(assistant.stop_reason);
-                        }
-                        calls.see(&message.value);
-                        for update in run.committed(&message.id, &message.value) {
-                            self.notify(&args.session_id, update).await?;
-                        }
-                    }
-                    self.ask_permissions(&args.session_id, &session, &update.extensions, &calls);
-                    // A new question ends the turn: the editor's next prompt answers it.
-                    if let Some(ask) = questions::waiting(&update.extensions)
-                        .into_iter()
-                        .find(|ask| shown.insert(ask.ask_id.as_str().to_owned()))
-                    {
-                        let chunk =
-                            acp::ContentChunk::new(ContentBlock::from(questions::message(&ask)));
-                        self.notify(&args.session_id, SessionUpdate::AgentMessageChunk(chunk))
-                            .await?;
-                        break Ok(StopReason::EndTurn);
-                    }
-                    if let Some(terminal) = update
-                        .terminals
-                        .iter()
-                        .find(|terminal| terminal.command_id == command)
-                    {
-                        break stop_reason(
-                            terminal.outcome,
-                            terminal.diagnostic.clone(),
-                            last_stop,
-                        );
-                    }
-                }
-                SessionFrame::Reset(_) => {
-                    break Err(acp::Error::internal_error()
-                        .data("the Session's history moved on; load the Session again"));
-                }
-            }
-        };
-        self.running.borrow_mut().remove(session.session_id());
+            .insert(id.clone(), command.clone());
+        let ended = relay.follow(&command, &mut changes, &mut seen).await;
+        self.running.borrow_mut().remove(&id);
         ended.map(PromptResponse::new)
     }
 
@@ -489,25 +419,6 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_796_670_437_000), "2026-12-07T19:07:17Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
-    }
-
-    #[test]
-    fn terminals_map_to_stop_reasons() {
-        assert_eq!(
-            stop_reason(TerminalOutcome::Completed, None, Some(ModelStop::Stop)).unwrap(),
-            StopReason::EndTurn
-        );
-        assert_eq!(
-            stop_reason(TerminalOutcome::Completed, None, Some(ModelStop::Length)).unwrap(),
-            StopReason::MaxTokens
-        );
-        assert_eq!(
-            stop_reason(TerminalOutcome::Cancelled, None, None).unwrap(),
-            StopReason::Cancelled
-        );
-        let failed =
-            stop_reason(TerminalOutcome::Failed, Some("model down".into()), None).unwrap_err();
-        assert_eq!(failed.data, Some(serde_json::json!("model down")));
     }
 
     #[test]

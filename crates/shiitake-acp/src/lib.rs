@@ -19,6 +19,7 @@ mod bridge;
 mod diffs;
 mod permissions;
 mod questions;
+mod relay;
 mod slash;
 mod updates;
 mod wire;

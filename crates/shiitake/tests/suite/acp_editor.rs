@@ -317,6 +317,16 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
     let lines = editor(&python, &serve, &workspace, &args);
     let asked = permissions(&lines);
     assert_eq!(asked.len(), 1, "{lines:?}");
+    // The run the answer let go on was followed to this editor after the load.
+    let loaded_at = lines
+        .iter()
+        .position(|line| line.get("loaded").is_some())
+        .unwrap();
+    let after = updates(&lines[loaded_at..]);
+    assert!(
+        chunks(&after, "agent_message_chunk").contains("Made after all."),
+        "{lines:?}"
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !workspace.join("c.txt").exists() {
         assert!(

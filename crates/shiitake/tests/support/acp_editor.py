@@ -133,12 +133,13 @@ async def main():
                 emit(load_error=str(error))
                 return
             emit(loaded=sys.argv[6])
+            editor.first_chunk.clear()
             listed = await conn.list_sessions(cwd=cwd)
             emit(listed=[row.model_dump(by_alias=True, exclude_none=True, mode="json") for row in listed.sessions])
             if answers:
                 await asyncio.wait_for(editor.answered.wait(), 30)
-                # The answer is on its way; let it leave before the connection closes.
-                await asyncio.sleep(0.5)
+                # The run the answer let go on is followed: its answer comes.
+                await asyncio.wait_for(editor.first_chunk.wait(), 30)
         try:
             await conn.prompt(session_id="not a session id", prompt=[text_block("x")])
         except Exception as error:  # the SDK raises the agent's JSON-RPC error
