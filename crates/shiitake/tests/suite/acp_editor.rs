@@ -20,6 +20,56 @@ use shiitake_test_services::Service;
 
 use crate::support::{Serve, binary, free_port, script, wait_with_timeout};
 
+/// One test's scene: the clients' Python, a workspace with `notes.txt`, and a `serve`
+/// on it playing a scripted model.
+struct Scene {
+    python: std::path::PathBuf,
+    dir: tempfile::TempDir,
+    workspace: std::path::PathBuf,
+    port: u16,
+    model: String,
+    serve: Serve,
+}
+
+impl Scene {
+    /// The scene with a model playing `turns`; `None` after the skip line when the
+    /// clients' Python is missing.
+    fn start(turns: &Value) -> Option<Self> {
+        let python = Service::clients_python()?;
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
+        let model = script(dir.path(), turns);
+        let port = free_port();
+        let serve = Serve::start(&dir.path().join("data"), &workspace, port, Some(&model));
+        Some(Self {
+            python,
+            dir,
+            workspace,
+            port,
+            model,
+            serve,
+        })
+    }
+
+    /// The editor in `mode` against this scene's `serve`.
+    fn editor(&self, mode: &[&str]) -> Vec<Value> {
+        editor(&self.python, &self.serve, &self.workspace, mode)
+    }
+
+    /// `serve` killed with SIGKILL and started again on the same data directory.
+    fn restart(&mut self) {
+        self.serve.kill();
+        self.serve = Serve::start(
+            &self.dir.path().join("data"),
+            &self.workspace,
+            self.port,
+            Some(&self.model),
+        );
+    }
+}
+
 /// Runs the SDK's editor against `serve` in `mode` (with its arguments): the JSON
 /// lines it printed.
 fn editor(python: &Path, serve: &Serve, workspace: &Path, mode: &[&str]) -> Vec<Value> {
@@ -155,26 +205,14 @@ fn assert_prompted(lines: &[Value]) -> String {
 
 #[test]
 fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
-    let Some(python) = Service::clients_python() else {
+    let Some(scene) = Scene::start(&prompt_turns()) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
-    let model = script(dir.path(), &prompt_turns());
-    let serve = Serve::start(
-        &dir.path().join("data"),
-        &workspace,
-        free_port(),
-        Some(&model),
-    );
-
-    let lines = editor(&python, &serve, &workspace, &["prompt"]);
+    let lines = scene.editor(&["prompt"]);
     let session = assert_prompted(&lines);
     // Another editor process loads the Session: its transcript comes back, and the
     // Agent's Sessions are listed with their titles.
-    let lines = editor(&python, &serve, &workspace, &["load", &session]);
+    let lines = scene.editor(&["load", &session]);
     let listed = lines
         .iter()
         .find_map(|line| line.get("listed"))
@@ -185,7 +223,7 @@ fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
         .iter()
         .find(|row| row["sessionId"] == session.as_str())
         .unwrap_or_else(|| panic!("{session} not listed: {listed}"));
-    assert_eq!(row["cwd"], workspace.display().to_string());
+    assert_eq!(row["cwd"], scene.workspace.display().to_string());
     assert!(row["updatedAt"].as_str().unwrap().ends_with('Z'), "{row}");
     let replayed = updates(&lines);
     assert!(
@@ -224,33 +262,21 @@ fn permissions(lines: &[Value]) -> Vec<&Value> {
 /// a restart of `serve` is asked again to the editor that loads the Session.
 #[test]
 fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
-    let Some(python) = Service::clients_python() else {
+    // The Local default asks before every patch.
+    let turns = json!({"model": "scripted", "turns": [
+        {"steps": [add_file("a.txt")]},
+        {"steps": [add_file("b.txt")]},
+        {"steps": [{"text": "One made, one refused."}]},
+        {"steps": [add_file("c.txt")]},
+        {"steps": [{"text": "Made after all."}]}
+    ]});
+    let Some(mut scene) = Scene::start(&turns) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    // The Local default asks before every patch.
-    let model = script(
-        dir.path(),
-        &json!({"model": "scripted", "turns": [
-            {"steps": [add_file("a.txt")]},
-            {"steps": [add_file("b.txt")]},
-            {"steps": [{"text": "One made, one refused."}]},
-            {"steps": [add_file("c.txt")]},
-            {"steps": [{"text": "Made after all."}]}
-        ]}),
-    );
-    let port = free_port();
-    let mut serve = Serve::start(&dir.path().join("data"), &workspace, port, Some(&model));
+    let workspace = scene.workspace.clone();
 
     // Allowed once, then rejected.
-    let lines = editor(
-        &python,
-        &serve,
-        &workspace,
-        &["permissions", "allow_once", "reject_once"],
-    );
+    let lines = scene.editor(&["permissions", "allow_once", "reject_once"]);
     let asked = permissions(&lines);
     assert_eq!(asked.len(), 2, "{lines:?}");
     let options: Vec<&Value> = asked[0]["options"]
@@ -297,8 +323,7 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
     let session = lines[1]["session"].as_str().unwrap().to_owned();
 
     // The next request is left unanswered: the editor goes, the approval stays.
-    let mut args = vec!["permissions", "leave"];
-    let lines = editor(&python, &serve, &workspace, &args);
+    let lines = scene.editor(&["permissions", "leave"]);
     assert_eq!(permissions(&lines).len(), 1, "{lines:?}");
     assert!(
         lines.iter().any(|line| line.get("left").is_some()),
@@ -311,10 +336,8 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
 
     // The host is killed and started again; another editor loads that Session: the
     // request comes again; allowed, the call runs.
-    serve.kill();
-    let serve = Serve::start(&dir.path().join("data"), &workspace, port, Some(&model));
-    args = vec!["load", &left_session, "allow_once"];
-    let lines = editor(&python, &serve, &workspace, &args);
+    scene.restart();
+    let lines = scene.editor(&["load", &left_session, "allow_once"]);
     let asked = permissions(&lines);
     assert_eq!(asked.len(), 1, "{lines:?}");
     // The run the answer let go on was followed to this editor after the load.
@@ -403,28 +426,16 @@ fn an_editor_drives_a_hub_tenants_agent_over_acp() {
 /// asked goes on in that turn.
 #[test]
 fn a_question_ends_the_turn_and_the_next_prompt_answers_it() {
-    let Some(python) = Service::clients_python() else {
+    let turns = json!({"model": "scripted", "turns": [
+        {"steps": [{"tool_call": {"name": "question__ask", "arguments": {"questions": [
+            {"header": "Store", "question": "Which database?", "options": [
+                {"label": "SQLite"}, {"label": "PostgreSQL"}]}]}}}]},
+        {"steps": [{"text": "Noted."}]}
+    ]});
+    let Some(scene) = Scene::start(&turns) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    let model = script(
-        dir.path(),
-        &json!({"model": "scripted", "turns": [
-            {"steps": [{"tool_call": {"name": "question__ask", "arguments": {"questions": [
-                {"header": "Store", "question": "Which database?", "options": [
-                    {"label": "SQLite"}, {"label": "PostgreSQL"}]}]}}}]},
-            {"steps": [{"text": "Noted."}]}
-        ]}),
-    );
-    let serve = Serve::start(
-        &dir.path().join("data"),
-        &workspace,
-        free_port(),
-        Some(&model),
-    );
-    let lines = editor(&python, &serve, &workspace, &["question", "2"]);
+    let lines = scene.editor(&["question", "2"]);
     let stops: Vec<&Value> = lines.iter().filter_map(|line| line.get("stop")).collect();
     assert_eq!(stops, [&json!("end_turn"), &json!("end_turn")], "{lines:?}");
     let said = chunks(&updates(&lines), "agent_message_chunk");

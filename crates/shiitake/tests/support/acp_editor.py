@@ -44,10 +44,12 @@ class Editor(Client):
         self.answers = list(answers)
         self.left = asyncio.Event()
         self.answered = asyncio.Event()
+        self.last_update = 0.0
 
     async def session_update(self, session_id, update, **kwargs):
         dumped = update.model_dump(by_alias=True, exclude_none=True, mode="json")
         emit(update=dumped)
+        self.last_update = asyncio.get_running_loop().time()
         if dumped.get("sessionUpdate") == "agent_message_chunk":
             self.first_chunk.set()
 
@@ -140,6 +142,11 @@ async def main():
                 await asyncio.wait_for(editor.answered.wait(), 30)
                 # The run the answer let go on is followed: its answer comes.
                 await asyncio.wait_for(editor.first_chunk.wait(), 30)
+                # The rest of that answer streams in after its first piece: wait for a
+                # quiet second.
+                loop = asyncio.get_running_loop()
+                while loop.time() - editor.last_update < 1.0:
+                    await asyncio.sleep(0.1)
         try:
             await conn.prompt(session_id="not a session id", prompt=[text_block("x")])
         except Exception as error:  # the SDK raises the agent's JSON-RPC error
