@@ -11,7 +11,8 @@
 //! This file parses the command line and dispatches. The commands: [`serve`] (its
 //! folder holds everything only serving needs), [`chat`] (likewise for the
 //! conversation), [`commands`] (`send`, `watch`, `sessions`, `agents`), [`hub`]
-//! (`hub nodes`, `hub tenant`, `hub token`); what they share: [`setup`] (data directory, server URL, token),
+//! (`hub nodes`, `hub tenant`, `hub token`), [`acp`] (an editor over the Agent Client
+//! Protocol); what they share: [`setup`] (data directory, server URL, token),
 //! [`render`] (what the terminal is shown), [`error`] and [`logging`].
 
 mod acp;
@@ -36,8 +37,8 @@ pub struct Cli {
     /// Data directory (database and token); default: the platform's data directory.
     #[arg(long, global = true, env = "SHIITAKE_DATA_DIR")]
     data_dir: Option<PathBuf>,
-    /// Server URL for client commands.
-    #[arg(long, global = true, env = "SHIITAKE_URL")]
+    /// Server URL for client commands (`--server` is the same).
+    #[arg(long, global = true, env = "SHIITAKE_URL", visible_alias = "server")]
     url: Option<String>,
     /// Bearer token for client commands; default: read `<data-dir>/token`.
     #[arg(long, global = true, env = "SHIITAKE_TOKEN", hide_env_values = true)]

@@ -361,8 +361,8 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
     assert_ne!(session, left_session);
 }
 
-/// The same editor against a Hub tenant's Agent (`shiitake --url HUB --token TENANT
-/// acp`): the prompt scenario runs in the tenant's own folder, and another tenant's
+/// The same editor against a Hub tenant's Agent (`shiitake acp --server HUB --token
+/// TENANT`): the prompt scenario runs in the tenant's own folder, and another tenant's
 /// token loads nothing of it.
 #[test]
 fn an_editor_drives_a_hub_tenants_agent_over_acp() {
@@ -395,7 +395,8 @@ fn an_editor_drives_a_hub_tenants_agent_over_acp() {
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("notes.txt"), "PURPLE-42\n").unwrap();
 
-    let lines = editor_at(&python, &hub.url, &token, &folder, &["prompt"]);
+    let server = format!("server:{}", hub.url);
+    let lines = editor_at(&python, &server, &token, &folder, &["prompt"]);
     let session = assert_prompted(&lines);
 
     // Another tenant's editor cannot load it: the Session is absent for it.

@@ -1,7 +1,8 @@
 """An editor that drives `shiitake acp` through the official ACP Python SDK (`acp`).
 
 Run by the `acp_editor` tests with the Python of `cargo xtask clients` (URL may be
-`data-dir:DIR`: then no server is named and `shiitake acp` starts one on DIR):
+`data-dir:DIR`: then no server is named and `shiitake acp` starts one on DIR; or
+`server:URL`: then `shiitake acp --server URL --token TOKEN`):
 
     python acp_editor.py SHIITAKE URL TOKEN CWD prompt
         initialize, new session, prompt "Read the notes." (a tool call and an answer),
@@ -80,6 +81,9 @@ async def main():
     if url.startswith("data-dir:"):
         # No server named: `shiitake acp` starts one on the data directory, in `cwd`.
         args = ["--data-dir", url[len("data-dir:"):], "acp"]
+    elif url.startswith("server:"):
+        # As an editor's settings write it: the options after the command.
+        args = ["acp", "--server", url[len("server:"):], "--token", token]
     else:
         args = ["--url", url, "--token", token, "acp"]
     # The whole environment: the SDK passes only a few variables by default.
