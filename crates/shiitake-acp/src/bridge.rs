@@ -159,6 +159,38 @@ impl<A: AgentApi> Bridge<A> {
     }
 }
 
+/// The most messages `session/load` replays before the newest page, read a page back
+/// at a time: a long Session's history comes back whole, a huge one bounded.
+pub const MAX_REPLAYED: usize = 10_000;
+
+/// The messages before `newest` (a Session's newest page), oldest first, at most
+/// [`MAX_REPLAYED`] of them (the newest ones when there are more).
+async fn older_messages<S: SessionApi>(
+    session: &S,
+    newest: &shiitake_protocol::SessionSnapshot,
+) -> Result<Vec<shiitake_protocol::SessionMessage>, acp::Error> {
+    let mut pages: Vec<Vec<shiitake_protocol::SessionMessage>> = Vec::new();
+    let (mut has_more, mut before) = (newest.has_more, newest.oldest_cursor.clone().flatten());
+    let mut count = 0;
+    while has_more && count < MAX_REPLAYED {
+        let Some(cursor) = before.take() else { break };
+        let options = ReadOptions {
+            limit: shiitake_protocol::PageLimit::new(shiitake_protocol::PageLimit::MAX).ok(),
+            before: Some(cursor),
+            ..ReadOptions::default()
+        };
+        let page = session.read(options).await.map_err(to_acp)?;
+        count += page.messages.len();
+        has_more = page.has_more && !page.messages.is_empty();
+        before = page.oldest_cursor.flatten();
+        pages.push(page.messages);
+    }
+    let mut older: Vec<_> = pages.into_iter().rev().flatten().collect();
+    let over = older.len().saturating_sub(MAX_REPLAYED);
+    older.drain(..over);
+    Ok(older)
+}
+
 /// The Agent's error as the editor reads it: not found, invalid input, or internal.
 pub(crate) fn to_acp(error: ShiitakeError) -> acp::Error {
     let base = match error.code {
@@ -242,7 +274,8 @@ where
             .insert(args.session_id.0.to_string(), args.cwd.clone());
         let mut transcript = Transcript::in_folder(Some(args.cwd.clone()));
         let mut seen = Seen::in_folder(Some(args.cwd.clone()));
-        for message in &watch.snapshot.messages {
+        let older = older_messages(&relay.session, &watch.snapshot).await?;
+        for message in older.iter().chain(&watch.snapshot.messages) {
             seen.calls.see(&message.value);
             for update in transcript.replayed(&message.value) {
                 relay.notify(update).await?;

@@ -560,3 +560,27 @@ fn acp_starts_a_serve_on_its_data_directory_when_none_answers() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// `session/load` of a Session longer than a page (50 messages) replays all of it, in
+/// order, reading older pages back.
+#[test]
+fn load_replays_a_long_transcript_whole() {
+    const PROMPTS: usize = 30;
+    let turns: Vec<Value> = (0..PROMPTS)
+        .map(|n| json!({"steps": [{"text": format!("answer {n}.")}]}))
+        .collect();
+    let Some(scene) = Scene::start(&json!({"model": "scripted", "turns": turns})) else {
+        return;
+    };
+    let session = scene.serve.new_session();
+    for n in 0..PROMPTS {
+        scene.serve.send(&session, &format!("prompt {n}."));
+    }
+    scene.serve.watch_until_idle(&session);
+    let lines = scene.editor(&["load", &session]);
+    let replayed = updates(&lines);
+    let said: String = (0..PROMPTS).map(|n| format!("prompt {n}.")).collect();
+    let answered: String = (0..PROMPTS).map(|n| format!("answer {n}.")).collect();
+    assert_eq!(chunks(&replayed, "user_message_chunk"), said, "{lines:?}");
+    assert_eq!(chunks(&replayed, "agent_message_chunk"), answered);
+}
