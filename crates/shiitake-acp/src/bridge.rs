@@ -3,30 +3,27 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use agent_client_protocol::{
-    self as acp, AgentCapabilities, AgentSideConnection, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, Client as _, ContentBlock, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, ProtocolVersion,
-    SessionNotification, SessionUpdate, StopReason,
+    self as acp, AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
+    Client as _, ContentBlock, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, ProtocolVersion, SessionNotification,
+    SessionUpdate, StopReason,
 };
 use shiitake_ext_question::contract::QuestionContract;
 use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::{
-    AgentApi, CommandId, ErrorCode, PromptDelivery, PromptText, QueueState, ReadOptions, RequestId,
-    SendOptions, SessionApi, SessionId, ShiitakeError,
+    AgentApi, CommandId, PromptDelivery, PromptText, QueueState, ReadOptions, RequestId,
+    SendOptions, SessionApi, SessionId,
 };
 
+use crate::editor::{Editor, to_acp};
 use crate::permissions::Asked;
 use crate::questions;
 use crate::relay::{Relay, Seen};
 use crate::slash::{self, Slash};
 use crate::updates::Transcript;
-
-/// The connection to the editor, set once it exists (it is made with the bridge).
-pub(crate) type Editor = Rc<std::cell::OnceCell<AgentSideConnection>>;
 
 /// An Agent's Sessions as an ACP agent: ACP Session ids are the Agent's Session ids.
 pub(crate) struct Bridge<A> {
@@ -189,16 +186,6 @@ async fn older_messages<S: SessionApi>(
     let over = older.len().saturating_sub(MAX_REPLAYED);
     older.drain(..over);
     Ok(older)
-}
-
-/// The Agent's error as the editor reads it: not found, invalid input, or internal.
-pub(crate) fn to_acp(error: ShiitakeError) -> acp::Error {
-    let base = match error.code {
-        ErrorCode::NotFound => acp::Error::resource_not_found(None),
-        ErrorCode::Invalid | ErrorCode::TooLarge => acp::Error::invalid_params(),
-        _ => acp::Error::internal_error(),
-    };
-    base.data(serde_json::json!({"code": error.code.as_str(), "message": error.message}))
 }
 
 /// The prompt's text: its text blocks, and a resource link as its address. Images,

@@ -17,6 +17,7 @@
 
 mod bridge;
 mod diffs;
+mod editor;
 mod permissions;
 mod questions;
 mod relay;

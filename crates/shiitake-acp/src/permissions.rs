@@ -19,7 +19,7 @@ use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::message::{AssistantContent, Message};
 use shiitake_protocol::{ExtensionSlotV0, SessionApi, SessionExtensionSlots};
 
-use crate::bridge::Editor;
+use crate::editor::Editor;
 
 /// The approvals waiting in a Session's extension slots, oldest first.
 pub(crate) fn waiting(slots: &SessionExtensionSlots) -> Vec<ApprovalView> {

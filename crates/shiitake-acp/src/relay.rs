@@ -16,7 +16,7 @@ use shiitake_protocol::{
     TerminalOutcome,
 };
 
-use crate::bridge::{Editor, to_acp};
+use crate::editor::{Editor, to_acp};
 use crate::permissions::{Asked, OpenCalls};
 use crate::questions;
 use crate::updates::LiveRun;
