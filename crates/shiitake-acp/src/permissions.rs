@@ -12,28 +12,22 @@ use agent_client_protocol::{
     self as acp, Client as _, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
     RequestPermissionRequest, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
-use shiitake_ext_approval::contract::{
-    AnswerApproval, ApprovalContract, ApprovalProjection, ApprovalView, Decision, EXTENSION_ID,
-};
-use shiitake_protocol::extension::bind_session_extension;
+use shiitake_ext_approval::contract::{AnswerApproval, ApprovalContract, ApprovalView, Decision};
+use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
 use shiitake_protocol::message::{AssistantContent, Message};
-use shiitake_protocol::{ExtensionSlotV0, SessionApi, SessionExtensionSlots};
+use shiitake_protocol::{SessionApi, SessionExtensionSlots};
 
 use crate::editor::Editor;
 
-/// The approvals waiting in a Session's extension slots, oldest first.
+/// The approvals waiting in a Session's extension slots, oldest first (none when the
+/// approval extension is absent, stopped or unreadable).
 pub(crate) fn waiting(slots: &SessionExtensionSlots) -> Vec<ApprovalView> {
-    slots
-        .iter()
-        .find(|(id, _)| id.as_str() == EXTENSION_ID)
-        .and_then(|(_, slot)| match slot {
-            ExtensionSlotV0::Running { value } => {
-                serde_json::from_value::<ApprovalProjection>(value.clone()).ok()
-            }
-            ExtensionSlotV0::Stopped { .. } => None,
-        })
-        .map(|projection| projection.approvals)
-        .unwrap_or_default()
+    match view::<ApprovalContract>(slots) {
+        Ok(ExtensionViewV0::Running {
+            value: Some(projection),
+        }) => projection.approvals,
+        _ => Vec::new(),
+    }
 }
 
 /// The options an editor offers, as ACP names them, and the decision each is.
@@ -208,6 +202,7 @@ impl<S: SessionApi> Asking<S> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use shiitake_ext_approval::contract::EXTENSION_ID;
 
     #[test]
     fn options_are_allow_once_allow_always_and_reject() {

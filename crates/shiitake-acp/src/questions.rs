@@ -3,24 +3,19 @@
 //! the prompt's turn ends (`end_turn`: the Session needs the person), and the editor's
 //! next prompt is the answer. Its run then goes on in that prompt's turn.
 
-use shiitake_ext_question::contract::{
-    AnswerAsk, AskView, EXTENSION_ID, QuestionAnswer, QuestionProjection,
-};
-use shiitake_protocol::{ExtensionSlotV0, SessionExtensionSlots};
+use shiitake_ext_question::contract::{AnswerAsk, AskView, QuestionAnswer, QuestionContract};
+use shiitake_protocol::SessionExtensionSlots;
+use shiitake_protocol::extension::{ExtensionViewV0, view};
 
-/// The Asks waiting in a Session's extension slots, oldest first.
+/// The Asks waiting in a Session's extension slots, oldest first (none when the
+/// Question extension is absent, stopped or unreadable).
 pub(crate) fn waiting(slots: &SessionExtensionSlots) -> Vec<AskView> {
-    slots
-        .iter()
-        .find(|(id, _)| id.as_str() == EXTENSION_ID)
-        .and_then(|(_, slot)| match slot {
-            ExtensionSlotV0::Running { value } => {
-                serde_json::from_value::<QuestionProjection>(value.clone()).ok()
-            }
-            ExtensionSlotV0::Stopped { .. } => None,
-        })
-        .map(|projection| projection.asks)
-        .unwrap_or_default()
+    match view::<QuestionContract>(slots) {
+        Ok(ExtensionViewV0::Running {
+            value: Some(projection),
+        }) => projection.asks,
+        _ => Vec::new(),
+    }
 }
 
 /// The agent's message that asks `ask`'s questions, numbered options under each.
