@@ -135,7 +135,7 @@ impl<A: AgentApi> Bridge<A> {
                 if let Some(object) = input.as_object_mut() {
                     object.insert(
                         "requestId".into(),
-                        serde_json::Value::from(format!("acp-{}", uuid_like())),
+                        serde_json::Value::from(relay.session.new_request_id().as_str()),
                     );
                 }
                 match relay.session.call_extension(&extension, &call, input).await {
@@ -235,7 +235,7 @@ where
     }
 
     async fn new_session(&self, args: NewSessionRequest) -> Result<NewSessionResponse, acp::Error> {
-        let request = RequestId::new(format!("acp-{}", uuid_like()))
+        let request = RequestId::new(format!("acp-{}", new_session_request()))
             .map_err(|error| acp::Error::internal_error().data(error.to_string()))?;
         let id = self.agent.create_session(request).await.map_err(to_acp)?;
         let acp_session = acp::SessionId::new(id.to_string());
@@ -322,7 +322,7 @@ where
                     QueueState::Running { command_id, .. } => Some(command_id.clone()),
                     _ => None,
                 };
-                let request = format!("acp-{}", uuid_like());
+                let request = relay.session.new_request_id().as_str().to_owned();
                 let Some(answer) = questions::answer(ask, text.as_str(), request) else {
                     relay.say(questions::message(ask)).await?;
                     return Ok(PromptResponse::new(StopReason::EndTurn));
@@ -405,24 +405,16 @@ where
 
 /// Unix milliseconds as an RFC 3339 time in UTC (`2026-12-07T19:07:17Z`).
 fn rfc3339(unix_ms: u64) -> String {
-    let seconds = unix_ms / 1000;
-    let (days, rest) = (seconds / 86_400, seconds % 86_400);
-    let (hour, minute, second) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+    i64::try_from(unix_ms)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// A request id no other `shiitake acp` process makes: the time and the process.
-fn uuid_like() -> String {
+/// A Session's creation request no other `shiitake acp` process makes: the time and
+/// the process (a Session's own requests come from `SessionApi::new_request_id`).
+fn new_session_request() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|elapsed| elapsed.as_nanos())
