@@ -453,6 +453,13 @@ mod tests {
             title.chars().count(),
             "files__read: ".len() + TITLE_ARGUMENT_CHARS + 1
         );
+        let exact: ToolCall = serde_json::from_value(json!({"id": "c", "name": "files__read",
+            "arguments": {"path": "x".repeat(TITLE_ARGUMENT_CHARS)}}))
+        .unwrap();
+        assert!(
+            !tool_title(&exact).ends_with('…'),
+            "at the bound nothing is cut"
+        );
         let argv: ToolCall = serde_json::from_value(json!({"id": "c", "name": "commands__exec",
             "arguments": {"argv": ["ls", "-la"]}}))
         .unwrap();

@@ -253,7 +253,32 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_line_past_the_bound_is_refused_and_the_next_one_read() {
+    async fn a_line_at_the_bound_is_read_and_one_past_it_refused() {
+        let call = |pad: usize| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"p\":\"{}\"}}}}",
+                "x".repeat(pad)
+            )
+        };
+        let frame = call(0).len();
+        let at_bound = call(MAX_LINE_BYTES - frame);
+        assert_eq!(at_bound.len(), MAX_LINE_BYTES);
+        let input = format!("{at_bound}\n");
+        let (crate_input, mut crate_read) = tokio::io::duplex(1 << 16);
+        let (answers, mut answered) = mpsc::unbounded_channel();
+        let filtering = tokio::spawn(filter(
+            std::io::Cursor::new(input.into_bytes()),
+            crate_input,
+            answers,
+        ));
+        let mut passed = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut crate_read, &mut passed)
+            .await
+            .unwrap();
+        filtering.await.unwrap();
+        assert_eq!(passed.len(), MAX_LINE_BYTES + 1, "the line and its newline");
+        assert!(answered.recv().await.is_none());
+
         let long = "x".repeat(MAX_LINE_BYTES + 1);
         let input = format!("{long}\n{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}}\n");
         let (crate_input, mut crate_read) = tokio::io::duplex(1 << 16);
