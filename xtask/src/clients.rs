@@ -1,7 +1,9 @@
 //! `cargo xtask clients`: the official clients of the protocols this project speaks,
 //! from PyPI, in one virtual environment of their own, so the tests check the wire
 //! against code this project did not write: the Agent Client Protocol's Python SDK
-//! (`agent-client-protocol`, imported as `acp`) for `shiitake acp`. Each package is
+//! (`agent-client-protocol`, imported as `acp`) for `shiitake acp`, the MCP Python SDK
+//! (`mcp`) for an Agent's MCP endpoint, and the A2A Python SDK (`a2a-sdk`, imported as
+//! `a2a`) for its A2A endpoint. Each package is
 //! pinned; the environment is made once under `~/.cache/shiitake/clients/` (or
 //! `$SHIITAKE_CACHE_DIR/clients/`) and reused while it has them. Prints its Python.
 
@@ -11,7 +13,11 @@ use std::process::Command;
 use crate::util::run_checked;
 
 /// The packages, pinned, and the module each is imported as.
-const PACKAGES: &[(&str, &str)] = &[("agent-client-protocol==0.12.1", "acp")];
+const PACKAGES: &[(&str, &str)] = &[
+    ("agent-client-protocol==0.12.1", "acp"),
+    ("mcp==2.3.0", "mcp"),
+    ("a2a-sdk==1.3.0", "a2a"),
+];
 
 /// The variable the tests read the environment's Python from.
 pub const ENV_VAR: &str = "SHIITAKE_CLIENTS_PYTHON";
@@ -19,7 +25,7 @@ pub const ENV_VAR: &str = "SHIITAKE_CLIENTS_PYTHON";
 const USAGE: &str = "usage: cargo xtask clients
 
   makes (or reuses) a Python virtual environment with the protocols' official
-  clients from PyPI (the ACP SDK) and prints its python";
+  clients from PyPI (the ACP, MCP and A2A SDKs) and prints its python";
 
 /// Runs the subcommand.
 pub fn run(args: &[String]) -> Result<(), String> {

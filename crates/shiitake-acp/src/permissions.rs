@@ -13,22 +13,13 @@ use agent_client_protocol::{
     RequestPermissionRequest, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use shiitake_ext_approval::contract::{AnswerApproval, ApprovalContract, ApprovalView, Decision};
-use shiitake_protocol::extension::{ExtensionViewV0, bind_session_extension, view};
+use shiitake_protocol::extension::bind_session_extension;
 use shiitake_protocol::message::{AssistantContent, Message};
 use shiitake_protocol::{SessionApi, SessionExtensionSlots};
 
 use crate::editor::Editor;
 
-/// The approvals waiting in a Session's extension slots, oldest first (none when the
-/// approval extension is absent, stopped or unreadable).
-pub(crate) fn waiting(slots: &SessionExtensionSlots) -> Vec<ApprovalView> {
-    match view::<ApprovalContract>(slots) {
-        Ok(ExtensionViewV0::Running {
-            value: Some(projection),
-        }) => projection.approvals,
-        _ => Vec::new(),
-    }
-}
+pub(crate) use shiitake_ext_approval::contract::waiting_approvals as waiting;
 
 /// The options an editor offers, as ACP names them, and the decision each is.
 const OPTIONS: [(&str, &str, PermissionOptionKind, Decision); 3] = [

@@ -143,6 +143,27 @@ impl Decision {
         }
     }
 
+    /// The decision a person's reply in words names: a wire word or a label
+    /// (`allow_once`, `Allow for this Session`), or `allow`/`yes` (once) and
+    /// `deny`/`no`/`reject`, in any case; `None` for anything else.
+    pub fn from_reply(reply: &str) -> Option<Self> {
+        let reply = reply
+            .trim()
+            .trim_end_matches(['.', '!'])
+            .to_ascii_lowercase();
+        if let Some(decision) = Self::ALL.into_iter().find(|decision| {
+            reply == decision.as_str() || reply == decision.label().to_ascii_lowercase()
+        }) {
+            return Some(decision);
+        }
+        match reply.as_str() {
+            "allow" | "yes" | "y" | "approve" | "ok" => Some(Self::AllowOnce),
+            "always" | "allow always" | "allow session" => Some(Self::AllowSession),
+            "no" | "n" | "reject" => Some(Self::Deny),
+            _ => None,
+        }
+    }
+
     /// Every decision, in the order a person is offered them.
     pub const ALL: [Decision; 3] = [Self::AllowOnce, Self::AllowSession, Self::Deny];
 }
@@ -187,6 +208,17 @@ impl ApprovalView {
         let head = format!("approve {}? ", self.tool);
         let room = MAX_ROW_CHARS.saturating_sub(head.chars().count());
         format!("{head}{}", preview::one_line(&self.arguments, room))
+    }
+}
+
+/// The approvals waiting in a Session's extension slots, oldest first (none when the
+/// approval extension is absent, stopped or unreadable).
+pub fn waiting_approvals(slots: &shiitake_protocol::SessionExtensionSlots) -> Vec<ApprovalView> {
+    match shiitake_protocol::extension::view::<ApprovalContract>(slots) {
+        Ok(shiitake_protocol::extension::ExtensionViewV0::Running {
+            value: Some(projection),
+        }) => projection.approvals,
+        _ => Vec::new(),
     }
 }
 

@@ -29,6 +29,7 @@
 
 pub mod contract;
 mod labels;
+pub mod reply;
 pub mod validate;
 
 #[cfg(feature = "runtime")]

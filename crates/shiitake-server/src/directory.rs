@@ -72,7 +72,7 @@ impl<D: AgentDirectoryApi> Directory<D> {
     fn router(&self, name: &AgentName, agent: Arc<D::Agent>) -> Router {
         let mut routers = self.routers.lock().unwrap_or_else(PoisonError::into_inner);
         routers.get_or_build(name, agent, |agent| {
-            crate::agent_routes(agent, self.keep_alive, self.subscribers.clone())
+            crate::agent_routes(agent, Some(name), self.keep_alive, self.subscribers.clone())
         })
     }
 
@@ -198,6 +198,15 @@ async fn forward(
     path: Option<String>,
 ) -> Result<Response, ShiitakeError> {
     let (mut parts, body) = request.into_parts();
+    // The path as the client sent it, for what must name it back (an A2A card's URL).
+    if parts
+        .extensions
+        .get::<axum::extract::OriginalUri>()
+        .is_none()
+    {
+        let original = axum::extract::OriginalUri(parts.uri.clone());
+        parts.extensions.insert(original);
+    }
     if let Some(path) = path {
         let path_and_query = match parts.uri.query() {
             Some(query) => format!("{path}?{query}"),

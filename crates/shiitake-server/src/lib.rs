@@ -180,9 +180,12 @@ impl ServerConfig {
 ///
 /// The one Agent is the operator's: a tenant caller (of credentials that know
 /// tenants) finds no route here, only through [`directory_router`].
-pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Router {
+pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Router
+where
+    A::Session: Send + Sync + 'static,
+{
     let subscribers = limits::Subscribers::new(config.max_subscribers);
-    let mut app = agent_routes(agent.clone(), config.keep_alive, subscribers);
+    let mut app = agent_routes(agent.clone(), None, config.keep_alive, subscribers);
     if let Some(bridge) = config.browser.clone() {
         app = app.merge(browser_routes(agent, bridge, config.keep_alive));
     }
@@ -194,11 +197,17 @@ pub fn router<A: AgentApi + 'static>(agent: Arc<A>, config: ServerConfig) -> Rou
 
 /// One Agent's `/v1` routes without authentication, for [`router`] and
 /// [`directory_router`]; `subscribers` bounds the event streams of every Agent served.
+/// `name` is the Agent's directory name (its A2A card's), if it has one.
 pub(crate) fn agent_routes<A: AgentApi + 'static>(
     agent: Arc<A>,
+    name: Option<&shiitake_protocol::AgentName>,
     keep_alive: Duration,
     subscribers: limits::Subscribers,
-) -> Router {
+) -> Router
+where
+    A::Session: Send + Sync + 'static,
+{
+    let interop = interop_routes(agent.clone(), name, keep_alive);
     let shared = Arc::new(routes::Shared {
         agent,
         keep_alive,
@@ -244,6 +253,27 @@ pub(crate) fn agent_routes<A: AgentApi + 'static>(
         )
         .fallback(error::no_route)
         .with_state(shared)
+        .merge(interop)
+}
+
+/// The Agent's endpoints for other agents and hosts (`docs/interop.md`): MCP at
+/// `/v1/mcp` (and `/mcp`), A2A at `/v1/a2a` with its card.
+fn interop_routes<A: AgentApi + 'static>(
+    agent: Arc<A>,
+    name: Option<&shiitake_protocol::AgentName>,
+    keep_alive: Duration,
+) -> Router
+where
+    A::Session: Send + Sync + 'static,
+{
+    let identity = shiitake_interop::a2a::AgentIdentity {
+        name: name.map_or_else(|| "shiitake".to_owned(), ToString::to_string),
+        description: "A Shiitake agent: give it work in words; it runs it with its tools \
+            and answers, asking when it needs a person."
+            .to_owned(),
+    };
+    shiitake_interop::mcp::router(agent.clone(), MAX_BODY_BYTES)
+        .merge(shiitake_interop::a2a::router(agent, identity, keep_alive))
 }
 
 /// What every server shares around its routes, outermost last: the browser, login

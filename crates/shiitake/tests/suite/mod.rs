@@ -9,6 +9,7 @@ mod chat_shows_what_happened;
 mod footer_rows;
 mod kill_and_restart;
 mod log_colour;
+mod mcp_server;
 mod real_local_model;
 mod scripted_place;
 mod serve_commands;
