@@ -77,6 +77,27 @@ impl Needed {
         }
     }
 
+    /// What a form for it says above its fields: the questions, or the call with where
+    /// it runs and why the host asks.
+    pub fn form_message(&self) -> String {
+        match self {
+            Self::Ask(ask) => ask
+                .questions
+                .iter()
+                .map(|question| question.tagged())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Self::Approval(approval) => {
+                let mut said = approval.line();
+                if !approval.facts.is_empty() {
+                    said.push_str(&format!("\n{}", approval.facts_line()));
+                }
+                said.push_str(&format!("\n{}", approval.why));
+                said
+            }
+        }
+    }
+
     /// The fields a form for it has: one string per question (`q1`, `q2`, ...) whose
     /// options are its labels, or the one `decision` of an approval; each as
     /// `(name, title, description, allowed values)`.
@@ -252,5 +273,8 @@ mod tests {
         let text = Needed::Approval(approval()).text();
         assert!(text.starts_with("approve files__edit?"), "{text}");
         assert!(text.ends_with("Reply with one of: allow_once, allow_session, deny."));
+        let form = Needed::Approval(approval()).form_message();
+        assert!(form.ends_with("\nthe host asks"), "{form}");
+        assert_eq!(Needed::Ask(ask()).form_message(), "[Store] Which database?");
     }
 }

@@ -505,7 +505,7 @@ fn elicitation(
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": needed.text(),
+            "message": needed.form_message(),
             "requestedSchema": {"type": "object", "properties": properties, "required": required},
         }
     });

@@ -432,3 +432,39 @@ fn on_a_hub_a_tenant_reaches_only_its_own_agent_over_mcp() {
         "{answer}"
     );
 }
+
+/// Work given without waiting is followed, queued work taken back, running work
+/// stopped: `prompt` with `wait: false` answers `queued`, a `wait` shorter than the run
+/// answers `running`, `cancel` takes back a prompt queued behind it, `abort` stops the
+/// run, whose `wait` then answers how it ended.
+#[test]
+fn work_is_queued_followed_cancelled_and_aborted() {
+    let turns = json!({"model": "scripted", "turns": [
+        {"steps": [{"text": "Thinking it over"}, {"delay_ms": 30000}, {"text": " never"}]}
+    ]});
+    let Some(scene) = Scene::start(&turns) else {
+        return;
+    };
+    let lines = scene.client(&["stop", "Think long."]);
+    let results = results(&lines);
+    let status = |n: usize| results[n]["structuredContent"]["status"].as_str().unwrap_or("");
+    assert_eq!(status(0), "queued", "{lines:?}");
+    assert_eq!(status(1), "running", "{lines:?}");
+    assert!(
+        results[1]["content"][0]["text"].as_str().unwrap().contains("call `wait`"),
+        "{lines:?}"
+    );
+    assert_eq!(status(2), "queued", "{lines:?}");
+    // Without a key, a second prompt is its own command.
+    assert_ne!(
+        results[2]["structuredContent"]["commandId"],
+        results[0]["structuredContent"]["commandId"]
+    );
+    let sessions = &results[3]["structuredContent"]["sessions"];
+    assert_eq!(sessions.as_array().unwrap().len(), 1, "{sessions}");
+    // The wire's cancel outcome: `accepted` (it was still waiting), not `too_late`.
+    assert_eq!(results[4]["structuredContent"]["status"], "accepted", "{lines:?}");
+    assert_eq!(results[5]["structuredContent"]["aborted"], true, "{lines:?}");
+    let ended = status(6);
+    assert!(ended == "cancelled" || ended == "interrupted", "{lines:?}");
+}

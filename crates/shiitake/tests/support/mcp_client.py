@@ -17,6 +17,9 @@ Run by the `mcp_server` tests with the Python of `cargo xtask clients`:
         an unknown tool, wrong arguments, an id past its bound, an unknown Session
     python mcp_client.py URL TOKEN wait SESSION COMMAND
         calls `wait` on a run started before
+    python mcp_client.py URL TOKEN stop TEXT
+        `prompt` TEXT without waiting, `wait` one second (still running), a second
+        prompt queued behind it and `cancel`led, `abort` the first, `wait` it to its end
     python mcp_client.py URL TOKEN reach
         lists the tools, printing {"reached": true} or {"refused": why}
 
@@ -85,6 +88,24 @@ async def main(url, token, mode, *args):
         async with client(url, token) as c:
             result = await c.call_tool("wait", {"sessionId": session, "commandId": command})
             emit(result=dump(result))
+    elif mode == "stop":
+        (text,) = args
+        async with client(url, token) as c:
+            first = await c.call_tool("prompt", {"text": text, "wait": False})
+            emit(result=dump(first))
+            run = first.structured_content
+            session = run["sessionId"]
+            calls = [
+                ("wait", {"sessionId": session, "commandId": run["commandId"], "timeoutSeconds": 1}),
+                ("prompt", {"text": "And then?", "sessionId": session, "wait": False}),
+            ]
+            for name, arguments in calls:
+                emit(result=dump(await c.call_tool(name, arguments)))
+            emit(result=dump(await c.call_tool("list_sessions", {})))
+            second = (await c.call_tool("prompt", {"text": "And then?", "sessionId": session, "wait": False})).structured_content
+            emit(result=dump(await c.call_tool("cancel", {"sessionId": session, "commandId": second["commandId"]})))
+            emit(result=dump(await c.call_tool("abort", {"sessionId": session})))
+            emit(result=dump(await c.call_tool("wait", {"sessionId": session, "commandId": run["commandId"]})))
     elif mode == "reach":
         try:
             async with client(url, token) as c:

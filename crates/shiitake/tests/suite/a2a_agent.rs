@@ -1,0 +1,369 @@
+//! `serve` as an A2A agent, driven by an agent this project did not write: the official
+//! A2A Python SDK (`a2a-sdk` from PyPI, `cargo xtask clients`), its card resolver and
+//! JSON-RPC client with a bearer token, against a scripted model. A streamed task
+//! reaches its answer; a question ends the stream input-required and the next message
+//! of that task answers it; a cancelled task is cancelled; a task whose `serve` is
+//! killed and restarted is subscribed to from a new process and every answer arrives
+//! exactly once; mistakes get JSON-RPC errors with HTTP 200.
+//!
+//! Without the clients' Python (`SHIITAKE_CLIENTS_PYTHON`) the tests print a `SKIPPED`
+//! line, or fail when `SHIITAKE_REQUIRE_SERVICES=1`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shiitake_test_services::Service;
+
+use crate::support::{Serve, free_port, script, wait_with_timeout};
+
+/// One test's scene: the clients' Python, a workspace with `notes.txt`, and a `serve`
+/// on it playing a scripted model.
+struct Scene {
+    python: PathBuf,
+    dir: tempfile::TempDir,
+    workspace: PathBuf,
+    port: u16,
+    model: String,
+    serve: Serve,
+}
+
+impl Scene {
+    /// The scene with a model playing `turns`; `None` after the skip line when the
+    /// clients' Python is missing.
+    fn start(turns: &Value) -> Option<Self> {
+        let python = Service::clients_python()?;
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
+        let model = script(dir.path(), turns);
+        let port = free_port();
+        let serve = Serve::start(&dir.path().join("data"), &workspace, port, Some(&model));
+        Some(Self {
+            python,
+            dir,
+            workspace,
+            port,
+            model,
+            serve,
+        })
+    }
+
+    /// The SDK's client in `mode` (with its arguments) against this scene's `serve`:
+    /// the JSON lines it printed.
+    fn client(&self, mode: &[&str]) -> Vec<Value> {
+        let token = std::fs::read_to_string(self.serve.data_dir.join("token")).unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/a2a_client.py");
+        let child = Command::new(&self.python)
+            .arg(script)
+            .arg(&self.serve.url)
+            .arg(token.trim())
+            .args(mode)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let output = wait_with_timeout(child, Duration::from_secs(120));
+        let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "the client failed: {printed}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        printed
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+            .collect()
+    }
+
+    /// `serve` killed with SIGKILL and started again on the same data directory.
+    fn restart(&mut self) {
+        self.serve.kill();
+        self.serve = Serve::start(
+            &self.dir.path().join("data"),
+            &self.workspace,
+            self.port,
+            Some(&self.model),
+        );
+    }
+}
+
+/// The events among `lines`, up to the first end of a stream after `from`.
+fn events(lines: &[Value], from: usize) -> Vec<&Value> {
+    lines[from..]
+        .iter()
+        .take_while(|line| line.get("end").is_none())
+        .filter_map(|line| line.get("event"))
+        .collect()
+}
+
+/// The state an event puts its task in, if it says one.
+fn state(event: &Value) -> Option<&str> {
+    event
+        .get("task")
+        .or_else(|| event.get("statusUpdate"))
+        .and_then(|it| it["status"]["state"].as_str())
+}
+
+/// The words of a message (its text parts run together).
+fn words(message: &Value) -> String {
+    message["parts"]
+        .as_array()
+        .map(|parts| parts.iter().filter_map(|part| part["text"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// The words of a status update's message, if it has one.
+fn said(event: &Value) -> Option<String> {
+    let message = event.get("statusUpdate")?.get("status")?.get("message")?;
+    Some(words(message))
+}
+
+/// What `events` show, in order: each state change or message as `STATE` or
+/// `STATE: words`, each artifact as `artifact: words`.
+fn story(events: &[&Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|event| {
+            if let Some(artifact) = event.get("artifactUpdate") {
+                return format!("artifact: {}", words(&artifact["artifact"]));
+            }
+            let state = state(event).unwrap_or("?");
+            match said(event) {
+                Some(words) => format!("{state}: {words}"),
+                None if event.get("task").is_some() => format!("task {state}"),
+                None => state.to_owned(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_client_reads_the_card_and_streams_a_task_to_its_answer() {
+    let turns = json!({"model": "scripted", "turns": [
+        {"steps": [{"text": "Hello from Shiitake."}]},
+        {"steps": [{"text": "Second answer."}]}
+    ]});
+    let Some(scene) = Scene::start(&turns) else {
+        return;
+    };
+    let lines = scene.client(&["stream", "Say hello.", "Say it again."]);
+    let card = &lines[0]["card"];
+    assert_eq!(card["name"], "shiitake", "{card}");
+    assert_eq!(
+        card["supportedInterfaces"],
+        json!([{"url": format!("{}/v1/a2a", scene.serve.url), "protocolBinding": "JSONRPC",
+            "protocolVersion": "1.0"}])
+    );
+    assert_eq!(card["capabilities"]["streaming"], true, "{card}");
+    assert_eq!(card["skills"][0]["id"], "work", "{card}");
+
+    let streamed = events(&lines, 1);
+    let told = story(&streamed);
+    // The task first (queued or already running), then what the run said, its answer
+    // and its end; the stream closed there.
+    assert!(
+        matches!(told[0].as_str(), "task TASK_STATE_SUBMITTED" | "task TASK_STATE_WORKING"),
+        "{told:?}"
+    );
+    let tail: Vec<&str> = told
+        .iter()
+        .map(String::as_str)
+        .skip_while(|step| !step.contains("Hello from Shiitake."))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "TASK_STATE_WORKING: Hello from Shiitake.",
+            "artifact: Hello from Shiitake.",
+            "TASK_STATE_COMPLETED: Hello from Shiitake.",
+        ],
+        "{told:?}"
+    );
+    assert!(told.iter().any(|step| step == "TASK_STATE_WORKING" || step == "task TASK_STATE_WORKING"));
+    let first = &streamed[0]["task"];
+    let (task, context) = (first["id"].as_str().unwrap(), first["contextId"].as_str().unwrap());
+    assert!(context.starts_with("ses_"), "{context}");
+    assert_eq!(words(&first["history"][0]), "Say hello.", "{first}");
+
+    // A blocking send in the same context waits for its answer: a new task, same Session.
+    let blocked = &lines.iter().find_map(|line| line.get("blocked")).unwrap()["task"];
+    assert_eq!(blocked["contextId"], context, "{blocked}");
+    assert_ne!(blocked["id"], task);
+    assert_eq!(blocked["status"]["state"], "TASK_STATE_COMPLETED", "{blocked}");
+    assert_eq!(words(&blocked["artifacts"][0]), "Second answer.");
+
+    // GetTask of the first task: its prompt and answer as history.
+    let got = lines.iter().find_map(|line| line.get("got")).unwrap();
+    assert_eq!(got["id"], task);
+    assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
+    let history: Vec<(&str, String)> = got["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| (message["role"].as_str().unwrap(), words(message)))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            ("ROLE_USER", "Say hello.".to_owned()),
+            ("ROLE_AGENT", "Hello from Shiitake.".to_owned())
+        ]
+    );
+}
+
+#[test]
+fn a_question_ends_the_stream_input_required_and_the_next_message_answers_it() {
+    let turns = json!({"model": "scripted", "turns": [
+        {"steps": [{"tool_call": {"name": "question__ask", "arguments": {"questions": [
+            {"header": "Store", "question": "Which database?", "options": [
+                {"label": "SQLite"}, {"label": "PostgreSQL"}]}]}}}]},
+        {"steps": [{"text": "Noted."}]}
+    ]});
+    let Some(scene) = Scene::start(&turns) else {
+        return;
+    };
+    let lines = scene.client(&["question", "Pick a store.", "2"]);
+    let asked = events(&lines, 1);
+    let last = asked.last().unwrap();
+    assert_eq!(state(last), Some("TASK_STATE_INPUT_REQUIRED"), "{lines:?}");
+    let question = said(last).unwrap();
+    assert!(
+        question.contains("Which database?\n  1) SQLite\n  2) PostgreSQL\n"),
+        "{question:?}"
+    );
+    let task = last["statusUpdate"]["taskId"].as_str().unwrap();
+    let context = last["statusUpdate"]["contextId"].as_str().unwrap();
+
+    let second = lines.iter().position(|line| line.get("end").is_some()).unwrap() + 1;
+    let answered = events(&lines, second);
+    let told = story(&answered);
+    assert_eq!(
+        told[told.len() - 2..],
+        ["artifact: Noted.", "TASK_STATE_COMPLETED: Noted."],
+        "{told:?}"
+    );
+    // The same task went on.
+    for event in &answered {
+        let update = event
+            .get("statusUpdate")
+            .or_else(|| event.get("artifactUpdate"));
+        let id = update.map_or_else(|| &event["task"]["id"], |update| &update["taskId"]);
+        assert_eq!(id, task, "{event}");
+    }
+    // The reply "2" picked the second option.
+    let transcript = scene.serve.watch_until_idle(context);
+    assert!(transcript.contains("PostgreSQL"), "{transcript}");
+}
+
+#[test]
+fn a_cancelled_task_is_canceled_and_cannot_be_cancelled_again() {
+    let turns = json!({"model": "scripted", "turns": [
+        {"steps": [{"text": "Starting."}, {"delay_ms": 30000}, {"text": " never"}]}
+    ]});
+    let Some(scene) = Scene::start(&turns) else {
+        return;
+    };
+    let lines = scene.client(&["cancel", "Think long."]);
+    let submitted = &lines.iter().find_map(|line| line.get("submitted")).unwrap()["task"];
+    assert!(
+        matches!(
+            submitted["status"]["state"].as_str(),
+            Some("TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING")
+        ),
+        "{submitted}"
+    );
+    let got = lines.iter().find_map(|line| line.get("got")).unwrap();
+    assert_eq!(got["status"]["state"], "TASK_STATE_WORKING", "{got}");
+    let cancelled = lines.iter().find_map(|line| line.get("cancelled")).unwrap();
+    assert_eq!(cancelled["id"], submitted["id"]);
+    assert_eq!(cancelled["status"]["state"], "TASK_STATE_CANCELED", "{cancelled}");
+    let again = lines.iter().find_map(|line| line.get("cancelled_again")).unwrap();
+    assert_eq!(again, "TaskNotCancelableError");
+}
+
+#[test]
+fn a_task_is_subscribed_to_after_a_restart_and_every_answer_arrives_once() {
+    let read = json!({"tool_call": {"name": "files__read", "arguments": {"path": "notes.txt"}}});
+    let turns = json!({"model": "scripted", "turns": [
+        {"steps": [{"text": "First."}, read]},
+        // The model call `serve` is killed under; the resumed run plays on from the next.
+        {"steps": [{"delay_ms": 5000}, {"text": "Killed before this was sent."}]},
+        {"steps": [{"text": "Second."}, read]},
+        {"steps": [{"delay_ms": 5000}, {"text": "Done."}]}
+    ]});
+    let Some(mut scene) = Scene::start(&turns) else {
+        return;
+    };
+    let lines = scene.client(&["start", "Work slowly.", "First."]);
+    let started = lines.iter().find_map(|line| line.get("started")).unwrap();
+    let task = started["task"].as_str().unwrap().to_owned();
+    scene.restart();
+
+    let lines = scene.client(&["subscribe", &task]);
+    let streamed = events(&lines, 1);
+    let first = &streamed[0]["task"];
+    assert_eq!(first["id"], task.as_str(), "{lines:?}");
+    assert!(streamed.len() > 1, "only the task came: {lines:?}");
+    let told = story(&streamed);
+    assert_eq!(told.last().unwrap(), "TASK_STATE_COMPLETED: Done.", "{told:?}");
+    // The history of the task, then the answers streamed after it: each once, in order.
+    let mut answers: Vec<String> = first["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "ROLE_AGENT")
+        .map(words)
+        .collect();
+    answers.extend(
+        streamed[1..]
+            .iter()
+            .filter(|event| state(event) == Some("TASK_STATE_WORKING"))
+            .filter_map(|event| said(event)),
+    );
+    assert_eq!(answers, ["First.", "Second.", "Done."], "{told:?} {first}");
+}
+
+#[test]
+fn mistakes_get_json_rpc_errors_with_http_200() {
+    let turns = json!({"model": "scripted", "turns": [{"steps": [{"text": "Fine."}]}]});
+    let Some(scene) = Scene::start(&turns) else {
+        return;
+    };
+    let lines = scene.client(&["raw"]);
+    let root = lines.iter().find_map(|line| line.get("root_card")).unwrap();
+    assert_eq!(
+        root["supportedInterfaces"][0]["url"],
+        format!("{}/v1/a2a", scene.serve.url)
+    );
+    let answers: Vec<(&str, &Value)> = lines
+        .iter()
+        .filter_map(|line| line.get("raw"))
+        .map(|raw| (raw["case"].as_str().unwrap(), raw))
+        .collect();
+    let expected = [
+        ("malformed", -32700),
+        ("batch", -32600),
+        ("unknown_method", -32601),
+        ("bad_params", -32602),
+        ("unknown_task", -32001),
+        ("not_a_task_id", -32001),
+        ("unknown_context", -32602),
+        ("huge", -32600),
+    ];
+    assert_eq!(answers.len(), expected.len(), "{lines:?}");
+    for ((case, raw), (expected_case, code)) in answers.iter().zip(expected) {
+        assert_eq!(*case, expected_case);
+        assert_eq!(raw["status"], 200, "{raw}");
+        assert_eq!(raw["body"]["jsonrpc"], "2.0", "{raw}");
+        assert_eq!(raw["body"]["error"]["code"], code, "{raw}");
+    }
+    let unknown_method = answers[2].1;
+    assert_eq!(unknown_method["body"]["id"], 1);
+    let sdk = lines.iter().find_map(|line| line.get("sdk_error")).unwrap();
+    assert_eq!(sdk, "TaskNotFoundError");
+}
