@@ -335,6 +335,23 @@ contract_commands!(ApprovalContract {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_reply_in_words_names_a_decision_or_none() {
+        for (reply, decision) in [
+            ("allow_once", Decision::AllowOnce),
+            ("Allow for this Session", Decision::AllowSession),
+            (" yes ", Decision::AllowOnce),
+            ("DENY.", Decision::Deny),
+            ("no", Decision::Deny),
+            ("always", Decision::AllowSession),
+        ] {
+            assert_eq!(Decision::from_reply(reply), Some(decision), "{reply:?}");
+        }
+        for reply in ["", "maybe", "allow once please", "yess"] {
+            assert_eq!(Decision::from_reply(reply), None, "{reply:?}");
+        }
+    }
+
     fn id() -> ExtensionId {
         ExtensionId::new(EXTENSION_ID).unwrap_or_else(|error| panic!("{error}"))
     }
