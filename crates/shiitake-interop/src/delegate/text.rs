@@ -1,23 +1,15 @@
 //! A run's messages in words, for protocols that carry text: its answers, and one
 //! line per committed message for progress.
 
-use shiitake_protocol::message::{AssistantContent, Message};
+use shiitake_protocol::message::Message;
 
 /// The visible text of an assistant message (thinking and tool calls left out);
 /// `None` for any other message.
 pub fn assistant_text(message: &Message) -> Option<String> {
-    let Message::Assistant(assistant) = message else {
-        return None;
-    };
-    let text: Vec<&str> = assistant
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            AssistantContent::Text(text) => Some(text.text.as_str()),
-            _ => None,
-        })
-        .collect();
-    Some(text.join(""))
+    match message {
+        Message::Assistant(assistant) => Some(assistant.text()),
+        _ => None,
+    }
 }
 
 /// Longest progress line, in characters.
@@ -30,12 +22,8 @@ pub fn message_line(message: &Message) -> String {
         Message::User(_) => "prompt accepted".to_owned(),
         Message::Assistant(assistant) => {
             let calls: Vec<&str> = assistant
-                .content
-                .iter()
-                .filter_map(|block| match block {
-                    AssistantContent::ToolCall(call) => Some(call.name.as_str()),
-                    _ => None,
-                })
+                .tool_calls()
+                .map(|call| call.name.as_str())
                 .collect();
             if calls.is_empty() {
                 assistant_text(message).unwrap_or_default()

@@ -64,7 +64,11 @@ where
                     return Ok(refusal(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message));
                 };
                 if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
-                    return Ok(refusal(StatusCode::BAD_REQUEST, -32700, "Parse error: the body is not JSON"));
+                    return Ok(refusal(
+                        StatusCode::BAD_REQUEST,
+                        -32700,
+                        "Parse error: the body is not JSON",
+                    ));
                 }
                 Request::from_parts(parts, Body::from(bytes))
             } else {

@@ -4,7 +4,8 @@
 //! reaches its answer; a question ends the stream input-required and the next message
 //! of that task answers it; a cancelled task is cancelled; a task whose `serve` is
 //! killed and restarted is subscribed to from a new process and every answer arrives
-//! exactly once; mistakes get JSON-RPC errors with HTTP 200.
+//! exactly once; mistakes get JSON-RPC errors with HTTP 200, and a retried send starts
+//! nothing new.
 //!
 //! Without the clients' Python (`SHIITAKE_CLIENTS_PYTHON`) the tests print a `SKIPPED`
 //! line, or fail when `SHIITAKE_REQUIRE_SERVICES=1`.
@@ -113,14 +114,30 @@ fn state(event: &Value) -> Option<&str> {
 fn words(message: &Value) -> String {
     message["parts"]
         .as_array()
-        .map(|parts| parts.iter().filter_map(|part| part["text"].as_str()).collect())
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
-/// The words of a status update's message, if it has one.
+/// The words of the status message of a task or a status update, if it has one.
 fn said(event: &Value) -> Option<String> {
-    let message = event.get("statusUpdate")?.get("status")?.get("message")?;
-    Some(words(message))
+    let it = event.get("statusUpdate").or_else(|| event.get("task"))?;
+    Some(words(it.get("status")?.get("message")?))
+}
+
+/// The task an event is about.
+fn task_of(event: &Value) -> &Value {
+    match event.get("task") {
+        Some(task) => &task["id"],
+        None => event
+            .get("statusUpdate")
+            .or_else(|| event.get("artifactUpdate"))
+            .map_or(&Value::Null, |update| &update["taskId"]),
+    }
 }
 
 /// What `events` show, in order: each state change or message as `STATE` or
@@ -145,7 +162,8 @@ fn story(events: &[&Value]) -> Vec<String> {
 #[test]
 fn a_client_reads_the_card_and_streams_a_task_to_its_answer() {
     let turns = json!({"model": "scripted", "turns": [
-        {"steps": [{"text": "Hello from Shiitake."}]},
+        // A moment before the answer: the stream starts before the run ends.
+        {"steps": [{"delay_ms": 500}, {"text": "Hello from Shiitake."}]},
         {"steps": [{"text": "Second answer."}]}
     ]});
     let Some(scene) = Scene::start(&turns) else {
@@ -153,7 +171,7 @@ fn a_client_reads_the_card_and_streams_a_task_to_its_answer() {
     };
     let lines = scene.client(&["stream", "Say hello.", "Say it again."]);
     let card = &lines[0]["card"];
-    assert_eq!(card["name"], "shiitake", "{card}");
+    assert_eq!(card["name"], "main", "{card}");
     assert_eq!(
         card["supportedInterfaces"],
         json!([{"url": format!("{}/v1/a2a", scene.serve.url), "protocolBinding": "JSONRPC",
@@ -167,7 +185,10 @@ fn a_client_reads_the_card_and_streams_a_task_to_its_answer() {
     // The task first (queued or already running), then what the run said, its answer
     // and its end; the stream closed there.
     assert!(
-        matches!(told[0].as_str(), "task TASK_STATE_SUBMITTED" | "task TASK_STATE_WORKING"),
+        matches!(
+            told[0].as_str(),
+            "task TASK_STATE_SUBMITTED" | "task TASK_STATE_WORKING"
+        ),
         "{told:?}"
     );
     let tail: Vec<&str> = told
@@ -184,9 +205,15 @@ fn a_client_reads_the_card_and_streams_a_task_to_its_answer() {
         ],
         "{told:?}"
     );
-    assert!(told.iter().any(|step| step == "TASK_STATE_WORKING" || step == "task TASK_STATE_WORKING"));
+    assert!(
+        told.iter()
+            .any(|step| step == "TASK_STATE_WORKING" || step == "task TASK_STATE_WORKING")
+    );
     let first = &streamed[0]["task"];
-    let (task, context) = (first["id"].as_str().unwrap(), first["contextId"].as_str().unwrap());
+    let (task, context) = (
+        first["id"].as_str().unwrap(),
+        first["contextId"].as_str().unwrap(),
+    );
     assert!(context.starts_with("ses_"), "{context}");
     assert_eq!(words(&first["history"][0]), "Say hello.", "{first}");
 
@@ -194,7 +221,10 @@ fn a_client_reads_the_card_and_streams_a_task_to_its_answer() {
     let blocked = &lines.iter().find_map(|line| line.get("blocked")).unwrap()["task"];
     assert_eq!(blocked["contextId"], context, "{blocked}");
     assert_ne!(blocked["id"], task);
-    assert_eq!(blocked["status"]["state"], "TASK_STATE_COMPLETED", "{blocked}");
+    assert_eq!(
+        blocked["status"]["state"], "TASK_STATE_COMPLETED",
+        "{blocked}"
+    );
     assert_eq!(words(&blocked["artifacts"][0]), "Second answer.");
 
     // GetTask of the first task: its prompt and answer as history.
@@ -222,7 +252,7 @@ fn a_question_ends_the_stream_input_required_and_the_next_message_answers_it() {
         {"steps": [{"tool_call": {"name": "question__ask", "arguments": {"questions": [
             {"header": "Store", "question": "Which database?", "options": [
                 {"label": "SQLite"}, {"label": "PostgreSQL"}]}]}}}]},
-        {"steps": [{"text": "Noted."}]}
+        {"steps": [{"delay_ms": 500}, {"text": "Noted."}]}
     ]});
     let Some(scene) = Scene::start(&turns) else {
         return;
@@ -236,10 +266,18 @@ fn a_question_ends_the_stream_input_required_and_the_next_message_answers_it() {
         question.contains("Which database?\n  1) SQLite\n  2) PostgreSQL\n"),
         "{question:?}"
     );
-    let task = last["statusUpdate"]["taskId"].as_str().unwrap();
-    let context = last["statusUpdate"]["contextId"].as_str().unwrap();
+    let task = task_of(last).as_str().unwrap();
+    let context = last
+        .get("statusUpdate")
+        .or_else(|| last.get("task"))
+        .and_then(|it| it["contextId"].as_str())
+        .unwrap();
 
-    let second = lines.iter().position(|line| line.get("end").is_some()).unwrap() + 1;
+    let second = lines
+        .iter()
+        .position(|line| line.get("end").is_some())
+        .unwrap()
+        + 1;
     let answered = events(&lines, second);
     let told = story(&answered);
     assert_eq!(
@@ -249,11 +287,7 @@ fn a_question_ends_the_stream_input_required_and_the_next_message_answers_it() {
     );
     // The same task went on.
     for event in &answered {
-        let update = event
-            .get("statusUpdate")
-            .or_else(|| event.get("artifactUpdate"));
-        let id = update.map_or_else(|| &event["task"]["id"], |update| &update["taskId"]);
-        assert_eq!(id, task, "{event}");
+        assert_eq!(task_of(event), task, "{event}");
     }
     // The reply "2" picked the second option.
     let transcript = scene.serve.watch_until_idle(context);
@@ -281,8 +315,14 @@ fn a_cancelled_task_is_canceled_and_cannot_be_cancelled_again() {
     assert_eq!(got["status"]["state"], "TASK_STATE_WORKING", "{got}");
     let cancelled = lines.iter().find_map(|line| line.get("cancelled")).unwrap();
     assert_eq!(cancelled["id"], submitted["id"]);
-    assert_eq!(cancelled["status"]["state"], "TASK_STATE_CANCELED", "{cancelled}");
-    let again = lines.iter().find_map(|line| line.get("cancelled_again")).unwrap();
+    assert_eq!(
+        cancelled["status"]["state"], "TASK_STATE_CANCELED",
+        "{cancelled}"
+    );
+    let again = lines
+        .iter()
+        .find_map(|line| line.get("cancelled_again"))
+        .unwrap();
     assert_eq!(again, "TaskNotCancelableError");
 }
 
@@ -300,7 +340,10 @@ fn a_task_is_subscribed_to_after_a_restart_and_every_answer_arrives_once() {
         return;
     };
     let lines = scene.client(&["start", "Work slowly.", "First."]);
-    let started = lines.iter().find_map(|line| line.get("started")).unwrap();
+    let started = lines
+        .iter()
+        .find_map(|line| line.get("started"))
+        .unwrap_or_else(|| panic!("the run never said \"First.\": {lines:?}"));
     let task = started["task"].as_str().unwrap().to_owned();
     scene.restart();
 
@@ -310,7 +353,11 @@ fn a_task_is_subscribed_to_after_a_restart_and_every_answer_arrives_once() {
     assert_eq!(first["id"], task.as_str(), "{lines:?}");
     assert!(streamed.len() > 1, "only the task came: {lines:?}");
     let told = story(&streamed);
-    assert_eq!(told.last().unwrap(), "TASK_STATE_COMPLETED: Done.", "{told:?}");
+    assert_eq!(
+        told.last().unwrap(),
+        "TASK_STATE_COMPLETED: Done.",
+        "{told:?}"
+    );
     // The history of the task, then the answers streamed after it: each once, in order.
     let mut answers: Vec<String> = first["history"]
         .as_array()
@@ -364,6 +411,15 @@ fn mistakes_get_json_rpc_errors_with_http_200() {
     }
     let unknown_method = answers[2].1;
     assert_eq!(unknown_method["body"]["id"], 1);
+    // A retried send (the same messageId) started nothing new.
+    let retried: Vec<&Value> = lines
+        .iter()
+        .filter_map(|line| line.get("retried"))
+        .map(|answer| &answer["result"]["task"]["id"])
+        .collect();
+    assert_eq!(retried.len(), 2, "{lines:?}");
+    assert!(retried[0].is_string(), "{lines:?}");
+    assert_eq!(retried[0], retried[1]);
     let sdk = lines.iter().find_map(|line| line.get("sdk_error")).unwrap();
     assert_eq!(sdk, "TaskNotFoundError");
 }

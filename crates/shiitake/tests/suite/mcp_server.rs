@@ -447,11 +447,18 @@ fn work_is_queued_followed_cancelled_and_aborted() {
     };
     let lines = scene.client(&["stop", "Think long."]);
     let results = results(&lines);
-    let status = |n: usize| results[n]["structuredContent"]["status"].as_str().unwrap_or("");
+    let status = |n: usize| {
+        results[n]["structuredContent"]["status"]
+            .as_str()
+            .unwrap_or("")
+    };
     assert_eq!(status(0), "queued", "{lines:?}");
     assert_eq!(status(1), "running", "{lines:?}");
     assert!(
-        results[1]["content"][0]["text"].as_str().unwrap().contains("call `wait`"),
+        results[1]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("call `wait`"),
         "{lines:?}"
     );
     assert_eq!(status(2), "queued", "{lines:?}");
@@ -463,8 +470,14 @@ fn work_is_queued_followed_cancelled_and_aborted() {
     let sessions = &results[3]["structuredContent"]["sessions"];
     assert_eq!(sessions.as_array().unwrap().len(), 1, "{sessions}");
     // The wire's cancel outcome: `accepted` (it was still waiting), not `too_late`.
-    assert_eq!(results[4]["structuredContent"]["status"], "accepted", "{lines:?}");
-    assert_eq!(results[5]["structuredContent"]["aborted"], true, "{lines:?}");
+    assert_eq!(
+        results[4]["structuredContent"]["status"], "accepted",
+        "{lines:?}"
+    );
+    assert_eq!(
+        results[5]["structuredContent"]["aborted"], true,
+        "{lines:?}"
+    );
     let ended = status(6);
     assert!(ended == "cancelled" || ended == "interrupted", "{lines:?}");
 }

@@ -1,5 +1,6 @@
 //! One module per capability, named for the behaviour it tests.
 
+mod a2a_agent;
 mod acp_editor;
 mod approval_chat;
 mod chat_ctrl_c;

@@ -13,12 +13,14 @@ Run by the `a2a_agent` tests with the Python of `cargo xtask clients`:
     python a2a_client.py URL TOKEN cancel TEXT
         TEXT with returnImmediately, GetTask until it works, CancelTask, CancelTask again
     python a2a_client.py URL TOKEN start TEXT UNTIL
-        TEXT as a streaming message, leaving once the agent said UNTIL
+        TEXT as a streaming message, leaving once the agent said UNTIL (in an update,
+        or in the task's history when the run said it before the stream began)
     python a2a_client.py URL TOKEN subscribe TASK
         SubscribeToTask of TASK
     python a2a_client.py URL TOKEN raw
         the default Agent's card at URL/.well-known/agent-card.json, mistakes over
-        plain HTTP, and GetTask of an unknown task through the SDK
+        plain HTTP, one message sent twice, and GetTask of an unknown task through
+        the SDK
 
 URL is the server's; the Agent's A2A endpoint is URL/v1/a2a. Prints one JSON object a
 line: {"card": …}, {"event": …} (a StreamResponse as ProtoJSON), {"end": kind}, …;
@@ -61,12 +63,19 @@ def message(text, task_id=None, context_id=None):
     )
 
 
+def words(message):
+    return "".join(part.text for part in message.parts)
+
+
 def said(event):
-    """The words of a status update's message, if any."""
-    if event.WhichOneof("payload") != "status_update":
-        return None
-    parts = event.status_update.status.message.parts
-    return "".join(part.text for part in parts) if parts else None
+    """What the agent said in an event: a status update's message, or the agent's
+    messages in a task's history."""
+    kind = event.WhichOneof("payload")
+    if kind == "status_update":
+        return [words(event.status_update.status.message)]
+    if kind == "task":
+        return [words(m) for m in event.task.history if m.role == Role.ROLE_AGENT]
+    return []
 
 
 async def stream(client, request):
@@ -125,9 +134,10 @@ async def main():
     elif mode == "start":
         async for event in streaming.send_message(message(args[0])):
             emit(event=MessageToDict(event))
-            if said(event) == args[1]:
-                update = event.status_update
-                emit(started={"task": update.task_id, "context": update.context_id})
+            if args[1] in said(event):
+                kind = event.WhichOneof("payload")
+                task = event.task.id if kind == "task" else event.status_update.task_id
+                emit(started={"task": task})
                 break
     elif mode == "subscribe":
         async for event in streaming.subscribe(SubscribeToTaskRequest(id=args[0])):
@@ -167,6 +177,14 @@ async def main():
             except ValueError:
                 answer = response.text
             emit(raw={"case": name, "status": response.status_code, "body": answer})
+        # The same message sent twice (a retry): one task.
+        retry = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {
+            "message": {"messageId": f"retry-{uuid.uuid4()}", "role": "ROLE_USER",
+                        "parts": [{"text": "Once."}]},
+            "configuration": {"returnImmediately": True}}})
+        for _ in range(2):
+            response = await http.post(base, content=retry, headers=headers)
+            emit(retried=response.json())
         try:
             await streaming.get_task(GetTaskRequest(id="ses_none.cmd_none"))
             emit(sdk_error="no error")
