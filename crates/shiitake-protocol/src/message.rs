@@ -76,6 +76,28 @@ pub enum UserContent {
     Blocks(Vec<InputContent>),
 }
 
+impl UserContent {
+    /// The text of the content: the bare string, or its text blocks joined (images
+    /// left out).
+    pub fn text(&self) -> String {
+        match self {
+            Self::Text(text) => text.clone(),
+            Self::Blocks(blocks) => input_text(blocks),
+        }
+    }
+}
+
+/// The text blocks of `blocks`, joined.
+fn input_text(blocks: &[InputContent]) -> String {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            InputContent::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A block a person or a tool can send: text or an image.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
@@ -271,6 +293,13 @@ pub struct ToolResultMessage {
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl ToolResultMessage {
+    /// What the model reads of the result in words: its text blocks, joined.
+    pub fn text(&self) -> String {
+        input_text(&self.content)
+    }
 }
 
 /// Token counts and cost of one assistant message.

@@ -12,7 +12,7 @@
 //! | cancelled | `TASK_STATE_CANCELED` |
 
 use chrono::{SecondsFormat, Utc};
-use shiitake_protocol::message::{InputContent, Message as SessionValue, UserContent};
+use shiitake_protocol::message::Message as SessionValue;
 use shiitake_protocol::{SessionMessage, TerminalOutcome};
 
 use super::state::{Phase, RunView};
@@ -103,27 +103,12 @@ fn artifacts(task: &TaskId, phase: &Phase) -> Vec<Artifact> {
     }
 }
 
-/// The words of a prompt.
-fn user_text(content: &UserContent) -> String {
-    match content {
-        UserContent::Text(text) => text.clone(),
-        UserContent::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|block| match block {
-                InputContent::Text(text) => Some(text.text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(""),
-    }
-}
-
 /// A committed message of `task`'s run as an A2A message, when it is words: a prompt
 /// (`ROLE_USER`) or an answer with text (`ROLE_AGENT`); tool calls and their results
 /// are not. Its id is the message's entry id, so history and events name it alike.
 pub fn history_message(task: &TaskId, message: &SessionMessage) -> Option<Message> {
     let (role, text) = match &message.value {
-        SessionValue::User(user) => (Role::User, user_text(&user.content)),
+        SessionValue::User(user) => (Role::User, user.content.text()),
         SessionValue::Assistant(_) => (Role::Agent, assistant_text(&message.value)?),
         SessionValue::ToolResult(_) => return None,
     };

@@ -365,35 +365,17 @@ fn role(message: &shiitake_protocol::message::Message) -> &'static str {
     }
 }
 
-/// A message in words: an answer's text, a prompt's text, a tool's line.
+/// A message in words: a prompt's text, an answer's text (or the calls it makes), a
+/// tool's name and result.
 fn message_text(message: &shiitake_protocol::message::Message) -> String {
-    use shiitake_protocol::message::{InputContent, Message, UserContent};
+    use shiitake_protocol::message::Message;
     match message {
-        Message::User(user) => match &user.content {
-            UserContent::Text(text) => text.clone(),
-            UserContent::Blocks(blocks) => blocks
-                .iter()
-                .filter_map(|block| match block {
-                    InputContent::Text(text) => Some(text.text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join(""),
-        },
+        Message::User(user) => user.content.text(),
         Message::Assistant(_) => crate::delegate::assistant_text(message)
             .filter(|text| !text.is_empty())
             .unwrap_or_else(|| message_line(message)),
         Message::ToolResult(result) => {
-            let text: String = result
-                .content
-                .iter()
-                .filter_map(|block| match block {
-                    InputContent::Text(text) => Some(text.text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("");
-            let text: String = text.chars().take(MAX_TOOL_TEXT_CHARS).collect();
+            let text: String = result.text().chars().take(MAX_TOOL_TEXT_CHARS).collect();
             format!("{}: {text}", result.tool_name)
         }
     }

@@ -12,85 +12,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use shiitake_test_services::Service;
 
-use crate::support::{Serve, free_port, script, wait_with_timeout};
+use crate::support::clients::{Scene, json_lines};
 
-/// One test's scene: the clients' Python, a workspace with `notes.txt`, and a `serve`
-/// on it playing a scripted model.
-struct Scene {
-    python: PathBuf,
-    dir: tempfile::TempDir,
-    workspace: PathBuf,
-    port: u16,
-    model: String,
-    serve: Serve,
-}
-
-impl Scene {
-    /// The scene with a model playing `turns`; `None` after the skip line when the
-    /// clients' Python is missing.
-    fn start(turns: &Value) -> Option<Self> {
-        let python = Service::clients_python()?;
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().join("workspace");
-        std::fs::create_dir_all(&workspace).unwrap();
-        std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
-        let model = script(dir.path(), turns);
-        let port = free_port();
-        let serve = Serve::start(&dir.path().join("data"), &workspace, port, Some(&model));
-        Some(Self {
-            python,
-            dir,
-            workspace,
-            port,
-            model,
-            serve,
-        })
-    }
-
-    /// The SDK's client in `mode` (with its arguments) against this scene's `serve`:
-    /// the JSON lines it printed.
-    fn client(&self, mode: &[&str]) -> Vec<Value> {
-        let token = std::fs::read_to_string(self.serve.data_dir.join("token")).unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/a2a_client.py");
-        let child = Command::new(&self.python)
-            .arg(script)
-            .arg(&self.serve.url)
-            .arg(token.trim())
-            .args(mode)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let output = wait_with_timeout(child, Duration::from_secs(120));
-        let printed = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(
-            output.status.success(),
-            "the client failed: {printed}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        printed
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
-            .collect()
-    }
-
-    /// `serve` killed with SIGKILL and started again on the same data directory.
-    fn restart(&mut self) {
-        self.serve.kill();
-        self.serve = Serve::start(
-            &self.dir.path().join("data"),
-            &self.workspace,
-            self.port,
-            Some(&self.model),
-        );
-    }
+/// The SDK's client in `mode` (with its arguments) against `scene`'s `serve`: the
+/// JSON lines it printed.
+fn client(scene: &Scene, mode: &[&str]) -> Vec<Value> {
+    let token = scene.token();
+    let args = [scene.serve.url.as_str(), token.as_str()]
+        .into_iter()
+        .chain(mode.iter().copied());
+    json_lines(
+        &scene.python,
+        "a2a_client.py",
+        args,
+        Duration::from_secs(120),
+    )
 }
 
 /// The events among `lines`, up to the first end of a stream after `from`.
@@ -169,7 +109,7 @@ fn a_client_reads_the_card_and_streams_a_task_to_its_answer() {
     let Some(scene) = Scene::start(&turns) else {
         return;
     };
-    let lines = scene.client(&["stream", "Say hello.", "Say it again."]);
+    let lines = client(&scene, &["stream", "Say hello.", "Say it again."]);
     let card = &lines[0]["card"];
     assert_eq!(card["name"], "main", "{card}");
     assert_eq!(
@@ -257,7 +197,7 @@ fn a_question_ends_the_stream_input_required_and_the_next_message_answers_it() {
     let Some(scene) = Scene::start(&turns) else {
         return;
     };
-    let lines = scene.client(&["question", "Pick a store.", "2"]);
+    let lines = client(&scene, &["question", "Pick a store.", "2"]);
     let asked = events(&lines, 1);
     let last = asked.last().unwrap();
     assert_eq!(state(last), Some("TASK_STATE_INPUT_REQUIRED"), "{lines:?}");
@@ -302,7 +242,7 @@ fn a_cancelled_task_is_canceled_and_cannot_be_cancelled_again() {
     let Some(scene) = Scene::start(&turns) else {
         return;
     };
-    let lines = scene.client(&["cancel", "Think long."]);
+    let lines = client(&scene, &["cancel", "Think long."]);
     let submitted = &lines.iter().find_map(|line| line.get("submitted")).unwrap()["task"];
     assert!(
         matches!(
@@ -339,7 +279,7 @@ fn a_task_is_subscribed_to_after_a_restart_and_every_answer_arrives_once() {
     let Some(mut scene) = Scene::start(&turns) else {
         return;
     };
-    let lines = scene.client(&["start", "Work slowly.", "First."]);
+    let lines = client(&scene, &["start", "Work slowly.", "First."]);
     let started = lines
         .iter()
         .find_map(|line| line.get("started"))
@@ -347,7 +287,7 @@ fn a_task_is_subscribed_to_after_a_restart_and_every_answer_arrives_once() {
     let task = started["task"].as_str().unwrap().to_owned();
     scene.restart();
 
-    let lines = scene.client(&["subscribe", &task]);
+    let lines = client(&scene, &["subscribe", &task]);
     let streamed = events(&lines, 1);
     let first = &streamed[0]["task"];
     assert_eq!(first["id"], task.as_str(), "{lines:?}");
@@ -381,7 +321,7 @@ fn mistakes_get_json_rpc_errors_with_http_200() {
     let Some(scene) = Scene::start(&turns) else {
         return;
     };
-    let lines = scene.client(&["raw"]);
+    let lines = client(&scene, &["raw"]);
     let root = lines.iter().find_map(|line| line.get("root_card")).unwrap();
     assert_eq!(
         root["supportedInterfaces"][0]["url"],
@@ -422,4 +362,96 @@ fn mistakes_get_json_rpc_errors_with_http_200() {
     assert_eq!(retried[0], retried[1]);
     let sdk = lines.iter().find_map(|line| line.get("sdk_error")).unwrap();
     assert_eq!(sdk, "TaskNotFoundError");
+}
+
+/// On a Hub of two processes, a tenant's task sent through one is read through the
+/// other; another tenant's token gets neither the Agent's card nor its endpoint (`404`),
+/// and naming the task or its context through its own Agent finds nothing.
+#[test]
+fn on_a_hub_a_tenant_reaches_only_its_own_agent_over_a2a() {
+    use crate::support::hub::{self, create_tenant, test_database};
+    let Some(python) = shiitake_test_services::Service::clients_python() else {
+        return;
+    };
+    let Some(database) = test_database() else {
+        return;
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let run = std::process::id();
+    let (operator, tenant, other) = (
+        format!("opa2a-{run}"),
+        format!("a2at-{run}"),
+        format!("a2ao-{run}"),
+    );
+    let model = crate::support::script(
+        dir.path(),
+        &json!({"model": "scripted", "turns": [{"steps": [{"text": "Done for you."}]}]}),
+    );
+    let process = |name: &str| {
+        let mut command = hub::command(dir.path(), name, &database, &operator);
+        command
+            .args(["--model", &model, "--heartbeat", "200ms"])
+            .arg("--workspace")
+            .arg(&root);
+        hub::spawn(command, &dir.path().join(format!("{name}.log")))
+    };
+    let (one, two) = (process("one"), process("two"));
+    let token = create_tenant(&one, &tenant);
+    let other_token = create_tenant(&one, &other);
+    let run_client = |url: &str, token: &str, mode: &[&str]| {
+        let args = [url, token].into_iter().chain(mode.iter().copied());
+        json_lines(&python, "a2a_client.py", args, Duration::from_secs(120))
+    };
+
+    let lines = run_client(&one.url, &token, &["send_on", &tenant, "Do it."]);
+    let card = lines
+        .iter()
+        .find_map(|line| line.get("agent_card"))
+        .unwrap();
+    assert_eq!(card["name"], tenant.as_str(), "{card}");
+    let url = card["supportedInterfaces"][0]["url"].as_str().unwrap();
+    assert!(url.ends_with(&format!("/v1/agents/{tenant}/a2a")), "{url}");
+    let task = &lines.iter().find_map(|line| line.get("blocked")).unwrap()["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{lines:?}");
+    let task_id = task["id"].as_str().unwrap();
+
+    // The same task through the other process.
+    let lines = run_client(&two.url, &token, &["subscribe", task_id]);
+    let seen = lines.iter().find_map(|line| line.get("event")).unwrap();
+    assert_eq!(
+        seen["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{lines:?}"
+    );
+
+    // Another tenant, through the other process.
+    let lines = run_client(&two.url, &other_token, &["probe", &tenant, task_id]);
+    let probes: Vec<&Value> = lines.iter().filter_map(|line| line.get("probe")).collect();
+    let case = |name: &str| {
+        *probes
+            .iter()
+            .find(|probe| probe["case"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {lines:?}"))
+    };
+    assert_eq!(case("card")["status"], 404, "{probes:?}");
+    assert_eq!(case("their_endpoint")["status"], 404, "{probes:?}");
+    assert_eq!(
+        case("get_task")["body"]["error"]["code"],
+        -32001,
+        "{probes:?}"
+    );
+    assert_eq!(
+        case("cancel_task")["body"]["error"]["code"],
+        -32001,
+        "{probes:?}"
+    );
+    assert_eq!(
+        case("into_context")["body"]["error"]["code"],
+        -32602,
+        "{probes:?}"
+    );
+    for probe in &probes {
+        assert!(!probe.to_string().contains("Done for you"), "{probe}");
+    }
 }

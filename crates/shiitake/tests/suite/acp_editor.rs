@@ -18,90 +18,28 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
+use crate::support::clients::{Scene, json_lines};
 use crate::support::{Serve, binary, free_port, script, wait_with_timeout};
 
-/// One test's scene: the clients' Python, a workspace with `notes.txt`, and a `serve`
-/// on it playing a scripted model.
-struct Scene {
-    python: std::path::PathBuf,
-    dir: tempfile::TempDir,
-    workspace: std::path::PathBuf,
-    port: u16,
-    model: String,
-    serve: Serve,
+/// The editor in `mode` against `scene`'s `serve`.
+fn scene_editor(scene: &Scene, mode: &[&str]) -> Vec<Value> {
+    editor_at(
+        &scene.python,
+        &scene.serve.url,
+        &scene.token(),
+        &scene.workspace,
+        mode,
+    )
 }
 
-impl Scene {
-    /// The scene with a model playing `turns`; `None` after the skip line when the
-    /// clients' Python is missing.
-    fn start(turns: &Value) -> Option<Self> {
-        let python = Service::clients_python()?;
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().join("workspace");
-        std::fs::create_dir_all(&workspace).unwrap();
-        std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
-        let model = script(dir.path(), turns);
-        let port = free_port();
-        let serve = Serve::start(&dir.path().join("data"), &workspace, port, Some(&model));
-        Some(Self {
-            python,
-            dir,
-            workspace,
-            port,
-            model,
-            serve,
-        })
-    }
-
-    /// The editor in `mode` against this scene's `serve`.
-    fn editor(&self, mode: &[&str]) -> Vec<Value> {
-        editor(&self.python, &self.serve, &self.workspace, mode)
-    }
-
-    /// `serve` killed with SIGKILL and started again on the same data directory.
-    fn restart(&mut self) {
-        self.serve.kill();
-        self.serve = Serve::start(
-            &self.dir.path().join("data"),
-            &self.workspace,
-            self.port,
-            Some(&self.model),
-        );
-    }
-}
-
-/// Runs the SDK's editor against `serve` in `mode` (with its arguments): the JSON
-/// lines it printed.
-fn editor(python: &Path, serve: &Serve, workspace: &Path, mode: &[&str]) -> Vec<Value> {
-    let token = std::fs::read_to_string(serve.data_dir.join("token")).unwrap();
-    editor_at(python, &serve.url, token.trim(), workspace, mode)
-}
-
-/// [`editor`] against the server at `url`, with `token`.
+/// Runs the SDK's editor against the server at `url` with `token` in `mode` (with its
+/// arguments): the JSON lines it printed.
 fn editor_at(python: &Path, url: &str, token: &str, workspace: &Path, mode: &[&str]) -> Vec<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/acp_editor.py");
-    let child = Command::new(python)
-        .arg(script)
-        .arg(binary())
-        .arg(url)
-        .arg(token)
-        .arg(workspace)
-        .args(mode)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = wait_with_timeout(child, Duration::from_secs(90));
-    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "the editor failed: {printed}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    printed
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
-        .collect()
+    let workspace = workspace.display().to_string();
+    let args = [binary(), url, token, workspace.as_str()]
+        .into_iter()
+        .chain(mode.iter().copied());
+    json_lines(python, "acp_editor.py", args, Duration::from_secs(90))
 }
 
 /// The updates among `lines`.
@@ -208,11 +146,11 @@ fn an_editor_prompts_streams_cancels_and_loads_a_session_over_acp() {
     let Some(scene) = Scene::start(&prompt_turns()) else {
         return;
     };
-    let lines = scene.editor(&["prompt"]);
+    let lines = scene_editor(&scene, &["prompt"]);
     let session = assert_prompted(&lines);
     // Another editor process loads the Session: its transcript comes back, and the
     // Agent's Sessions are listed with their titles.
-    let lines = scene.editor(&["load", &session]);
+    let lines = scene_editor(&scene, &["load", &session]);
     let listed = lines
         .iter()
         .find_map(|line| line.get("listed"))
@@ -276,7 +214,7 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
     let workspace = scene.workspace.clone();
 
     // Allowed once, then rejected.
-    let lines = scene.editor(&["permissions", "allow_once", "reject_once"]);
+    let lines = scene_editor(&scene, &["permissions", "allow_once", "reject_once"]);
     let asked = permissions(&lines);
     assert_eq!(asked.len(), 2, "{lines:?}");
     let options: Vec<&Value> = asked[0]["options"]
@@ -323,7 +261,7 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
     let session = lines[1]["session"].as_str().unwrap().to_owned();
 
     // The next request is left unanswered: the editor goes, the approval stays.
-    let lines = scene.editor(&["permissions", "leave"]);
+    let lines = scene_editor(&scene, &["permissions", "leave"]);
     assert_eq!(permissions(&lines).len(), 1, "{lines:?}");
     assert!(
         lines.iter().any(|line| line.get("left").is_some()),
@@ -337,7 +275,7 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
     // The host is killed and started again; another editor loads that Session: the
     // request comes again; allowed, the call runs.
     scene.restart();
-    let lines = scene.editor(&["load", &left_session, "allow_once"]);
+    let lines = scene_editor(&scene, &["load", &left_session, "allow_once"]);
     let asked = permissions(&lines);
     assert_eq!(asked.len(), 1, "{lines:?}");
     // The run the answer let go on was followed to this editor after the load.
@@ -436,7 +374,7 @@ fn a_question_ends_the_turn_and_the_next_prompt_answers_it() {
     let Some(scene) = Scene::start(&turns) else {
         return;
     };
-    let lines = scene.editor(&["question", "2"]);
+    let lines = scene_editor(&scene, &["question", "2"]);
     let stops: Vec<&Value> = lines.iter().filter_map(|line| line.get("stop")).collect();
     assert_eq!(stops, [&json!("end_turn"), &json!("end_turn")], "{lines:?}");
     let said = chunks(&updates(&lines), "agent_message_chunk");
@@ -577,7 +515,7 @@ fn load_replays_a_long_transcript_whole() {
         scene.serve.send(&session, &format!("prompt {n}."));
     }
     scene.serve.watch_until_idle(&session);
-    let lines = scene.editor(&["load", &session]);
+    let lines = scene_editor(&scene, &["load", &session]);
     let replayed = updates(&lines);
     let said: String = (0..PROMPTS).map(|n| format!("prompt {n}.")).collect();
     let answered: String = (0..PROMPTS).map(|n| format!("answer {n}.")).collect();

@@ -21,69 +21,23 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
-use crate::support::{Serve, free_port, script, wait_with_timeout};
+use crate::support::clients::{Scene, json_lines};
+use crate::support::script;
 
 /// Runs the SDK's client against `url` with `token` in `mode`: the JSON lines it printed.
 fn client(python: &Path, url: &str, token: &str, mode: &[&str]) -> Vec<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_client.py");
-    let child = Command::new(python)
-        .arg(script)
-        .arg(url)
-        .arg(token)
-        .args(mode)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = wait_with_timeout(child, Duration::from_secs(90));
-    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "the client failed: {printed}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    printed
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
-        .collect()
+    let args = [url, token].into_iter().chain(mode.iter().copied());
+    json_lines(python, "mcp_client.py", args, Duration::from_secs(90))
 }
 
-/// A `serve` playing `turns` on a workspace with `notes.txt`, and the clients' Python;
-/// `None` after the skip line when that Python is missing.
-struct Scene {
-    python: std::path::PathBuf,
-    workspace: std::path::PathBuf,
-    serve: Serve,
-    _dir: tempfile::TempDir,
-}
-
-impl Scene {
-    fn start(turns: &Value) -> Option<Self> {
-        let python = Service::clients_python()?;
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().join("workspace");
-        std::fs::create_dir_all(&workspace).unwrap();
-        std::fs::write(workspace.join("notes.txt"), "PURPLE-42\n").unwrap();
-        let model = script(dir.path(), turns);
-        let serve = Serve::start(
-            &dir.path().join("data"),
-            &workspace,
-            free_port(),
-            Some(&model),
-        );
-        Some(Self {
-            python,
-            workspace,
-            serve,
-            _dir: dir,
-        })
-    }
-
-    fn client(&self, mode: &[&str]) -> Vec<Value> {
-        let token = std::fs::read_to_string(self.serve.data_dir.join("token")).unwrap();
-        let url = format!("{}/mcp", self.serve.url);
-        client(&self.python, &url, token.trim(), mode)
-    }
+/// The client in `mode` against `scene`'s `serve`, at `/mcp`.
+fn scene_client(scene: &Scene, mode: &[&str]) -> Vec<Value> {
+    client(
+        &scene.python,
+        &format!("{}/mcp", scene.serve.url),
+        &scene.token(),
+        mode,
+    )
 }
 
 fn results(lines: &[Value]) -> Vec<&Value> {
@@ -116,7 +70,7 @@ fn a_client_lists_the_tools_gives_work_and_a_retry_starts_nothing_new() {
     let Some(scene) = Scene::start(&turns) else {
         return;
     };
-    let tools = scene.client(&["tools"]);
+    let tools = scene_client(&scene, &["tools"]);
     let names: Vec<&str> = tools[0]["tools"]
         .as_array()
         .unwrap()
@@ -140,7 +94,7 @@ fn a_client_lists_the_tools_gives_work_and_a_retry_starts_nothing_new() {
         json!(["text"])
     );
 
-    let lines = scene.client(&["prompt", "Read the notes.", "key-1"]);
+    let lines = scene_client(&scene, &["prompt", "Read the notes.", "key-1"]);
     let results = results(&lines);
     assert_eq!(results.len(), 2, "{lines:?}");
     let first = &results[0]["structuredContent"];
@@ -159,7 +113,10 @@ fn a_client_lists_the_tools_gives_work_and_a_retry_starts_nothing_new() {
     assert!(said.contains(&"files__read: done".to_owned()), "{said:?}");
 
     let session = first["sessionId"].as_str().unwrap();
-    let read = scene.client(&["wait", session, first["commandId"].as_str().unwrap()]);
+    let read = scene_client(
+        &scene,
+        &["wait", session, first["commandId"].as_str().unwrap()],
+    );
     assert_eq!(
         read[0]["result"]["structuredContent"]["text"],
         "The notes say PURPLE-42."
@@ -171,7 +128,7 @@ fn a_question_is_an_elicitation_and_its_answer_lets_the_run_go_on() {
     let Some(scene) = Scene::start(&question_turns()) else {
         return;
     };
-    let lines = scene.client(&["elicit", "Pick a store.", "PostgreSQL"]);
+    let lines = scene_client(&scene, &["elicit", "Pick a store.", "PostgreSQL"]);
     let asked: Vec<&Value> = lines
         .iter()
         .filter_map(|line| line.get("elicitation"))
@@ -223,7 +180,7 @@ fn an_approval_is_an_elicitation_of_a_decision() {
     let Some(scene) = Scene::start(&turns) else {
         return;
     };
-    let lines = scene.client(&["elicit", "Make the file.", "allow_once"]);
+    let lines = scene_client(&scene, &["elicit", "Make the file.", "allow_once"]);
     let asked: Vec<&Value> = lines
         .iter()
         .filter_map(|line| line.get("elicitation"))
@@ -257,7 +214,7 @@ fn a_client_without_elicitation_reads_what_is_needed_and_answers_it() {
     let Some(scene) = Scene::start(&question_turns()) else {
         return;
     };
-    let lines = scene.client(&["legacy", "Pick a store.", "2"]);
+    let lines = scene_client(&scene, &["legacy", "Pick a store.", "2"]);
     let results = results(&lines);
     let waiting = &results[0]["structuredContent"];
     assert_eq!(waiting["status"], "input_required", "{lines:?}");
@@ -291,7 +248,7 @@ fn wrong_calls_get_the_protocols_errors_and_the_server_goes_on() {
     let Some(scene) = Scene::start(&question_turns()) else {
         return;
     };
-    let lines = scene.client(&["bad"]);
+    let lines = scene_client(&scene, &["bad"]);
     assert_eq!(lines.len(), 6, "{lines:?}");
     assert!(
         lines[0]["error"]
@@ -342,7 +299,7 @@ fn wrong_calls_get_the_protocols_errors_and_the_server_goes_on() {
     assert_eq!(post(vec![b' '; 300 * 1024], Some(&token)), "413");
     assert_eq!(post(b"{}".to_vec(), None), "401");
     // Still serving.
-    let tools = scene.client(&["reach"]);
+    let tools = scene_client(&scene, &["reach"]);
     assert_eq!(tools[0]["reached"], true, "{tools:?}");
 }
 
@@ -445,7 +402,7 @@ fn work_is_queued_followed_cancelled_and_aborted() {
     let Some(scene) = Scene::start(&turns) else {
         return;
     };
-    let lines = scene.client(&["stop", "Think long."]);
+    let lines = scene_client(&scene, &["stop", "Think long."]);
     let results = results(&lines);
     let status = |n: usize| {
         results[n]["structuredContent"]["status"]

@@ -17,6 +17,13 @@ Run by the `a2a_agent` tests with the Python of `cargo xtask clients`:
         or in the task's history when the run said it before the stream began)
     python a2a_client.py URL TOKEN subscribe TASK
         SubscribeToTask of TASK
+    python a2a_client.py URL TOKEN send_on AGENT TEXT
+        the card of the Agent named AGENT (URL/v1/agents/AGENT/a2a), then TEXT as a
+        blocking message to it
+    python a2a_client.py URL TOKEN probe AGENT TASK
+        what this token gets of another's Agent AGENT and its TASK: that Agent's card,
+        GetTask of TASK, and a message into TASK's context, through this token's own
+        Agent
     python a2a_client.py URL TOKEN raw
         the default Agent's card at URL/.well-known/agent-card.json, mistakes over
         plain HTTP, one message sent twice, and GetTask of an unknown task through
@@ -143,6 +150,33 @@ async def main():
         async for event in streaming.subscribe(SubscribeToTaskRequest(id=args[0])):
             emit(event=MessageToDict(event))
         emit(end="subscribe")
+    elif mode == "send_on":
+        agent_base = f"{url}/v1/agents/{args[0]}/a2a"
+        agent_card = await A2ACardResolver(http, agent_base).get_agent_card()
+        emit(agent_card=MessageToDict(agent_card))
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(agent_card)
+        async for event in client.send_message(message(args[1])):
+            emit(blocked=MessageToDict(event))
+    elif mode == "probe":
+        agent, task = args
+        card = await http.get(f"{url}/v1/agents/{agent}/a2a/.well-known/agent-card.json")
+        emit(probe={"case": "card", "status": card.status_code})
+        headers = {"Content-Type": "application/json", "A2A-Version": "1.0"}
+        context = task.split(".")[0]
+        bodies = {
+            "get_task": {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task}},
+            "cancel_task": {"jsonrpc": "2.0", "id": 2, "method": "CancelTask", "params": {"id": task}},
+            "into_context": {"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {
+                "message": {"messageId": f"probe-{uuid.uuid4()}", "contextId": context,
+                            "role": "ROLE_USER", "parts": [{"text": "Tell me."}]}}},
+        }
+        for name, body in bodies.items():
+            response = await http.post(base, content=json.dumps(body), headers=headers)
+            emit(probe={"case": name, "status": response.status_code, "body": response.json()})
+        other = await http.post(
+            f"{url}/v1/agents/{agent}/a2a", content=json.dumps(bodies["get_task"]), headers=headers
+        )
+        emit(probe={"case": "their_endpoint", "status": other.status_code})
     elif mode == "raw":
         root = (await http.get(f"{url}/.well-known/agent-card.json")).json()
         emit(root_card=root)

@@ -6,6 +6,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod chat;
+pub mod clients;
 pub mod echo_model;
 pub mod hub;
 pub mod mcp;
