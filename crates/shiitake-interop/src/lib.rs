@@ -14,3 +14,4 @@
 pub mod a2a;
 pub mod delegate;
 pub mod mcp;
+pub mod streams;

@@ -207,7 +207,7 @@ pub(crate) fn agent_routes<A: AgentApi + 'static>(
 where
     A::Session: Send + Sync + 'static,
 {
-    let interop = interop_routes(agent.clone(), name, keep_alive);
+    let interop = interop_routes(agent.clone(), name, keep_alive, subscribers.clone());
     let shared = Arc::new(routes::Shared {
         agent,
         keep_alive,
@@ -262,6 +262,7 @@ fn interop_routes<A: AgentApi + 'static>(
     agent: Arc<A>,
     name: Option<&shiitake_protocol::AgentName>,
     keep_alive: Duration,
+    places: limits::Subscribers,
 ) -> Router
 where
     A::Session: Send + Sync + 'static,
@@ -272,8 +273,9 @@ where
             and answers, asking when it needs a person."
             .to_owned(),
     };
-    shiitake_interop::mcp::router(agent.clone(), MAX_BODY_BYTES)
-        .merge(shiitake_interop::a2a::router(agent, identity, keep_alive))
+    shiitake_interop::mcp::router(agent.clone(), MAX_BODY_BYTES, places.clone()).merge(
+        shiitake_interop::a2a::router(agent, identity, keep_alive, places),
+    )
 }
 
 /// What every server shares around its routes, outermost last: the browser, login

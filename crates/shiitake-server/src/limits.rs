@@ -4,7 +4,8 @@
 //! A request that has not produced its response head within
 //! [`ServerConfig::request_timeout`](crate::ServerConfig) is answered `503
 //! unavailable` (an SSE stream counts as answered once its head leaves, so a long
-//! stream is not cut). Open `events` and `watch` streams share one semaphore of
+//! stream is not cut). Open `events` and `watch` streams, A2A streams and waits and MCP
+//! calls share one semaphore of
 //! [`ServerConfig::max_subscribers`](crate::ServerConfig) places; one past it is
 //! `503 unavailable`, and a closed stream gives its place back.
 
@@ -17,7 +18,6 @@ use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use shiitake_protocol::ShiitakeError;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower_http::request_id::{MakeRequestId, RequestId};
 
 use crate::error::HttpError;
@@ -38,31 +38,8 @@ pub(crate) async fn time_bound(
     }
 }
 
-/// The places for open event streams.
-#[derive(Clone, Debug)]
-pub(crate) struct Subscribers {
-    places: Arc<Semaphore>,
-    bound: usize,
-}
-
-impl Subscribers {
-    pub(crate) fn new(bound: usize) -> Self {
-        Self {
-            places: Arc::new(Semaphore::new(bound)),
-            bound,
-        }
-    }
-
-    /// A place for one more stream, held until the stream is dropped; `unavailable` when none is left.
-    pub(crate) fn enter(&self) -> Result<OwnedSemaphorePermit, ShiitakeError> {
-        self.places.clone().try_acquire_owned().map_err(|_| {
-            ShiitakeError::unavailable(format!(
-                "this server already has {} open event streams, its bound; close one or retry later",
-                self.bound
-            ))
-        })
-    }
-}
+/// The places for open event streams, shared with the MCP and A2A endpoints.
+pub(crate) use shiitake_interop::streams::StreamPlaces as Subscribers;
 
 /// Request ids for requests that come without one: `req-<process start>-<counter>`, unique per process.
 #[derive(Clone, Debug)]

@@ -61,12 +61,19 @@ struct Shared<A> {
     delegate: Delegate<A>,
     identity: AgentIdentity,
     keep_alive: Duration,
+    places: crate::streams::StreamPlaces,
 }
 
 /// The A2A routes of `agent`: `POST /v1/a2a` (JSON-RPC), and its card at
 /// `GET /v1/a2a/.well-known/agent-card.json` and `GET /.well-known/agent-card.json`.
-/// Open streams send a keep-alive comment every `keep_alive`.
-pub fn router<A>(agent: Arc<A>, identity: AgentIdentity, keep_alive: Duration) -> axum::Router
+/// Open streams send a keep-alive comment every `keep_alive`; streams and waits each
+/// hold one of `places` while open.
+pub fn router<A>(
+    agent: Arc<A>,
+    identity: AgentIdentity,
+    keep_alive: Duration,
+    places: crate::streams::StreamPlaces,
+) -> axum::Router
 where
     A: AgentApi + 'static,
     A::Session: Send + Sync + 'static,
@@ -75,6 +82,7 @@ where
         delegate: Delegate::new(agent),
         identity,
         keep_alive,
+        places,
     });
     let card_at_endpoint = format!("{}{}", card::ENDPOINT_PATH, card::CARD_PATH);
     axum::Router::new()

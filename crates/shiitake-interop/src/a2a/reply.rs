@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::envelope;
@@ -59,15 +60,20 @@ pub fn json_body(
     })
 }
 
-/// A JSON response whose value `value` will give, kept alive while it waits.
-pub fn json_later(value: Pending, keep_alive: Duration) -> Response {
+/// A JSON response whose value `value` will give, kept alive while it waits; `place`
+/// (of the process's open responses) is held until the body ends.
+pub fn json_later(value: Pending, keep_alive: Duration, place: OwnedSemaphorePermit) -> Response {
+    let body = json_body(value, keep_alive).map(move |chunk| {
+        let _held = &place;
+        chunk
+    });
     (
         StatusCode::OK,
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        Body::from_stream(json_body(value, keep_alive)),
+        Body::from_stream(body),
     )
         .into_response()
 }
@@ -86,11 +92,17 @@ fn event(id: &Value, item: Item) -> Event {
 }
 
 /// An SSE response of `items` to the request `id`: it ends when the sender goes,
-/// with a comment every `keep_alive` while nothing happens.
-pub fn sse(id: Value, items: UnboundedReceiver<Item>, keep_alive: Duration) -> Response {
-    let events = futures::stream::unfold(items, |mut items| async move {
+/// with a comment every `keep_alive` while nothing happens; `place` (of the process's
+/// open responses) is held until it ends.
+pub fn sse(
+    id: Value,
+    items: UnboundedReceiver<Item>,
+    keep_alive: Duration,
+    place: OwnedSemaphorePermit,
+) -> Response {
+    let events = futures::stream::unfold((items, place), |(mut items, place)| async move {
         let item = items.recv().await?;
-        Some((item, items))
+        Some((item, (items, place)))
     })
     .map(move |item| Ok::<_, Infallible>(event(&id, item)));
     let mut response = Sse::new(events)

@@ -82,19 +82,31 @@ where
         Ok(()) => shared.call(call).await,
         Err(error) => Err(error),
     };
-    match answered {
-        Ok(Answer::Now(result)) => reply::json(&envelope::result(&id, result)),
-        Ok(Answer::Later(result)) => {
+    // A wait or a stream holds one of the process's places for open responses.
+    let place = match &answered {
+        Ok(Answer::Later(_) | Answer::Stream(_)) => match shared.places.enter() {
+            Ok(place) => Some(place),
+            Err(error) => return reply::json(&envelope::error(&id, &A2aError::from_agent(error))),
+        },
+        _ => None,
+    };
+    match (answered, place) {
+        (Ok(Answer::Now(result)), _) => reply::json(&envelope::result(&id, result)),
+        (Ok(Answer::Later(result)), Some(place)) => {
             let wrapped = Box::pin(async move {
                 match result.await {
                     Ok(result) => envelope::result(&id, result),
                     Err(error) => envelope::error(&id, &error),
                 }
             });
-            reply::json_later(wrapped, shared.keep_alive)
+            reply::json_later(wrapped, shared.keep_alive, place)
         }
-        Ok(Answer::Stream(items)) => reply::sse(id, items, shared.keep_alive),
-        Err(error) => reply::json(&envelope::error(&id, &error)),
+        (Ok(Answer::Stream(items)), Some(place)) => reply::sse(id, items, shared.keep_alive, place),
+        (Ok(Answer::Later(_) | Answer::Stream(_)), None) => reply::json(&envelope::error(
+            &id,
+            &A2aError::Internal("a long answer without its place".to_owned()),
+        )),
+        (Err(error), _) => reply::json(&envelope::error(&id, &error)),
     }
 }
 

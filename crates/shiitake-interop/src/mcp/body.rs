@@ -9,18 +9,27 @@ use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::http::{Method, Request, Response, StatusCode, header};
+use futures::StreamExt;
 use tower::Service;
 
-/// `inner` behind the check, for bodies of at most `max_bytes`.
+use crate::streams::StreamPlaces;
+
+/// `inner` behind the check, for bodies of at most `max_bytes`, each POST holding one
+/// of `places` until its response ends.
 #[derive(Clone)]
 pub(crate) struct Checked<S> {
     inner: S,
     max_bytes: usize,
+    places: StreamPlaces,
 }
 
 impl<S> Checked<S> {
-    pub(crate) fn new(inner: S, max_bytes: usize) -> Self {
-        Self { inner, max_bytes }
+    pub(crate) fn new(inner: S, max_bytes: usize, places: StreamPlaces) -> Self {
+        Self {
+            inner,
+            max_bytes,
+            places,
+        }
     }
 }
 
@@ -56,8 +65,20 @@ where
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let mut inner = self.inner.clone();
         let max_bytes = self.max_bytes;
+        let places = self.places.clone();
         Box::pin(async move {
+            let mut place = None;
             let request = if request.method() == Method::POST {
+                match places.enter() {
+                    Ok(entered) => place = Some(entered),
+                    Err(error) => {
+                        return Ok(refusal(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            -32603,
+                            &error.message,
+                        ));
+                    }
+                }
                 let (parts, body) = request.into_parts();
                 let Ok(bytes) = axum::body::to_bytes(body, max_bytes).await else {
                     let message = format!("the request body is longer than {max_bytes} bytes");
@@ -75,7 +96,16 @@ where
                 request
             };
             let response = inner.call(request).await?;
-            Ok(response.map(Body::new))
+            Ok(response.map(|body| match place {
+                // The place goes back when the last chunk of the response has gone.
+                Some(place) => {
+                    Body::from_stream(Body::new(body).into_data_stream().map(move |chunk| {
+                        let _held = &place;
+                        chunk
+                    }))
+                }
+                None => Body::new(body),
+            }))
         })
     }
 }

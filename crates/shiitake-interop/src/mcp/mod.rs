@@ -28,13 +28,18 @@ use crate::delegate::Delegate;
 
 /// The MCP endpoint of `agent` at `/v1/mcp` and `/mcp`, bounding request bodies to
 /// `max_body_bytes`; a body that is not JSON, or too long, is answered with a JSON-RPC
-/// error (`-32700`, `-32600`). The caller authenticates requests before they reach it.
-pub fn router<A>(agent: Arc<A>, max_body_bytes: usize) -> axum::Router
+/// error (`-32700`, `-32600`). Each call holds one of `places` until its response
+/// ends. The caller authenticates requests before they reach it.
+pub fn router<A>(
+    agent: Arc<A>,
+    max_body_bytes: usize,
+    places: crate::streams::StreamPlaces,
+) -> axum::Router
 where
     A: AgentApi + 'static,
     A::Session: Send + Sync + 'static,
 {
-    let checked = body::Checked::new(service(agent, max_body_bytes), max_body_bytes);
+    let checked = body::Checked::new(service(agent, max_body_bytes), max_body_bytes, places);
     axum::Router::new()
         .route_service("/v1/mcp", checked.clone())
         .route_service("/mcp", checked)

@@ -242,3 +242,75 @@ async fn every_response_carries_a_request_id() {
         .unwrap();
     assert_eq!(id(&given).as_deref(), Some("caller-42"));
 }
+
+/// The MCP endpoint's calls and A2A's streams take their places from the same bound as
+/// the event streams: with every place held, an MCP call is `503` with a JSON-RPC error
+/// and an A2A stream a JSON-RPC error; a place given back admits them again.
+#[tokio::test]
+async fn mcp_calls_and_a2a_streams_share_the_bound_of_event_streams() {
+    let server = limited(Script::new(vec![]), 100, |config| {
+        config.max_subscribers = 1;
+    })
+    .await;
+    let session = server.session().await;
+    let (status, accepted) = server.prompt(&session, "p-task").await;
+    assert_eq!(status, 200, "{accepted}");
+    let command: serde_json::Value = serde_json::from_str(&accepted).unwrap();
+    let task = format!("{session}.{}", command["commandId"].as_str().unwrap());
+    let held = server.get(&format!("/v1/sessions/{session}/events")).await;
+    assert_eq!(held.status(), 200);
+
+    let mcp = |server: &Limited| {
+        server
+            .http
+            .post(format!("{}/mcp", server.server.url()))
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+            .send()
+    };
+    let refused = mcp(&server).await.unwrap();
+    assert_eq!(refused.status(), 503);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32603, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 open event streams")
+    );
+
+    let stream = json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask",
+        "params": {"id": task}});
+    let a2a = server
+        .http
+        .post(format!("{}/v1/a2a", server.server.url()))
+        .bearer_auth(TOKEN)
+        .json(&stream)
+        .send()
+        .await
+        .unwrap();
+    let body: serde_json::Value = a2a.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32603, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 open event streams"),
+        "{body}"
+    );
+
+    drop(held);
+    let mut admitted = false;
+    for _ in 0..100 {
+        if mcp(&server).await.unwrap().status() == 200 {
+            admitted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        admitted,
+        "a closed stream gives its place back to MCP calls"
+    );
+}
