@@ -5,7 +5,7 @@
 //!
 //! Nothing is kept in this process: a task id names its Session and run
 //! ([`TaskId`]), and every answer and event is read from the durable Session
-//! ([`Delegate`](crate::delegate::Delegate)), so a retry, a reconnect, a restart or
+//! ([`Delegate`]), so a retry, a reconnect, a restart or
 //! another process of a Hub sees the same task.
 //!
 //! | A2A | Shiitake |
