@@ -13,34 +13,61 @@ use std::process::Command;
 use crate::util::run_checked;
 
 /// The packages, pinned, and the module each is imported as.
-const PACKAGES: &[(&str, &str)] = &[
-    ("agent-client-protocol==0.12.1", "acp"),
-    ("mcp==2.3.0", "mcp"),
-    ("a2a-sdk==1.3.0", "a2a"),
+const PACKAGES: &[(&str, Option<&str>)] = &[
+    ("agent-client-protocol==0.12.1", Some("acp")),
+    ("mcp==2.3.0", Some("mcp")),
+    ("a2a-sdk==1.3.0", Some("a2a")),
 ];
 
 /// The variable the tests read the environment's Python from.
 pub const ENV_VAR: &str = "SHIITAKE_CLIENTS_PYTHON";
+
+/// The trace receiver the OpenTelemetry tests export to: Arize Phoenix, pinned, in an
+/// environment of its own (it is large: pyarrow, pandas), checked by its version only
+/// (importing it takes seconds).
+const PHOENIX: &[(&str, Option<&str>)] = &[("arize-phoenix==20.26.1", None)];
+
+/// The variable the tests read Phoenix's `phoenix` command from.
+pub const PHOENIX_VAR: &str = "SHIITAKE_PHOENIX";
 
 const USAGE: &str = "usage: cargo xtask clients
 
   makes (or reuses) a Python virtual environment with the protocols' official
   clients from PyPI (the ACP, MCP and A2A SDKs) and prints its python";
 
+const PHOENIX_USAGE: &str = "usage: cargo xtask phoenix
+
+  makes (or reuses) a Python virtual environment with Arize Phoenix from PyPI, the
+  trace receiver of the OpenTelemetry tests, and prints its `phoenix` command";
+
 /// Runs the subcommand.
 pub fn run(args: &[String]) -> Result<(), String> {
     crate::debian::print_found(args, USAGE, ensure)
 }
 
-/// The environment's Python, made and filled first when it lacks a package.
+/// Runs `cargo xtask phoenix`.
+pub fn run_phoenix(args: &[String]) -> Result<(), String> {
+    crate::debian::print_found(args, PHOENIX_USAGE, phoenix)
+}
+
+/// The clients' Python, its environment made and filled first when it lacks a package.
 pub fn ensure() -> Result<PathBuf, String> {
-    let dir = cache_dir()?.join("clients");
+    environment("clients", PACKAGES)
+}
+
+/// Phoenix's `phoenix` command, its environment made and filled first when needed.
+pub fn phoenix() -> Result<PathBuf, String> {
+    let python = environment("phoenix", PHOENIX)?;
+    Ok(python.with_file_name("phoenix"))
+}
+
+/// The Python of the environment `name` of the cache, made and given `packages` first
+/// when it lacks one.
+fn environment(name: &str, packages: &[(&str, Option<&str>)]) -> Result<PathBuf, String> {
+    let dir = cache_dir()?.join(name);
     let python = dir.join("venv/bin/python");
     if !python.exists() {
-        eprintln!(
-            "xtask: making the clients' environment in {}",
-            dir.display()
-        );
+        eprintln!("xtask: making the {name} environment in {}", dir.display());
         std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
         run_checked(
             Command::new(system_python()?)
@@ -48,8 +75,8 @@ pub fn ensure() -> Result<PathBuf, String> {
                 .arg(dir.join("venv")),
         )?;
     }
-    if !has_all(&python) {
-        eprintln!("xtask: installing the protocols' clients from PyPI");
+    if !has_all(&python, packages) {
+        eprintln!("xtask: installing {name}'s packages from PyPI");
         run_checked(
             Command::new(&python)
                 .args([
@@ -59,27 +86,32 @@ pub fn ensure() -> Result<PathBuf, String> {
                     "--quiet",
                     "--disable-pip-version-check",
                 ])
-                .args(PACKAGES.iter().map(|(package, _)| *package)),
+                .args(packages.iter().map(|(package, _)| *package)),
         )?;
-        if !has_all(&python) {
-            return Err("installed the clients, but Python cannot import them".to_owned());
+        if !has_all(&python, packages) {
+            return Err(format!(
+                "installed {name}'s packages, but Python cannot find them"
+            ));
         }
     }
     Ok(python)
 }
 
-/// Whether `python` imports every package at its pinned version.
-fn has_all(python: &Path) -> bool {
-    let checks: Vec<String> = PACKAGES
+/// Whether `python` has every package at its pinned version (and imports those that
+/// name a module).
+fn has_all(python: &Path, packages: &[(&str, Option<&str>)]) -> bool {
+    let checks: Vec<String> = packages
         .iter()
         .map(|(package, _)| {
             let (name, version) = package.split_once("==").unwrap_or((package, ""));
             format!("importlib.metadata.version({name:?}) == {version:?}")
         })
         .collect();
-    let imports: Vec<&str> = PACKAGES.iter().map(|(_, module)| *module).collect();
+    let imports: Vec<&str> = std::iter::once("importlib.metadata")
+        .chain(packages.iter().filter_map(|(_, module)| *module))
+        .collect();
     let script = format!(
-        "import importlib.metadata, {}\nassert {}",
+        "import {}\nassert {}",
         imports.join(", "),
         checks.join(" and ")
     );

@@ -27,6 +27,7 @@ commands:
   bench        run the benchmarks and print their ratios (see docs/benchmarks.md)
   chromium     find or install headless Chromium for the browser tests; prints its path
   clients      make the Python environment of the protocols' official clients (PyPI); prints its python
+  phoenix      make the Python environment of Arize Phoenix, the trace receiver of the OpenTelemetry tests (PyPI); prints its phoenix
   sandbox      find or install bubblewrap for the sandboxed command tests; prints its path
   dictionary   remake the zstd dictionary messages are packed against (--check compares)
   pack         package every publishable crate and check each package's file list
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&rest),
         Some("chromium") => chromium::run(&rest),
         Some("clients") => clients::run(&rest),
+        Some("phoenix") => clients::run_phoenix(&rest),
         Some("sandbox") => sandbox::run(&rest),
         Some("dictionary") => dictionary::run(&rest),
         Some("pack") => pack::run(&rest).map(|_| ()),

@@ -5,7 +5,8 @@
 //! Chromium for the browser tests, found or installed by `cargo xtask chromium`
 //! and named in `SHIITAKE_CHROMIUM`, so those tests run rather than skip; bubblewrap
 //! for the sandboxed command tests, found or installed by `cargo xtask sandbox`; the
-//! protocols' official clients from PyPI, by `cargo xtask clients`; a
+//! protocols' official clients from PyPI, by `cargo xtask clients`, and the trace
+//! receiver Arize Phoenix, by `cargo xtask phoenix`; a
 //! throwaway PostgreSQL unless `SHIITAKE_TEST_POSTGRES_URL` names one), then runs
 //! `cargo test --workspace` with the extra arguments given and
 //! `SHIITAKE_REQUIRE_SERVICES=1`, so a test whose service is missing fails instead
@@ -36,6 +37,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     eprintln!("test: the command sandbox's bwrap is {}", bwrap.display());
     let python = clients::ensure()?;
     eprintln!("test: {}={}", clients::ENV_VAR, python.display());
+    let phoenix = clients::phoenix()?;
+    eprintln!("test: {}={}", clients::PHOENIX_VAR, phoenix.display());
     let (database, started) = match std::env::var(postgres::URL_VAR) {
         Ok(database) if !database.trim().is_empty() => (database, false),
         _ => {
@@ -53,6 +56,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .env(MODEL_URL_VAR, url)
             .env(chromium::ENV_VAR, browser)
             .env(clients::ENV_VAR, python)
+            .env(clients::PHOENIX_VAR, phoenix)
             .env(postgres::URL_VAR, database)
             .env(REQUIRE_VAR, "1"),
     );

@@ -36,6 +36,7 @@ pub mod quiet;
 mod runner;
 mod session;
 mod shared;
+pub mod spans;
 pub mod store;
 mod store_waits;
 pub mod telemetry;

@@ -80,8 +80,17 @@ pub const SESSIONS_WAITING_FOR_STORE: &str = "shiitake_sessions_waiting_for_stor
 /// Times an owner paused because a commit failed for a reason that passes.
 pub const STORE_PAUSES: &str = "shiitake_store_pauses_total";
 
-/// Every metric core and the stores record.
+/// Spans the trace export lost, by cause (`serve --otlp-endpoint`).
+pub const OTLP_SPANS_DROPPED: &str = "shiitake_otlp_spans_dropped_total";
+
+/// Every metric core, the stores and the trace export record.
 pub const METRICS: &[Metric] = &[
+    Metric {
+        name: OTLP_SPANS_DROPPED,
+        kind: MetricKind::Counter,
+        labels: &["cause"],
+        help: "Spans the trace export (serve --otlp-endpoint) lost, by cause: queue_full (the collector was slower than the runs), export_failed (it refused or did not answer).",
+    },
     Metric {
         name: COMMANDS_ACCEPTED,
         kind: MetricKind::Counter,
@@ -335,10 +344,12 @@ impl ModelCall {
         }
     }
 
-    /// The first streamed event arrived (later calls do nothing).
+    /// The first streamed event arrived (later calls do nothing); recorded on the model
+    /// call's span too.
     pub(crate) fn first_event(&mut self) {
         if !self.first {
             self.first = true;
+            crate::spans::first_token(&tracing::Span::current(), self.started.elapsed());
             metrics::histogram!(MODEL_FIRST_TOKEN_SECONDS, "provider" => self.provider.clone())
                 .record(self.started.elapsed());
         }

@@ -69,19 +69,33 @@ impl MakeRequestId for NextRequestId {
     }
 }
 
-/// The span of one request: method, path and request id, so its log lines can be followed.
+/// The span of one request: method, path and request id, so its log lines can be
+/// followed; in a trace (`serve --otlp-endpoint`) a server span that continues the
+/// caller's trace when the request carries a W3C `traceparent`.
 pub(crate) fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
     let id = request
         .headers()
         .get("x-request-id")
         .and_then(|value| value.to_str().ok())
         .unwrap_or("");
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "http",
+        otel.name = %format_args!("{} {}", request.method(), request.uri().path()),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
         method = %request.method(),
         path = %request.uri().path(),
         request_id = %id,
-    )
+    );
+    // A no-op unless a propagator was installed (the trace export's).
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&opentelemetry_http::HeaderExtractor(request.headers()))
+    });
+    if opentelemetry::trace::TraceContextExt::has_active_span(&parent) {
+        // The span was made just now: it has not started, so the parent is taken.
+        let _ = tracing_opentelemetry::OpenTelemetrySpanExt::set_parent(&span, parent);
+    }
+    span
 }
 
 #[cfg(test)]

@@ -57,19 +57,23 @@ pub enum Service {
     /// The command sandbox: bubblewrap (`bwrap`) and `prlimit` on `PATH`, and a kernel
     /// that gives their namespaces.
     Sandbox,
-    /// The protocols' official clients from PyPI (the ACP SDK): a Python that has them,
-    /// named by `SHIITAKE_CLIENTS_PYTHON`.
+    /// The protocols' official clients from PyPI (the ACP, MCP and A2A SDKs): a Python
+    /// that has them, named by `SHIITAKE_CLIENTS_PYTHON`.
     Clients,
+    /// Arize Phoenix from PyPI, the trace receiver of the OpenTelemetry tests: its
+    /// `phoenix` command, named by `SHIITAKE_PHOENIX`.
+    Phoenix,
 }
 
 impl Service {
     /// Every service.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Postgres,
         Self::Chromium,
         Self::LocalModel,
         Self::Sandbox,
         Self::Clients,
+        Self::Phoenix,
     ];
 
     /// The service's name, for messages.
@@ -80,6 +84,7 @@ impl Service {
             Self::LocalModel => "The local model",
             Self::Sandbox => "The command sandbox (bubblewrap)",
             Self::Clients => "The protocols' official clients (PyPI)",
+            Self::Phoenix => "Arize Phoenix, the trace receiver (PyPI)",
         }
     }
 
@@ -92,6 +97,7 @@ impl Service {
             // Found on the search path, as the host finds it.
             Self::Sandbox => "PATH",
             Self::Clients => "SHIITAKE_CLIENTS_PYTHON",
+            Self::Phoenix => "SHIITAKE_PHOENIX",
         }
     }
 
@@ -118,6 +124,10 @@ impl Service {
                 "run `cargo xtask test`, or export \
                  SHIITAKE_CLIENTS_PYTHON=$(cargo xtask clients | tail -1)"
             }
+            Self::Phoenix => {
+                "run `cargo xtask test`, or export \
+                 SHIITAKE_PHOENIX=$(cargo xtask phoenix | tail -1)"
+            }
         }
     }
 
@@ -135,20 +145,30 @@ impl Service {
     /// and `None`, or a panic when [`REQUIRE_VAR`] is set.
     #[track_caller]
     pub fn clients_python() -> Option<std::path::PathBuf> {
-        let found = match process_env(Self::Clients.variable()) {
-            Some(python) if std::path::Path::new(&python).is_file() => {
-                Ok(std::path::PathBuf::from(python))
+        Self::Clients.named_file()
+    }
+
+    /// Phoenix's `phoenix` command, when [`Service::Phoenix`]' variable names one;
+    /// otherwise the `SKIPPED` line and `None`, or a panic when [`REQUIRE_VAR`] is set.
+    #[track_caller]
+    pub fn phoenix() -> Option<std::path::PathBuf> {
+        Self::Phoenix.named_file()
+    }
+
+    /// The file this service's variable names, when it is one.
+    #[track_caller]
+    fn named_file(self) -> Option<std::path::PathBuf> {
+        let found = match process_env(self.variable()) {
+            Some(file) if std::path::Path::new(&file).is_file() => {
+                Ok(std::path::PathBuf::from(file))
             }
-            Some(python) => Err(Missing::new(format!(
-                "{} names {python}, which is not a file",
-                Self::Clients.variable()
+            Some(file) => Err(Missing::new(format!(
+                "{} names {file}, which is not a file",
+                self.variable()
             ))),
-            None => Err(Missing::new(format!(
-                "{} is not set",
-                Self::Clients.variable()
-            ))),
+            None => Err(Missing::new(format!("{} is not set", self.variable()))),
         };
-        Self::Clients.check(found)
+        self.check(found)
     }
 
     /// Applies the rule to what a caller's own probe `found` (the browser a

@@ -6,7 +6,12 @@
 use anstream::ColorChoice;
 use knapsack::mcp::Redactions;
 
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
 use crate::serve::LogFormat;
+use crate::traces::{TraceConfig, Traces};
 
 /// The log filter: `SHIITAKE_LOG` when set (a filter that does not parse is an
 /// error, not a silent default), else `warn`.
@@ -45,13 +50,19 @@ fn wants_colour(choice: ColorChoice) -> bool {
 /// refused, so the command can stop before doing anything. Every line is written
 /// through the returned [`Redactions`], so a secret added to it later (an `--mcp`
 /// header value) never reaches the log, whatever the level, the target or the format.
-pub fn init(format: LogFormat) -> Result<Redactions, String> {
+///
+/// With `traces` that name an endpoint, spans go to it too (`crate::traces`), through
+/// a filter of their own: the log's level does not decide what a trace holds.
+pub fn init(
+    format: LogFormat,
+    traces: Option<&TraceConfig>,
+) -> Result<(Redactions, Option<Traces>), String> {
     let redactions = Redactions::new();
     let scrubbing = redactions.clone();
     let writer = move || scrubbing.writer(std::io::stderr());
-    let logs = tracing_subscriber::fmt().with_env_filter(filter()?);
-    match format {
-        LogFormat::Text => logs.with_ansi(colour()).with_writer(writer).init(),
+    let logs = tracing_subscriber::fmt::layer().with_writer(writer);
+    let logs = match format {
+        LogFormat::Text => logs.with_ansi(colour()).boxed(),
         // The event's own fields at the top level, its span and every span above it
         // (`http` with the request id, `owner` with the Session and the Agent, `run`
         // with its command) under `span` and `spans`: what a log shipper indexes.
@@ -61,10 +72,22 @@ pub fn init(format: LogFormat) -> Result<Redactions, String> {
             .with_current_span(true)
             .with_span_list(true)
             .with_ansi(false)
-            .with_writer(writer)
-            .init(),
-    }
-    Ok(redactions)
+            .boxed(),
+    };
+    // Message content is for a trace that opted in, never for the log.
+    let content_off = format!("{}=off", shiitake_core::spans::CONTENT_TARGET)
+        .parse()
+        .map_err(|error| format!("the log filter: {error}"))?;
+    let logs = logs.with_filter(filter()?.add_directive(content_off));
+    let (exporting, handle) = match traces.map(crate::traces::layer).transpose()?.flatten() {
+        Some((layer, handle)) => (Some(layer), Some(handle)),
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(exporting)
+        .init();
+    Ok((redactions, handle))
 }
 
 #[cfg(test)]

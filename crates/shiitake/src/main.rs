@@ -24,6 +24,7 @@ mod logging;
 mod render;
 mod serve;
 mod setup;
+mod traces;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -79,12 +80,12 @@ pub enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let format = match &cli.command {
-        Command::Serve(args) => args.log_format(),
-        _ => serve::LogFormat::Text,
+    let (format, traces) = match &cli.command {
+        Command::Serve(args) => (args.log_format(), Some(args.trace_config())),
+        _ => (serve::LogFormat::Text, None),
     };
-    let redactions = match logging::init(format) {
-        Ok(redactions) => redactions,
+    let (redactions, traces) = match logging::init(format, traces.as_ref()) {
+        Ok(set) => set,
         Err(message) => {
             eprintln!("shiitake: {message}");
             return ExitCode::FAILURE;
@@ -112,6 +113,10 @@ fn main() -> ExitCode {
     });
     // Open streams and stdin readers must not keep the process alive.
     runtime.shutdown_background();
+    // The last spans leave, within a bound: a hanging collector does not hold the exit.
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -95,9 +95,10 @@ impl Owner {
             gates: self.gates(),
             transcript: self.work.take_transcript(),
         };
-        // A child of the owner's span: a run's lines carry its Session and command.
-        let span =
-            tracing::info_span!("run", command = %command_id, recovering = recovering.is_some());
+        // A child of the owner's span: a run's lines carry its Session and command. In a
+        // trace it is a root (the owner's span is not exported): `spans`.
+        let agent = self.deps.config.name.as_ref().map(|name| name.as_str());
+        let span = crate::spans::run(agent, &header.id, &command_id, recovering.is_some());
         let task = tokio::spawn(runner::run(start).instrument(span));
         crate::telemetry::run_started();
         self.publication.run_started();

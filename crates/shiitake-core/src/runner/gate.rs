@@ -68,10 +68,29 @@ pub(crate) enum Passage {
 /// Asks the gates about `call` in order; the first that decides (anything but `Pass`)
 /// wins. A held call waits on `ctx`'s bounds, its steer signal and cancellation. With
 /// no gate deciding, a resumed call runs only when it is replay-safe.
-pub(crate) async fn pass(
+pub(crate) async fn pass(gates: &[GateLink], call: GatedCall, ctx: &InvocationContext) -> Passage {
+    // From the first hold to the decision, the wait is a span of its own.
+    let mut waiting = None;
+    let passage = pass_held(gates, call, ctx, &mut waiting).await;
+    if let Some(span) = waiting {
+        let decision = match &passage {
+            Passage::Run => "allow",
+            Passage::Refused(text) if text == HELD_NOT_RUN => "undecided",
+            Passage::Refused(_) => "deny",
+            Passage::Cancelled => "cancelled",
+            Passage::Unknown => "unknown",
+        };
+        crate::spans::gate_decided(&span, decision);
+    }
+    passage
+}
+
+/// [`pass`], opening `waiting` (the wait's span) when a gate first holds the call.
+async fn pass_held(
     gates: &[GateLink],
     mut call: GatedCall,
     ctx: &InvocationContext,
+    waiting: &mut Option<tracing::Span>,
 ) -> Passage {
     let first = call.moment;
     for gate in gates {
@@ -91,7 +110,12 @@ pub(crate) async fn pass(
                 Ok(GateVerdict::Pass | GateVerdict::Ask) if parked => {
                     return Passage::Refused(HELD_NOT_RUN.to_owned());
                 }
-                Ok(GateVerdict::Pass | GateVerdict::Ask) => {}
+                Ok(GateVerdict::Pass | GateVerdict::Ask) => {
+                    if waiting.is_none() {
+                        let gate = gate.tools.extension_id.as_str();
+                        *waiting = Some(crate::spans::gate_wait(gate, &call.tool_name));
+                    }
+                }
             }
             call.moment = tokio::select! {
                 biased;

@@ -294,6 +294,7 @@ pub(crate) async fn run(mut start: RunStart) {
     } else {
         settled
     };
+    crate::spans::run_ended(settled.outcome);
     link.tell(RunEvent::Finished {
         outcome: settled.outcome,
         diagnostic: settled.diagnostic,

@@ -4,6 +4,7 @@ use futures::StreamExt;
 use shiitake_model::{AssistantEvent, Model, ModelContext, ModelErrorKind, ModelOptions};
 use shiitake_protocol::message::AssistantMessage;
 use shiitake_protocol::{RetryState, SessionProgress, ShiitakeError};
+use tracing::Instrument;
 
 use super::RunEvent;
 use super::{OwnerLink, RunStart};
@@ -29,8 +30,24 @@ pub(crate) async fn complete(
     context: ModelContext,
     options: &ModelOptions,
 ) -> Result<Completion, ShiitakeError> {
+    let described = model.describe();
+    let span = crate::spans::model_call(&described.provider, &described.model);
+    complete_in(start, link, model, context, options, &described.provider)
+        .instrument(span)
+        .await
+}
+
+/// [`complete`] inside the model call's span.
+async fn complete_in(
+    start: &RunStart,
+    link: &OwnerLink,
+    model: &dyn Model,
+    context: ModelContext,
+    options: &ModelOptions,
+    provider: &str,
+) -> Result<Completion, ShiitakeError> {
     let policy = &start.agent.config.retry;
-    let mut timing = crate::telemetry::ModelCall::start(&model.describe().provider);
+    let mut timing = crate::telemetry::ModelCall::start(provider);
     let mut attempt = 1;
     let mut retrying = false;
     loop {
@@ -47,6 +64,14 @@ pub(crate) async fn complete(
                 }
                 let (message, entry_id) = consume(start, link, events, &mut timing).await;
                 timing.finished(&message.usage);
+                crate::spans::model_finished(
+                    &tracing::Span::current(),
+                    &message.model,
+                    &message.usage,
+                    message.stop_reason,
+                    attempt,
+                );
+                crate::spans::model_content(&message);
                 return Ok(Completion::Message(message, entry_id));
             }
             Err(error) if error.kind() == ModelErrorKind::Aborted => {
@@ -74,6 +99,7 @@ pub(crate) async fn complete(
                 if retrying {
                     link.tell(RunEvent::Retry(None)).await;
                 }
+                crate::spans::model_failed(&tracing::Span::current(), attempt);
                 let attempts = if attempt > 1 {
                     format!(" after {attempt} attempts")
                 } else {

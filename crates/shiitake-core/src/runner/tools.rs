@@ -7,11 +7,14 @@ use shiitake_capabilities::{
 use shiitake_protocol::message::{InputContent, Message, TextContent, ToolCall, ToolResultMessage};
 use shiitake_protocol::{EntryId, ShiitakeError};
 
+use tracing::Instrument;
+
 use super::RunEvent;
 use super::gate::{Passage, pass, undecided};
 use super::{OwnerLink, RunStart, RunTools};
 use crate::clock::now_ms;
 use crate::extension::{GateMoment, GatedCall};
+use crate::spans::ToolOutcome;
 
 /// The text of a call skipped because a steer arrived.
 pub(crate) const SKIPPED: &str = "skipped: a newer message arrived";
@@ -130,13 +133,55 @@ async fn gated(
     }
 }
 
-/// Runs one call through its gates and the door; `Err` carries a fatal diagnostic.
+/// Runs one call through its gates and the door, in the call's span; `Err` carries a
+/// fatal diagnostic.
 async fn execute_one(
     start: &RunStart,
     link: &OwnerLink,
     tools: &RunTools,
     call: &ToolCall,
     moment: GateMoment,
+) -> Result<Message, Executed> {
+    let catalog = tools.catalog_for(&call.name);
+    let replay_safe = catalog
+        .resolve_tool_name(&call.name)
+        .and_then(|path| catalog.replay(&path))
+        == Some(Replay::Safe);
+    let span = crate::spans::tool_call(&call.name, &call.id, replay_safe);
+    let mut refused = false;
+    let mut ran_for = None;
+    let executed = execute_in_span(start, link, tools, call, moment, &mut refused, &mut ran_for)
+        .instrument(span.clone())
+        .await;
+    if let Some(elapsed) = ran_for {
+        // In the run's span: an operator's log line carries the Session and the run.
+        let ok = matches!(&executed, Ok(Message::ToolResult(result)) if !result.is_error);
+        tracing::debug!(tool = %call.name, ok, ms = elapsed.as_millis(), "tool call");
+    }
+    let outcome = match &executed {
+        _ if refused => ToolOutcome::Refused,
+        Err(Executed::Cancelled) => ToolOutcome::Cancelled,
+        Err(_) => ToolOutcome::Error,
+        Ok(Message::ToolResult(result)) if result.is_error => ToolOutcome::Error,
+        Ok(_) => ToolOutcome::Ok,
+    };
+    crate::spans::tool_ended(&span, outcome);
+    if let Ok(message) = &executed {
+        span.in_scope(|| crate::spans::tool_content(message));
+    }
+    executed
+}
+
+/// Runs one call through its gates and the door; `refused` is set when a gate (or the
+/// model's tool list) kept it from running, `ran_for` to how long it ran when it did.
+async fn execute_in_span(
+    start: &RunStart,
+    link: &OwnerLink,
+    tools: &RunTools,
+    call: &ToolCall,
+    moment: GateMoment,
+    refused: &mut bool,
+    ran_for: &mut Option<std::time::Duration>,
 ) -> Result<Message, Executed> {
     if !tools.offers(&call.name) {
         // Not in this model's tool list (a tool the host keeps from a small model):
@@ -145,6 +190,7 @@ async fn execute_one(
             ForModelKind::UnknownOperation,
             format!("no tool `{}` is available", call.name),
         );
+        *refused = true;
         return Ok(result_message(
             call,
             error.message.clone(),
@@ -153,8 +199,9 @@ async fn execute_one(
         ));
     }
     let catalog = tools.catalog_for(&call.name);
-    if let Some(refused) = gated(start, catalog, call, moment).await {
-        return Ok(refused);
+    if let Some(answer) = gated(start, catalog, call, moment).await {
+        *refused = true;
+        return Ok(answer);
     }
     // The owner notes the start before it happens; a stopped owner does not answer,
     // and the call does not start.
@@ -182,8 +229,7 @@ async fn execute_one(
     .await;
     let elapsed = started.elapsed();
     crate::telemetry::tool_call(&call.name, elapsed, executed.is_ok());
-    // In the run's span: an operator's log line carries the Session and the run.
-    tracing::debug!(tool = %call.name, ok = executed.is_ok(), ms = elapsed.as_millis(), "tool call");
+    *ran_for = Some(elapsed);
     match executed {
         Ok(output) => Ok(result_message(call, output_text(&output), false, None)),
         Err(ToolError::ForModel(error)) => {

@@ -152,6 +152,11 @@ impl ServeArgs {
     pub fn log_format(&self) -> LogFormat {
         self.operations.log_format()
     }
+
+    /// What `--otlp-endpoint` and `--otlp-content` ask of the trace export.
+    pub fn trace_config(&self) -> crate::traces::TraceConfig {
+        self.operations.trace_config()
+    }
 }
 
 /// A `--mcp` value as typed; parsed after clap so no error message repeats it, and
@@ -368,6 +373,7 @@ pub async fn run(
     // Before the Agents open: what they record from their first step is kept.
     let agent = context.agent_name()?;
     let exporter = args.operations.exporter()?;
+    let traces = args.operations.trace_config();
     let tools = catalog(&args.mcp, redactions).await?;
     let dirs = computer_dirs(args.workspace, args.computers)?;
     let mut hidden = vec![data_dir.clone()];
@@ -470,6 +476,9 @@ pub async fn run(
     if let Some(exporter) = exporter {
         println!("shiitake: metrics at http://{address}/metrics (the bearer token only)");
         config = config.with_metrics(exporter);
+    }
+    if let Some(said) = traces.describe() {
+        println!("shiitake: traces: {said}");
     }
     let app = host.router(&token, config);
     let served = tokio::select! {

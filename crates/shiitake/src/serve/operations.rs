@@ -31,6 +31,16 @@ pub struct OperationsArgs {
     /// run, Agent), for a log shipper.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Export every run as an OpenTelemetry trace over OTLP/HTTP protobuf to this
+    /// collector (a base URL such as `http://127.0.0.1:4318`; `/v1/traces` is added).
+    /// Without it, `OTEL_EXPORTER_OTLP_ENDPOINT` turns the export on; with neither,
+    /// nothing is exported (docs/operations.md, "Traces").
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
+    /// Put message content (prompts, answers, tool input and output) in the exported
+    /// traces; left out unless asked for, as the GenAI conventions advise.
+    #[arg(long)]
+    otlp_content: bool,
 }
 
 /// How log lines are written.
@@ -46,6 +56,14 @@ impl OperationsArgs {
     /// The log format asked for.
     pub fn log_format(&self) -> LogFormat {
         self.log_format
+    }
+
+    /// What the trace export is asked to do.
+    pub fn trace_config(&self) -> crate::traces::TraceConfig {
+        crate::traces::TraceConfig {
+            endpoint: self.otlp_endpoint.clone(),
+            content: self.otlp_content,
+        }
     }
 
     /// Installs the Prometheus recorder when `--metrics` asks for it; the exporter for

@@ -25,6 +25,7 @@ mod serve_operations;
 mod serve_roster;
 mod serve_slow_clients;
 mod serve_tenants;
+mod serve_traces;
 mod slash_flows;
 mod small_model_tools;
 mod soak;
