@@ -25,6 +25,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -32,24 +34,15 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
-use serde_json::json;
-use shiitake_capabilities::{
-    Catalog, Module, ModulePath, Operation, OperationName, Replay, SourceId, StaticSource,
-};
 use shiitake_core::telemetry;
 use shiitake_core::{Agent, AgentConfig, FixedModel};
-use shiitake_model::{Recording, Script, ScriptedModel, Step, Turn};
-use shiitake_protocol::{
-    AgentApi, PromptText, ReadOptions, RequestId, SendOptions, SessionApi, SessionFrame,
-    SubscribeOptions, TerminalOutcome,
-};
+use shiitake_protocol::{AgentApi, ReadOptions, RequestId, SessionApi};
 use shiitake_store_sqlite::{Durability, SqliteStore};
 
 const OPEN_SESSIONS: usize = 10_000;
 const SCRAPES: usize = 1_000;
 const ROUNDS: usize = 50;
 const RUNS_PER_ROUND: usize = 10;
-const TOOL_CALLS: usize = 9;
 
 /// `on:N` or `off:N`: only N runs, recording or not, then exit; for counting
 /// instructions under cachegrind, which load elsewhere on the machine does not move
@@ -64,7 +57,7 @@ async fn counted_runs(agent: &Agent, on: &AtomicBool, mode: &str) {
         .unwrap_or_else(|| panic!("{COUNT_VAR}: want on:N or off:N, got {mode:?}"));
     on.store(recording, Ordering::SeqCst);
     for n in 0..runs {
-        one_run(agent, format!("counted-{n}")).await;
+        support::one_run(agent, format!("counted-{n}")).await;
     }
     println!("{runs} runs, recording {recording}");
 }
@@ -106,70 +99,6 @@ impl Recorder for Switch {
             Histogram::noop()
         }
     }
-}
-
-/// The `files.read` tool: answers at once with a fixed small file.
-async fn catalog() -> Arc<Catalog> {
-    let read = Operation::from_fn(
-        OperationName::new("read").unwrap(),
-        "Reads a file.",
-        |_input, _ctx| async move { Ok(json!({"path": "src/lib.rs", "text": "pub mod run;\n"})) },
-    )
-    .with_replay(Replay::Safe);
-    let module = Module::new(ModulePath::new("files").unwrap(), "Files.")
-        .with_operation(read)
-        .unwrap();
-    let catalog = Catalog::new();
-    catalog
-        .add_source(Arc::new(StaticSource::new(
-            SourceId::new("bench"),
-            vec![module],
-        )))
-        .await
-        .unwrap();
-    Arc::new(catalog)
-}
-
-/// Nine reads, then an answer, over and over: one run's ten calls in sequence.
-fn model() -> ScriptedModel {
-    let read = Turn::new(vec![Step::tool_call(
-        "files__read",
-        json!({"path": "src/lib.rs"}),
-    )]);
-    let mut turns = vec![read; TOOL_CALLS];
-    turns.push(Turn::text("The file holds the crate root."));
-    ScriptedModel::new(Script::new(turns).cycle(true)).with_recording(Recording::Off)
-}
-
-/// One run in a new Session, watched to its terminal.
-async fn one_run(agent: &Agent, name: String) {
-    let id = agent
-        .create_session(RequestId::new(name).unwrap())
-        .await
-        .unwrap();
-    let session = agent.session(id);
-    let mut frames = session
-        .subscribe(SubscribeOptions::default())
-        .await
-        .unwrap();
-    let text = PromptText::new("Read src/lib.rs.".to_owned()).unwrap();
-    let command_id = session
-        .send(text, SendOptions::default())
-        .await
-        .unwrap()
-        .command_id;
-    while let Some(frame) = frames.next().await {
-        if let SessionFrame::Update(update) = frame.unwrap()
-            && let Some(terminal) = update
-                .terminals
-                .iter()
-                .find(|terminal| terminal.command_id == command_id)
-        {
-            assert_eq!(terminal.outcome, TerminalOutcome::Completed);
-            return;
-        }
-    }
-    panic!("the stream ended before the terminal");
 }
 
 fn percentile(values: &mut [Duration], at: f64) -> Duration {
@@ -225,13 +154,15 @@ async fn main() {
             .await
             .unwrap(),
     );
-    let mut config = AgentConfig::new(Arc::new(FixedModel(Arc::new(model()))));
+    let mut config = AgentConfig::new(Arc::new(FixedModel(Arc::new(support::model()))));
     config.owner_idle = Duration::from_secs(3600);
-    let agent = Agent::open(store, catalog().await, config).await.unwrap();
+    let agent = Agent::open(store, support::catalog().await, config)
+        .await
+        .unwrap();
 
     // Recording cost: interleaved rounds, recording and not.
     for n in 0..RUNS_PER_ROUND {
-        one_run(&agent, format!("warm-{n}")).await;
+        support::one_run(&agent, format!("warm-{n}")).await;
     }
     if let Ok(mode) = std::env::var(COUNT_VAR) {
         counted_runs(&agent, &on, &mode).await;
@@ -249,7 +180,7 @@ async fn main() {
             on.store(recording, Ordering::SeqCst);
             let started = Instant::now();
             for n in 0..RUNS_PER_ROUND {
-                one_run(&agent, format!("r{round}-{recording}-{n}")).await;
+                support::one_run(&agent, format!("r{round}-{recording}-{n}")).await;
             }
             pair[usize::from(recording)] = started.elapsed();
         }

@@ -36,6 +36,11 @@ impl Counters {
         self.dropped.load(Ordering::Relaxed) + self.failed.load(Ordering::Relaxed)
     }
 
+    /// Spans exported and lost, in words.
+    pub fn summary(&self) -> String {
+        format!("{} spans exported, {} lost", self.exported(), self.lost())
+    }
+
     fn count_lost(&self, cause: &'static str, spans: u64) {
         metrics::counter!(shiitake_core::telemetry::OTLP_SPANS_DROPPED, "cause" => cause)
             .increment(spans);

@@ -112,6 +112,7 @@ impl Traces {
     /// Sends what is queued and stops, waiting at most [`SHUTDOWN_TIMEOUT`] (a hanging
     /// collector must not hold the exit), on a thread of its own: the SDK blocks.
     pub fn shutdown(self) {
+        let counters = self.counters;
         let provider = self.provider;
         let stopping = std::thread::spawn(move || {
             let _ = provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
@@ -120,12 +121,11 @@ impl Traces {
         while !stopping.is_finished() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let lost = self.counters.lost();
-        if lost > 0 {
+        if counters.lost() > 0 {
             eprintln!(
-                "shiitake: the trace export lost {lost} spans (exported {}); \
-                 shiitake_otlp_spans_dropped_total counts them by cause",
-                self.counters.exported()
+                "shiitake: the trace export: {}; shiitake_otlp_spans_dropped_total \
+                 counts the lost by cause",
+                counters.summary()
             );
         }
     }
