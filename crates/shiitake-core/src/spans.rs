@@ -47,18 +47,9 @@ pub(crate) fn run(
 /// Records how the run of the current span ended.
 pub(crate) fn run_ended(outcome: TerminalOutcome) {
     let span = Span::current();
-    span.record("shiitake.outcome", outcome_word(outcome));
+    span.record("shiitake.outcome", outcome.as_str());
     if outcome == TerminalOutcome::Failed {
         span.record("otel.status_code", "ERROR");
-    }
-}
-
-fn outcome_word(outcome: TerminalOutcome) -> &'static str {
-    match outcome {
-        TerminalOutcome::Completed => "completed",
-        TerminalOutcome::Failed => "failed",
-        TerminalOutcome::Cancelled => "cancelled",
-        TerminalOutcome::Interrupted => "interrupted",
     }
 }
 

@@ -282,13 +282,7 @@ pub(crate) fn run_started() {
 
 /// Work settled with `outcome`.
 pub(crate) fn run_settled(outcome: TerminalOutcome) {
-    let outcome = match outcome {
-        TerminalOutcome::Completed => "completed",
-        TerminalOutcome::Cancelled => "cancelled",
-        TerminalOutcome::Failed => "failed",
-        TerminalOutcome::Interrupted => "interrupted",
-    };
-    metrics::counter!(RUNS_SETTLED, "outcome" => outcome).increment(1);
+    metrics::counter!(RUNS_SETTLED, "outcome" => outcome.as_str()).increment(1);
 }
 
 /// The part of a gauge one holder reported, taken back when the holder goes: a queue's

@@ -38,6 +38,18 @@ pub enum TerminalOutcome {
     Interrupted,
 }
 
+impl TerminalOutcome {
+    /// The wire word: `completed`, `cancelled`, `failed`, `interrupted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Cancelled => "cancelled",
+            Self::Failed => "failed",
+            Self::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// Durable outcome of one accepted work item on the selected lineage.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

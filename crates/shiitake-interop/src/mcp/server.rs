@@ -390,15 +390,6 @@ fn answer_request(needed: &Needed) -> String {
     format!("mcp-{id}")
 }
 
-fn outcome_word(outcome: TerminalOutcome) -> &'static str {
-    match outcome {
-        TerminalOutcome::Completed => "completed",
-        TerminalOutcome::Failed => "failed",
-        TerminalOutcome::Cancelled => "cancelled",
-        TerminalOutcome::Interrupted => "interrupted",
-    }
-}
-
 /// A result that names the run and its `status`, with `more` fields.
 fn status(session: &SessionId, command: &CommandId, status: &str, more: Value) -> CallToolResponse {
     let mut value = json!({"status": status, "sessionId": session, "commandId": command});
@@ -420,7 +411,7 @@ fn status(session: &SessionId, command: &CommandId, status: &str, more: Value) -
 }
 
 fn ended_result(session: &SessionId, command: &CommandId, ended: Ended) -> CallToolResponse {
-    let word = outcome_word(ended.outcome);
+    let word = ended.outcome.as_str();
     let value = json!({
         "status": word, "sessionId": session, "commandId": command,
         "text": ended.text, "diagnostic": ended.diagnostic,

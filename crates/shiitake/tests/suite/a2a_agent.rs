@@ -369,35 +369,25 @@ fn mistakes_get_json_rpc_errors_with_http_200() {
 /// and naming the task or its context through its own Agent finds nothing.
 #[test]
 fn on_a_hub_a_tenant_reaches_only_its_own_agent_over_a2a() {
-    use crate::support::hub::{self, create_tenant, test_database};
+    use crate::support::hub::{ScriptedHub, create_tenant, test_database};
     let Some(python) = shiitake_test_services::Service::clients_python() else {
         return;
     };
     let Some(database) = test_database() else {
         return;
     };
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let root = std::fs::canonicalize(dir.path()).unwrap().join("root");
-    std::fs::create_dir(&root).unwrap();
     let run = std::process::id();
     let (operator, tenant, other) = (
         format!("opa2a-{run}"),
         format!("a2at-{run}"),
         format!("a2ao-{run}"),
     );
-    let model = crate::support::script(
-        dir.path(),
+    let hub = ScriptedHub::new(
+        &database,
+        &operator,
         &json!({"model": "scripted", "turns": [{"steps": [{"text": "Done for you."}]}]}),
     );
-    let process = |name: &str| {
-        let mut command = hub::command(dir.path(), name, &database, &operator);
-        command
-            .args(["--model", &model, "--heartbeat", "200ms"])
-            .arg("--workspace")
-            .arg(&root);
-        hub::spawn(command, &dir.path().join(format!("{name}.log")))
-    };
-    let (one, two) = (process("one"), process("two"));
+    let (one, two) = (hub.process("one"), hub.process("two"));
     let token = create_tenant(&one, &tenant);
     let other_token = create_tenant(&one, &other);
     let run_client = |url: &str, token: &str, mode: &[&str]| {

@@ -304,32 +304,24 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
 /// token loads nothing of it.
 #[test]
 fn an_editor_drives_a_hub_tenants_agent_over_acp() {
-    use crate::support::hub::{self, create_tenant, test_database};
+    use crate::support::hub::{ScriptedHub, create_tenant, test_database};
     let Some(python) = Service::clients_python() else {
         return;
     };
     let Some(database) = test_database() else {
         return;
     };
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let root = std::fs::canonicalize(dir.path()).unwrap().join("root");
-    std::fs::create_dir(&root).unwrap();
     let run = std::process::id();
     let (operator, tenant, other) = (
         format!("opa-{run}"),
         format!("acpt-{run}"),
         format!("acpo-{run}"),
     );
-    let model = script(dir.path(), &prompt_turns());
-    let mut command = hub::command(dir.path(), "data", &database, &operator);
-    command
-        .args(["--model", &model, "--heartbeat", "200ms"])
-        .arg("--workspace")
-        .arg(&root);
-    let hub = hub::spawn(command, &dir.path().join("hub.log"));
+    let scripted = ScriptedHub::new(&database, &operator, &prompt_turns());
+    let hub = scripted.process("data");
     let token = create_tenant(&hub, &tenant);
     let other_token = create_tenant(&hub, &other);
-    let folder = root.join(&tenant);
+    let folder = scripted.root.join(&tenant);
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("notes.txt"), "PURPLE-42\n").unwrap();
 

@@ -22,7 +22,6 @@ use serde_json::{Value, json};
 use shiitake_test_services::Service;
 
 use crate::support::clients::{Scene, json_lines};
-use crate::support::script;
 
 /// Runs the SDK's client against `url` with `token` in `mode`: the JSON lines it printed.
 fn client(python: &Path, url: &str, token: &str, mode: &[&str]) -> Vec<Value> {
@@ -308,35 +307,25 @@ fn wrong_calls_get_the_protocols_errors_and_the_server_goes_on() {
 /// Sessions through its own.
 #[test]
 fn on_a_hub_a_tenant_reaches_only_its_own_agent_over_mcp() {
-    use crate::support::hub::{self, create_tenant, test_database};
+    use crate::support::hub::{ScriptedHub, create_tenant, test_database};
     let Some(python) = Service::clients_python() else {
         return;
     };
     let Some(database) = test_database() else {
         return;
     };
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let root = std::fs::canonicalize(dir.path()).unwrap().join("root");
-    std::fs::create_dir(&root).unwrap();
     let run = std::process::id();
     let (operator, tenant, other) = (
         format!("opm-{run}"),
         format!("mcpt-{run}"),
         format!("mcpo-{run}"),
     );
-    let model = script(
-        dir.path(),
+    let hub = ScriptedHub::new(
+        &database,
+        &operator,
         &json!({"model": "scripted", "turns": [{"steps": [{"text": "Done for you."}]}]}),
     );
-    let process = |name: &str| {
-        let mut command = hub::command(dir.path(), name, &database, &operator);
-        command
-            .args(["--model", &model, "--heartbeat", "200ms"])
-            .arg("--workspace")
-            .arg(&root);
-        hub::spawn(command, &dir.path().join(format!("{name}.log")))
-    };
-    let (one, two) = (process("one"), process("two"));
+    let (one, two) = (hub.process("one"), hub.process("two"));
     let token = create_tenant(&one, &tenant);
     let other_token = create_tenant(&one, &other);
 

@@ -277,3 +277,41 @@ pub fn session_with_prompt(served: &Served, token: &str, request: &str, text: &s
     assert_eq!(status, 200, "{body}");
     session
 }
+
+/// The folder of a Hub test of processes playing one scripted model: the data
+/// directories and logs, and `root/`, where each tenant's Computer folder is made.
+pub struct ScriptedHub {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    database: String,
+    operator: String,
+    model: String,
+}
+
+impl ScriptedHub {
+    /// The folder for processes on `database` whose operator's Agent is `operator`,
+    /// playing `turns`.
+    pub fn new(database: &str, operator: &str, turns: &serde_json::Value) -> Self {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let model = super::script(dir.path(), turns);
+        Self {
+            dir,
+            root,
+            database: database.to_owned(),
+            operator: operator.to_owned(),
+            model,
+        }
+    }
+
+    /// A process named `name` (its data directory and log), with a 200 ms heartbeat.
+    pub fn process(&self, name: &str) -> Served {
+        let mut command = command(self.dir.path(), name, &self.database, &self.operator);
+        command
+            .args(["--model", &self.model, "--heartbeat", "200ms"])
+            .arg("--workspace")
+            .arg(&self.root);
+        spawn(command, &self.dir.path().join(format!("{name}.log")))
+    }
+}
