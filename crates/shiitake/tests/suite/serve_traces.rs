@@ -4,7 +4,8 @@
 //! MCP Python SDK's elicitation) comes back from Phoenix's API as one trace: the run at
 //! its root, a `chat` span per model call with the GenAI attributes, the tool call, and
 //! the approval's wait under it; no message content, as none was asked for. A request
-//! carrying a W3C `traceparent` is a span of the caller's trace.
+//! carrying a W3C `traceparent` is a span of the caller's trace. A second `serve` with
+//! `--otlp-content` exports the answer and the call's arguments.
 //!
 //! Without Phoenix (`SHIITAKE_PHOENIX`) or the clients' Python the test prints a
 //! `SKIPPED` line, or fails when `SHIITAKE_REQUIRE_SERVICES=1`.
@@ -135,15 +136,14 @@ fn attribute<'a>(span: &'a Value, key: &str) -> &'a Value {
     &span["attributes"][key]
 }
 
-#[test]
-fn a_run_with_a_tool_call_and_an_approval_is_one_trace_in_phoenix() {
-    let Some(phoenix_command) = Service::phoenix() else {
-        return;
-    };
-    let Some(python) = Service::clients_python() else {
-        return;
-    };
-    let phoenix = Phoenix::start(&phoenix_command);
+/// A `serve` exporting to `phoenix`'s project `project` (with message content when
+/// `content`), playing a patch that asks for approval and an answer; its folder, its
+/// port and its token.
+fn traced_serve(
+    phoenix: &Phoenix,
+    project: &str,
+    content: bool,
+) -> (Serve, tempfile::TempDir, u16, String) {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
@@ -156,7 +156,6 @@ fn a_run_with_a_tool_call_and_an_approval_is_one_trace_in_phoenix() {
             {"steps": [{"text": "Made it."}]}
         ]}),
     );
-    let project = format!("traces-{}", std::process::id());
     let port = free_port();
     let data = dir.path().join("data");
     let mut command = Command::new(binary());
@@ -175,10 +174,45 @@ fn a_run_with_a_tool_call_and_an_approval_is_one_trace_in_phoenix() {
             "OTEL_EXPORTER_OTLP_HEADERS",
             format!("x-project-name={project}"),
         );
+    if content {
+        command.arg("--otlp-content");
+    }
     let serve = Serve::spawn(command, &data);
     let token = std::fs::read_to_string(data.join("token")).unwrap();
-    let token = token.trim();
+    (serve, dir, port, token.trim().to_owned())
+}
 
+/// The MCP client's `prompt` answered by allowing the approval it brings: the Session.
+fn prompt_and_allow(python: &Path, serve: &Serve, token: &str) -> String {
+    let url = format!("{}/mcp", serve.url);
+    let args = [
+        url.as_str(),
+        token,
+        "elicit",
+        "Make the file.",
+        "allow_once",
+    ];
+    let lines = json_lines(python, "mcp_client.py", args, Duration::from_secs(90));
+    let result = lines.iter().find_map(|line| line.get("result")).unwrap();
+    assert_eq!(result["structuredContent"]["text"], "Made it.", "{lines:?}");
+    result["structuredContent"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_run_with_a_tool_call_and_an_approval_is_one_trace_in_phoenix() {
+    let Some(phoenix_command) = Service::phoenix() else {
+        return;
+    };
+    let Some(python) = Service::clients_python() else {
+        return;
+    };
+    let phoenix = Phoenix::start(&phoenix_command);
+    let project = format!("traces-{}", std::process::id());
+    let (serve, _dir, port, token) = traced_serve(&phoenix, &project, false);
+    let token = token.as_str();
     let url = format!("{}/mcp", serve.url);
     let args = [
         url.as_str(),
@@ -293,4 +327,21 @@ fn a_run_with_a_tool_call_and_an_approval_is_one_trace_in_phoenix() {
     assert_eq!(continued.len(), 1, "{continued:?}");
     assert_eq!(continued[0]["name"], "GET /v1/sessions");
     assert_eq!(continued[0]["parent_id"], "00f067aa0ba902b7");
+
+    // Asked for, the content is there: the answer on its model call, the tool's result.
+    let project = format!("traces-content-{}", std::process::id());
+    let (serve, _dir, _, token) = traced_serve(&phoenix, &project, true);
+    prompt_and_allow(&python, &serve, &token);
+    let spans = phoenix.spans(&project, |spans| {
+        named(spans, "chat scripted").len() == 2 && named(spans, "invoke_agent main").len() == 1
+    });
+    let everything = Value::Array(spans).to_string();
+    assert!(
+        everything.contains("Made it."),
+        "the answer was not exported: {everything}"
+    );
+    assert!(
+        everything.contains("files__apply_patch("),
+        "the call was not exported"
+    );
 }
