@@ -2,7 +2,8 @@
 //!
 //! Runs the bench targets (`cargo bench --workspace`: the core's acceptance,
 //! observation and whole-run benches, the approval gate, knapsack's commands and their
-//! sandbox), the server's SSE latency example and the Hub
+//! sandbox, `serve`'s operations and traces: recording, the scrape, the trace export
+//! against a live, a down and a hanging collector), the server's SSE latency example and the Hub
 //! benchmark (`shiitake-store-postgres`'s `hub_bench` example, every phase: 1, 2 and 3
 //! processes on one PostgreSQL database; takeover after a kill; a rolling restart; 1
 //! and 100 tenants) in
