@@ -79,6 +79,18 @@ fn ended(terminal: &SessionTerminal, messages: &[SessionMessage]) -> Phase {
     })
 }
 
+/// The ending of `command` among `terminals`, if there, for a run of `messages`.
+fn ended_in(
+    terminals: &[SessionTerminal],
+    command: &CommandId,
+    messages: &[SessionMessage],
+) -> Option<Phase> {
+    terminals
+        .iter()
+        .find(|terminal| terminal.command_id == *command)
+        .map(|terminal| ended(terminal, messages))
+}
+
 /// Where `command` stands in `snapshot`, if the snapshot says.
 fn standing(snapshot: &SessionSnapshot, command: &CommandId) -> Option<(Phase, Option<String>)> {
     match &snapshot.activity.queue {
@@ -115,13 +127,9 @@ pub async fn observe<S: SessionApi>(
 ) -> Result<RunView, ShiitakeError> {
     let snapshot = session.read(page(None)).await?;
     let mut messages = of_run(&snapshot.messages, command);
-    if let Some(terminal) = snapshot
-        .terminals
-        .iter()
-        .find(|terminal| terminal.command_id == *command)
-    {
+    if let Some(phase) = ended_in(&snapshot.terminals, command, &messages) {
         return Ok(RunView {
-            phase: ended(terminal, &messages),
+            phase,
             waiting_prompt: None,
             messages,
         });
@@ -144,13 +152,9 @@ pub async fn observe<S: SessionApi>(
         let mut earlier = of_run(&older.messages, command);
         earlier.append(&mut messages);
         messages = earlier;
-        if let Some(terminal) = older
-            .terminals
-            .iter()
-            .find(|terminal| terminal.command_id == *command)
-        {
+        if let Some(phase) = ended_in(&older.terminals, command, &messages) {
             return Ok(RunView {
-                phase: ended(terminal, &messages),
+                phase,
                 waiting_prompt: None,
                 messages,
             });

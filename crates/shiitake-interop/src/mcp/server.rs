@@ -16,6 +16,7 @@ use shiitake_protocol::{
     AgentApi, CancelInput, CommandId, ReadOptions, SessionApi, SessionId, ShiitakeError,
     TerminalOutcome,
 };
+use tracing::Instrument;
 
 use super::state::Waiting;
 use super::tools::{self, Name};
@@ -81,11 +82,13 @@ where
             context: &context,
         };
         let span = tracing::info_span!("mcp tool", tool = name.as_str());
-        let _entered = span.enter();
-        drop(_entered);
-        Ok(call.run(name, request).await.unwrap_or_else(|message| {
-            CallToolResult::error(vec![ContentBlock::text(message)]).into()
-        }))
+        Ok(call
+            .run(name, request)
+            .instrument(span)
+            .await
+            .unwrap_or_else(|message| {
+                CallToolResult::error(vec![ContentBlock::text(message)]).into()
+            }))
     }
 }
 

@@ -297,3 +297,41 @@ fn tool(name: Name) -> Tool {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_is_bounded_at_its_edges() {
+        assert_eq!(
+            wait_for(None).unwrap(),
+            std::time::Duration::from_secs(DEFAULT_WAIT_SECONDS)
+        );
+        assert_eq!(wait_for(Some(1)).unwrap().as_secs(), 1);
+        assert_eq!(
+            wait_for(Some(MAX_WAIT_SECONDS)).unwrap().as_secs(),
+            MAX_WAIT_SECONDS
+        );
+        assert!(wait_for(Some(0)).is_err());
+        assert!(wait_for(Some(MAX_WAIT_SECONDS + 1)).is_err());
+    }
+
+    #[test]
+    fn arguments_are_objects_of_exactly_the_documented_fields() {
+        let read: Result<ReadArgs, _> = arguments(None);
+        assert!(read.unwrap_err().contains("sessionId"));
+        let mut object = JsonObject::new();
+        object.insert("sessionId".into(), "ses_1".into());
+        object.insert("limit".into(), 200.into());
+        assert!(arguments::<ReadArgs>(Some(object.clone())).is_ok());
+        object.insert("limit".into(), 201.into());
+        assert!(arguments::<ReadArgs>(Some(object)).is_err());
+        assert!(
+            Name::ALL
+                .iter()
+                .all(|name| Name::parse(name.as_str()) == Some(*name))
+        );
+        assert_eq!(list().len(), Name::ALL.len());
+    }
+}

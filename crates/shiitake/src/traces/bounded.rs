@@ -136,3 +136,60 @@ impl<P: SpanProcessor> SpanProcessor for Bounded<P> {
         self.inner.set_resource(resource);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A processor that keeps what it is handed.
+    #[derive(Debug, Default)]
+    struct Keeping(Mutex<usize>);
+
+    impl SpanProcessor for Keeping {
+        fn on_start(&self, _span: &mut Span, _context: &Context) {}
+        fn on_end(&self, _span: SpanData) {
+            *self.0.lock().unwrap() += 1;
+        }
+        fn force_flush(&self) -> OTelSdkResult {
+            Ok(())
+        }
+        fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+            Ok(())
+        }
+    }
+
+    fn span() -> SpanData {
+        use opentelemetry::trace::{SpanContext, SpanKind, Status};
+        SpanData {
+            span_context: SpanContext::empty_context(),
+            parent_span_id: opentelemetry::trace::SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: "s".into(),
+            start_time: std::time::SystemTime::now(),
+            end_time: std::time::SystemTime::now(),
+            attributes: Vec::new(),
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links: Default::default(),
+            status: Status::Unset,
+            instrumentation_scope: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_bound_takes_exactly_its_count_and_drops_one_more() {
+        let counters = Arc::new(Counters::default());
+        let bounded = Bounded::new(Keeping::default(), counters.clone(), 2);
+        bounded.on_end(span());
+        bounded.on_end(span());
+        assert_eq!(*bounded.inner.0.lock().unwrap(), 2);
+        assert_eq!(counters.lost(), 0);
+        bounded.on_end(span());
+        assert_eq!(*bounded.inner.0.lock().unwrap(), 2, "one past the bound");
+        assert_eq!(counters.lost(), 1);
+        assert_eq!(counters.summary(), "0 spans exported, 1 lost");
+    }
+}

@@ -369,19 +369,14 @@ fn mistakes_get_json_rpc_errors_with_http_200() {
 /// and naming the task or its context through its own Agent finds nothing.
 #[test]
 fn on_a_hub_a_tenant_reaches_only_its_own_agent_over_a2a() {
-    use crate::support::hub::{ScriptedHub, create_tenant, test_database};
+    use crate::support::hub::{ScriptedHub, create_tenant, tenant_names, test_database};
     let Some(python) = shiitake_test_services::Service::clients_python() else {
         return;
     };
     let Some(database) = test_database() else {
         return;
     };
-    let run = std::process::id();
-    let (operator, tenant, other) = (
-        format!("opa2a-{run}"),
-        format!("a2at-{run}"),
-        format!("a2ao-{run}"),
-    );
+    let (operator, tenant, other) = tenant_names("a2a");
     let hub = ScriptedHub::new(
         &database,
         &operator,

@@ -304,19 +304,14 @@ fn approvals_reach_the_editor_as_permission_requests_and_outlive_it() {
 /// token loads nothing of it.
 #[test]
 fn an_editor_drives_a_hub_tenants_agent_over_acp() {
-    use crate::support::hub::{ScriptedHub, create_tenant, test_database};
+    use crate::support::hub::{ScriptedHub, create_tenant, tenant_names, test_database};
     let Some(python) = Service::clients_python() else {
         return;
     };
     let Some(database) = test_database() else {
         return;
     };
-    let run = std::process::id();
-    let (operator, tenant, other) = (
-        format!("opa-{run}"),
-        format!("acpt-{run}"),
-        format!("acpo-{run}"),
-    );
+    let (operator, tenant, other) = tenant_names("acp");
     let scripted = ScriptedHub::new(&database, &operator, &prompt_turns());
     let hub = scripted.process("data");
     let token = create_tenant(&hub, &tenant);

@@ -307,19 +307,14 @@ fn wrong_calls_get_the_protocols_errors_and_the_server_goes_on() {
 /// Sessions through its own.
 #[test]
 fn on_a_hub_a_tenant_reaches_only_its_own_agent_over_mcp() {
-    use crate::support::hub::{ScriptedHub, create_tenant, test_database};
+    use crate::support::hub::{ScriptedHub, create_tenant, tenant_names, test_database};
     let Some(python) = Service::clients_python() else {
         return;
     };
     let Some(database) = test_database() else {
         return;
     };
-    let run = std::process::id();
-    let (operator, tenant, other) = (
-        format!("opm-{run}"),
-        format!("mcpt-{run}"),
-        format!("mcpo-{run}"),
-    );
+    let (operator, tenant, other) = tenant_names("mcp");
     let hub = ScriptedHub::new(
         &database,
         &operator,

@@ -213,21 +213,7 @@ fn a_run_with_a_tool_call_and_an_approval_is_one_trace_in_phoenix() {
     let project = format!("traces-{}", std::process::id());
     let (serve, _dir, port, token) = traced_serve(&phoenix, &project, false);
     let token = token.as_str();
-    let url = format!("{}/mcp", serve.url);
-    let args = [
-        url.as_str(),
-        token,
-        "elicit",
-        "Make the file.",
-        "allow_once",
-    ];
-    let lines = json_lines(&python, "mcp_client.py", args, Duration::from_secs(90));
-    let result = lines.iter().find_map(|line| line.get("result")).unwrap();
-    assert_eq!(result["structuredContent"]["text"], "Made it.", "{lines:?}");
-    let session = result["structuredContent"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let session = prompt_and_allow(&python, &serve, token);
 
     // A caller's trace continues into the request it makes.
     let caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736";

@@ -315,3 +315,14 @@ impl ScriptedHub {
         spawn(command, &self.dir.path().join(format!("{name}.log")))
     }
 }
+
+/// Names no other test run uses, for a Hub test of `prefix`: the operator's Agent, a
+/// tenant, and another tenant.
+pub fn tenant_names(prefix: &str) -> (String, String, String) {
+    let run = std::process::id();
+    (
+        format!("op{prefix}-{run}"),
+        format!("{prefix}t-{run}"),
+        format!("{prefix}o-{run}"),
+    )
+}
